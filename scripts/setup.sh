@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Installs what Sightline needs to build, run and test, and nothing else.
+# Idempotent: a second run on a ready machine does no network work.
+#   apt: Debian packages in APT_PACKAGES (third_party/versions.env)
+#   npm: DuckDB library + header and the OTLP .proto files, unpacked under .deps/
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+# shellcheck source=/dev/null
+source "$root/third_party/versions.env"
+
+missing=()
+for p in $APT_PACKAGES; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# Node.js and npm: use the machine's if present (it may come from outside Debian's
+# nodejs package, whose npm would conflict); otherwise take Debian's.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then missing+=(nodejs npm); fi
+if ((${#missing[@]})); then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  sudo_cmd=""; [[ $(id -u) -ne 0 ]] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+deps="$root/.deps"
+mkdir -p "$deps"
+stamp="$deps/.stamp"
+want="$DUCKDB_LIB_PACKAGE $DUCKDB_HEADER_PACKAGE $OTLP_PROTO_PACKAGE"
+if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+  exit 0
+fi
+echo "setup: fetching npm packages: $want"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+(cd "$tmp" && npm pack --silent "$DUCKDB_LIB_PACKAGE" "$DUCKDB_HEADER_PACKAGE" "$OTLP_PROTO_PACKAGE" >/dev/null)
+rm -rf "$deps/duckdb" "$deps/protos"
+mkdir -p "$deps/duckdb/lib" "$deps/duckdb/include" "$deps/protos"
+for t in "$tmp"/*.tgz; do
+  d="$tmp/x"; rm -rf "$d"; mkdir -p "$d"; tar -xzf "$t" -C "$d"
+  if [[ -f "$d/package/libduckdb.so" ]]; then cp "$d/package/libduckdb.so" "$deps/duckdb/lib/"; fi
+  if [[ -f "$d/package/src/duckdb/src/include/duckdb.h" ]]; then cp "$d/package/src/duckdb/src/include/duckdb.h" "$deps/duckdb/include/"; fi
+  if [[ -d "$d/package/build/protos" ]]; then cp -r "$d/package/build/protos/." "$deps/protos/"; fi
+done
+for f in "$deps/duckdb/lib/libduckdb.so" "$deps/duckdb/include/duckdb.h" "$deps/protos/opentelemetry/proto/trace/v1/trace.proto"; do
+  [[ -f "$f" ]] || { echo "setup: missing $f after npm pack" >&2; exit 1; }
+done
+echo "$want" > "$stamp"

@@ -1,0 +1,46 @@
+#include "common/status.h"
+
+namespace sightline {
+
+const char* StatusCodeName(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk: return "OK";
+    case StatusCode::kInvalidArgument: return "INVALID_ARGUMENT";
+    case StatusCode::kUnauthenticated: return "UNAUTHENTICATED";
+    case StatusCode::kNotFound: return "NOT_FOUND";
+    case StatusCode::kPayloadTooLarge: return "PAYLOAD_TOO_LARGE";
+    case StatusCode::kUnsupportedMedia: return "UNSUPPORTED_MEDIA_TYPE";
+    case StatusCode::kResourceExhausted: return "RESOURCE_EXHAUSTED";
+    case StatusCode::kUnavailable: return "UNAVAILABLE";
+    case StatusCode::kDeadlineExceeded: return "DEADLINE_EXCEEDED";
+    case StatusCode::kCancelled: return "CANCELLED";
+    case StatusCode::kInternal: return "INTERNAL";
+    case StatusCode::kIoError: return "IO_ERROR";
+  }
+  return "UNKNOWN";
+}
+
+std::string Status::ToString() const {
+  if (ok()) return "OK";
+  return std::string(StatusCodeName(code_)) + ": " + message_;
+}
+
+int HttpStatusFor(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk: return 200;
+    case StatusCode::kInvalidArgument: return 400;
+    case StatusCode::kUnauthenticated: return 401;
+    case StatusCode::kNotFound: return 404;
+    case StatusCode::kPayloadTooLarge: return 413;
+    case StatusCode::kUnsupportedMedia: return 415;
+    case StatusCode::kResourceExhausted: return 429;
+    case StatusCode::kUnavailable: return 503;
+    case StatusCode::kDeadlineExceeded: return 504;
+    case StatusCode::kCancelled: return 499;
+    case StatusCode::kInternal: return 500;
+    case StatusCode::kIoError: return 500;
+  }
+  return 500;
+}
+
+}  // namespace sightline

@@ -1,0 +1,166 @@
+#pragma once
+
+// Columnar batches: what the OTLP decoders produce and the engines append.
+// One batch per request and signal, struct of arrays, strings packed into one
+// buffer per column, so decoding allocates per column, not per row.
+// Complex values (attribute maps, events, links, histogram buckets, exemplars)
+// are carried as JSON text; docs/STORAGE.md lists every column.
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sightline {
+
+enum class Signal { kSpans = 0, kLogs = 1, kMetrics = 2 };
+inline constexpr int kSignalCount = 3;
+const char* SignalName(Signal s);  // "spans", "logs", "metrics"
+
+//! Append-only column of strings: one byte buffer plus end offsets.
+class StringColumn {
+ public:
+  void Append(std::string_view s) {
+    data_.append(s.data(), s.size());
+    ends_.push_back(static_cast<uint32_t>(data_.size()));
+  }
+  std::string_view Get(size_t i) const {
+    uint32_t begin = i == 0 ? 0 : ends_[i - 1];
+    return std::string_view(data_.data() + begin, ends_[i] - begin);
+  }
+  size_t size() const { return ends_.size(); }
+  void Reserve(size_t rows, size_t bytes) {
+    ends_.reserve(rows);
+    data_.reserve(bytes);
+  }
+  //! Appends into the buffer directly (e.g. a JSON writer); CommitRow() ends it.
+  std::string& buffer() { return data_; }
+  void CommitRow() { ends_.push_back(static_cast<uint32_t>(data_.size())); }
+  size_t ByteSize() const { return data_.capacity() + ends_.capacity() * sizeof(uint32_t); }
+
+ private:
+  std::string data_;
+  std::vector<uint32_t> ends_;
+};
+
+template <typename T>
+size_t VectorBytes(const std::vector<T>& v) {
+  return v.capacity() * sizeof(T);
+}
+
+//! Resource and scope context repeated on each row (engines dictionary-compress it).
+//! service_name is promoted from resource attribute service.name.
+struct SpanBatch {
+  int64_t project_id = 0;
+  StringColumn trace_id;        // 32 lowercase hex chars
+  StringColumn span_id;         // 16 hex chars
+  StringColumn parent_span_id;  // 16 hex chars or empty for a root span
+  StringColumn trace_state;
+  std::vector<uint32_t> flags;
+  StringColumn name;
+  std::vector<int32_t> kind;  // OTLP SpanKind number
+  std::vector<int64_t> start_time_ns;
+  std::vector<int64_t> end_time_ns;
+  std::vector<int32_t> status_code;  // 0 unset, 1 ok, 2 error
+  StringColumn status_message;
+  StringColumn service_name;
+  // Promoted hot attributes ("" / 0 when absent).
+  StringColumn http_route;   // http.route, else url.path/http.target
+  StringColumn http_method;  // http.request.method or http.method
+  std::vector<int32_t> http_status_code;  // http.response.status_code or http.status_code
+  StringColumn db_system;
+  StringColumn exception_type;     // from the first "exception" event
+  StringColumn exception_message;
+  // Full fidelity, JSON text.
+  StringColumn attributes;           // {"key": value, ...}
+  StringColumn events;               // [{"time_unix_nano":..,"name":..,"attributes":{..},"dropped_attributes_count":..}]
+  StringColumn links;                // [{"trace_id":..,"span_id":..,"trace_state":..,"attributes":{..},"dropped_attributes_count":..,"flags":..}]
+  std::vector<uint32_t> dropped_attributes_count;
+  std::vector<uint32_t> dropped_events_count;
+  std::vector<uint32_t> dropped_links_count;
+  StringColumn resource_attributes;  // JSON
+  StringColumn scope_name;
+  StringColumn scope_version;
+  StringColumn scope_attributes;     // JSON
+
+  size_t rows() const { return start_time_ns.size(); }
+  size_t ByteSize() const;
+};
+
+struct LogBatch {
+  int64_t project_id = 0;
+  std::vector<int64_t> time_ns;           // 0 when the record has none
+  std::vector<int64_t> observed_time_ns;  // observed time, else receive time
+  std::vector<int32_t> severity_number;
+  StringColumn severity_text;
+  StringColumn body;                 // string bodies as is; other AnyValue kinds as JSON
+  std::vector<uint8_t> body_type;    // AnyValueType below
+  StringColumn trace_id;             // hex or empty
+  StringColumn span_id;              // hex or empty
+  std::vector<uint32_t> flags;
+  StringColumn service_name;
+  StringColumn attributes;           // JSON
+  std::vector<uint32_t> dropped_attributes_count;
+  StringColumn resource_attributes;  // JSON
+  StringColumn scope_name;
+  StringColumn scope_version;
+  StringColumn scope_attributes;     // JSON
+
+  size_t rows() const { return time_ns.size(); }
+  size_t ByteSize() const;
+};
+
+//! AnyValue kinds (logs.body_type): how to read the body column.
+enum class AnyValueType : uint8_t {
+  kEmpty = 0, kString = 1, kBool = 2, kInt = 3, kDouble = 4, kArray = 5, kKvList = 6, kBytes = 7,
+};
+
+enum class MetricType : int32_t {
+  kGauge = 1, kSum = 2, kHistogram = 3, kExponentialHistogram = 4, kSummary = 5,
+};
+const char* MetricTypeName(MetricType t);
+
+//! Metrics: each distinct series (metric identity + resource + scope + point
+//! attributes) is stored once; points reference it by series_id.
+struct MetricBatch {
+  int64_t project_id = 0;
+  // Series, deduplicated within the batch. series_id is a stable 64-bit hash
+  // of everything that identifies the series (see SeriesId in otlp/).
+  std::vector<int64_t> series_id;
+  StringColumn metric_name;
+  std::vector<int32_t> metric_type;  // MetricType
+  StringColumn unit;
+  StringColumn description;
+  std::vector<int32_t> temporality;  // AggregationTemporality: 0 unspecified, 1 delta, 2 cumulative
+  std::vector<uint8_t> is_monotonic;
+  StringColumn service_name;
+  StringColumn resource_attributes;  // JSON
+  StringColumn scope_name;
+  StringColumn scope_version;
+  StringColumn attributes;           // point attributes, JSON
+
+  // Points.
+  std::vector<int64_t> point_series_id;
+  std::vector<int64_t> time_ns;
+  std::vector<int64_t> start_time_ns;
+  std::vector<double> value;     // gauge/sum value (ints converted); NaN for distributions
+  std::vector<int64_t> int_value;  // exact value when the point was an int
+  std::vector<uint8_t> is_int;
+  std::vector<uint64_t> count;   // histogram / exp histogram / summary count
+  std::vector<double> sum;       // NaN when absent
+  std::vector<double> min;       // NaN when absent
+  std::vector<double> max;       // NaN when absent
+  StringColumn bucket_counts;    // JSON array (histogram)
+  StringColumn explicit_bounds;  // JSON array (histogram)
+  StringColumn exp_histogram;    // JSON {scale, zero_count, positive{offset,bucket_counts}, negative{..}}
+  StringColumn quantiles;        // JSON [{"quantile":q,"value":v}] (summary)
+  StringColumn exemplars;        // JSON array
+  std::vector<uint32_t> flags;
+
+  size_t series_rows() const { return series_id.size(); }
+  size_t rows() const { return time_ns.size(); }
+  size_t ByteSize() const;
+};
+
+}  // namespace sightline
