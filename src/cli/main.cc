@@ -1,1 +1,198 @@
-int main(){return 0;}
+// sightline: the one binary. `serve` runs the backend; the other commands are
+// tools for operators and tests.
+
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+
+#include "common/json_writer.h"
+#include "server/server.h"
+#include "state/state_store.h"
+#include "storage/telemetry_store.h"
+
+namespace sightline {
+namespace {
+
+void AddStoreOptions(CLI::App* cmd, std::string* data, std::string* storage, StoreOptions* store) {
+  cmd->add_option("--data", *data, "Data directory (engine files, state.sqlite)")->envname("SIGHTLINE_DATA")->capture_default_str();
+  cmd->add_option("--storage", *storage, "Telemetry engine: duckdb or sqlite")
+      ->envname("SIGHTLINE_STORAGE")
+      ->check(CLI::IsMember({"duckdb", "sqlite"}))
+      ->capture_default_str();
+  cmd->add_option("--duckdb-memory-limit", store->memory_limit, "DuckDB memory_limit, e.g. 2GB (default: DuckDB's, 80% of RAM)")
+      ->envname("SIGHTLINE_DUCKDB_MEMORY_LIMIT");
+  cmd->add_option("--duckdb-checkpoint-threshold", store->checkpoint_threshold,
+                  "DuckDB checkpoint_threshold: WAL size that triggers a checkpoint, e.g. 256MB")
+      ->envname("SIGHTLINE_DUCKDB_CHECKPOINT_THRESHOLD");
+  cmd->add_option("--duckdb-threads", store->threads, "DuckDB worker threads (0 = one per core)")
+      ->envname("SIGHTLINE_DUCKDB_THREADS")
+      ->capture_default_str();
+}
+
+int Serve(ServerOptions options) {
+  // Signals are taken synchronously by this thread; every other thread inherits the mask.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  std::string storage = options.storage, data = options.data_dir;
+  auto server = Server::Start(std::move(options));
+  if (!server.ok()) {
+    spdlog::error("cannot start: {}", server.status().ToString());
+    return 1;
+  }
+  Server& s = *server.value();
+  std::printf("Sightline is running (storage: %s, data: %s)\n", storage.c_str(), data.c_str());
+  std::printf("  OTLP/HTTP  http://<host>:%d  (POST /v1/traces, /v1/logs, /v1/metrics)\n", s.otlp_port());
+  std::printf("  UI / API   http://<host>:%d  (health: /healthz /readyz /api/health/deep, metrics: /metrics)\n",
+              s.api_port());
+  if (!s.minted_token().empty()) {
+    std::printf("  Ingest token of project 'default' (shown once, stored hashed):\n    %s\n", s.minted_token().c_str());
+    std::printf("  export OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:%d\n", s.otlp_port());
+    std::printf("  export OTEL_EXPORTER_OTLP_HEADERS=\"Authorization=Bearer %s\"\n", s.minted_token().c_str());
+  } else {
+    std::printf("  Ingest tokens are stored hashed; mint one with: sightline token create --project default --data %s\n",
+                data.c_str());
+  }
+  std::fflush(stdout);
+
+  int sig = 0;
+  sigwait(&set, &sig);
+  spdlog::info("received {}, draining in-flight requests", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  Status st = s.Stop();
+  if (!st.ok()) {
+    spdlog::error("shutdown: {}", st.ToString());
+    return 1;
+  }
+  spdlog::info("stopped cleanly");
+  return 0;
+}
+
+int Sql(const std::string& data, const std::string& storage, const StoreOptions& base, const std::string& sql) {
+  RegisterBuiltinStores();
+  StoreOptions options = base;
+  options.data_dir = data;
+  auto store = StoreRegistry::Instance().Open(storage, options);
+  if (!store.ok()) {
+    std::fprintf(stderr, "sightline sql: %s\n", store.status().ToString().c_str());
+    return 1;
+  }
+  auto result = store.value()->ExecuteSql(sql);
+  Status closed = store.value()->Close();
+  if (!result.ok()) {
+    std::fprintf(stderr, "sightline sql: %s\n", result.status().ToString().c_str());
+    return 1;
+  }
+  std::string out;
+  JsonWriter w(&out);
+  w.BeginObject();
+  w.Key("columns");
+  w.BeginArray();
+  for (const auto& c : result->columns) w.String(c);
+  w.EndArray();
+  w.Key("rows");
+  w.BeginArray();
+  for (const auto& row : result->rows) {
+    w.BeginArray();
+    for (const auto& cell : row) {
+      if (cell) w.String(*cell);
+      else w.Null();
+    }
+    w.EndArray();
+  }
+  w.EndArray();
+  w.EndObject();
+  std::cout << out << "\n";
+  return closed.ok() ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace sightline
+
+int main(int argc, char** argv) {
+  using namespace sightline;
+  CLI::App app{"Sightline: a self-hosted OpenTelemetry backend (OTLP in, dashboards out)"};
+  app.require_subcommand(1);
+  std::string log_level = "info";
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->envname("SIGHTLINE_LOG_LEVEL");
+
+  ServerOptions so;
+  auto* serve = app.add_subcommand("serve", "Run Sightline: OTLP/HTTP receiver, API and UI");
+  AddStoreOptions(serve, &so.data_dir, &so.storage, &so.store);
+  serve->add_option("--otlp-http", so.otlp_http, "OTLP/HTTP listen address HOST:PORT")
+      ->envname("SIGHTLINE_OTLP_HTTP")
+      ->capture_default_str();
+  serve->add_option("--listen", so.listen, "API and UI listen address HOST:PORT")->envname("SIGHTLINE_LISTEN")->capture_default_str();
+  serve->add_option("--max-body-bytes", so.ingest.max_body_bytes,
+                    "Largest OTLP body accepted, compressed and decompressed (413 above)")
+      ->envname("SIGHTLINE_MAX_BODY_BYTES")
+      ->capture_default_str();
+  serve->add_option("--max-inflight-bytes", so.gate.max_inflight_bytes,
+                    "Ingest memory budget: bytes held by admitted requests, bodies + decoded batches (503 above)")
+      ->envname("SIGHTLINE_MAX_INFLIGHT_BYTES")
+      ->capture_default_str();
+  serve->add_option("--max-inflight-requests", so.gate.max_inflight_requests,
+                    "Concurrent ingest requests admitted (503 above)")
+      ->envname("SIGHTLINE_MAX_INFLIGHT_REQUESTS")
+      ->capture_default_str();
+  serve->add_option("--body-timeout-ms", so.http.body_timeout_ms, "A request body must arrive within this (408 after)")
+      ->envname("SIGHTLINE_BODY_TIMEOUT_MS")
+      ->capture_default_str();
+  serve->add_option("--header-timeout-ms", so.http.header_timeout_ms, "Request headers / keep-alive idle timeout")
+      ->envname("SIGHTLINE_HEADER_TIMEOUT_MS")
+      ->capture_default_str();
+  serve->add_option("--io-threads", so.io_threads, "Network threads")->envname("SIGHTLINE_IO_THREADS")->capture_default_str();
+  serve->add_option("--decode-threads", so.decode_threads, "Decode threads (0 = one per core)")
+      ->envname("SIGHTLINE_DECODE_THREADS")
+      ->capture_default_str();
+  serve->add_option("--shutdown-timeout-ms", so.shutdown_timeout_ms, "On SIGTERM, wait this long for in-flight requests")
+      ->envname("SIGHTLINE_SHUTDOWN_TIMEOUT_MS")
+      ->capture_default_str();
+  serve->add_option("--max-group-rows", so.writer.max_group_rows, "Most rows one group commit takes")
+      ->envname("SIGHTLINE_MAX_GROUP_ROWS")
+      ->capture_default_str();
+  serve->add_option("--ingest-token", so.ingest_token,
+                    "Token of the 'default' project, set on first start (stored hashed; for automation)")
+      ->envname("SIGHTLINE_INGEST_TOKEN");
+
+  auto* token = app.add_subcommand("token", "Manage ingest tokens");
+  token->require_subcommand(1);
+  auto* token_create = token->add_subcommand("create", "Mint an ingest token for a project (printed once)");
+  std::string token_project = "default", token_data = "./data";
+  token_create->add_option("--project", token_project, "Project name (created if missing)")->capture_default_str();
+  token_create->add_option("--data", token_data, "Data directory")->envname("SIGHTLINE_DATA")->capture_default_str();
+
+  auto* sql = app.add_subcommand("sql", "Run one SQL statement on the telemetry engine (server stopped); prints JSON");
+  std::string sql_data = "./data", sql_storage = "duckdb", sql_text;
+  StoreOptions sql_store;
+  AddStoreOptions(sql, &sql_data, &sql_storage, &sql_store);
+  sql->add_option("statement", sql_text, "SQL")->required();
+
+  CLI11_PARSE(app, argc, argv);
+  spdlog::set_level(spdlog::level::from_str(log_level));
+
+  if (serve->parsed()) return Serve(std::move(so));
+  if (token_create->parsed()) {
+    auto state = StateStore::Open(token_data);
+    if (!state.ok()) {
+      std::fprintf(stderr, "sightline token create: %s\n", state.status().ToString().c_str());
+      return 1;
+    }
+    auto t = state.value()->CreateToken(token_project);
+    if (!t.ok()) {
+      std::fprintf(stderr, "sightline token create: %s\n", t.status().ToString().c_str());
+      return 1;
+    }
+    std::printf("%s\n", t->c_str());
+    return 0;
+  }
+  if (sql->parsed()) return Sql(sql_data, sql_storage, sql_store, sql_text);
+  return 0;
+}

@@ -1,0 +1,633 @@
+#include "otlp/decoder.h"
+
+#include <google/protobuf/arena.h>
+#include <google/protobuf/util/json_util.h>
+
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <type_traits>
+#include <unordered_set>
+
+#include "common/hash.h"
+#include "common/hex.h"
+#include "common/json_writer.h"
+#include "opentelemetry/proto/collector/logs/v1/logs_service.pb.h"
+#include "opentelemetry/proto/collector/metrics/v1/metrics_service.pb.h"
+#include "opentelemetry/proto/collector/trace/v1/trace_service.pb.h"
+#include "otlp/attributes.h"
+
+namespace sightline {
+
+namespace pb = google::protobuf;
+namespace otlp_common = opentelemetry::proto::common::v1;
+namespace otlp_trace = opentelemetry::proto::trace::v1;
+namespace otlp_logs = opentelemetry::proto::logs::v1;
+namespace otlp_metrics = opentelemetry::proto::metrics::v1;
+using opentelemetry::proto::collector::logs::v1::ExportLogsServiceRequest;
+using opentelemetry::proto::collector::metrics::v1::ExportMetricsServiceRequest;
+using opentelemetry::proto::collector::trace::v1::ExportTraceServiceRequest;
+
+Result<PayloadFormat> ParseContentType(std::string_view header) {
+  std::string_view v = header.substr(0, header.find(';'));
+  while (!v.empty() && v.back() == ' ') v.remove_suffix(1);
+  std::string lower;
+  for (char c : v) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  if (lower == "application/x-protobuf" || lower == "application/protobuf") return PayloadFormat::kProtobuf;
+  if (lower == "application/json") return PayloadFormat::kJson;
+  return Status::UnsupportedMedia("unsupported Content-Type '" + std::string(header) +
+                                  "' (use application/x-protobuf or application/json)");
+}
+
+void Rejections::Add(std::string_view reason) {
+  ++count;
+  if (message.empty()) message = std::string(reason);
+}
+
+namespace {
+
+// Parses into an arena whose first block is reused by this thread, so a
+// request's messages cost no malloc calls in the common case.
+class ArenaParser {
+ public:
+  static constexpr size_t kInitialBlock = 4 << 20;
+
+  template <typename Message>
+  static Result<Message*> Parse(pb::Arena* arena, std::string_view body, PayloadFormat format) {
+    Message* msg = pb::Arena::CreateMessage<Message>(arena);
+    if (format == PayloadFormat::kProtobuf) {
+      if (body.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
+          !msg->ParseFromArray(body.data(), static_cast<int>(body.size()))) {
+        return Status::InvalidArgument("malformed protobuf: cannot parse " + std::string(Message::descriptor()->name()));
+      }
+      return msg;
+    }
+    pb::util::JsonParseOptions options;
+    options.ignore_unknown_fields = true;
+    auto st = pb::util::JsonStringToMessage(pb::StringPiece(body.data(), body.size()), msg, options);
+    if (!st.ok()) {
+      return Status::InvalidArgument("malformed OTLP JSON: " + std::string(st.message()));
+    }
+    return msg;
+  }
+
+  static pb::ArenaOptions Options() {
+    thread_local std::unique_ptr<char[]> block(new char[kInitialBlock]);
+    pb::ArenaOptions o;
+    o.initial_block = block.get();
+    o.initial_block_size = kInitialBlock;
+    o.start_block_size = 1 << 20;
+    o.max_block_size = 8 << 20;
+    return o;
+  }
+};
+
+// Ids: protobuf carries raw bytes. The OTLP JSON mapping writes ids as hex,
+// which protobuf's JSON parser reads as base64 — hex digits are all base64
+// characters and ids are a multiple of 4 chars long, so the decode is
+// lossless: re-encoding as base64 recovers the hex text exactly.
+class IdReader {
+ public:
+  explicit IdReader(PayloadFormat format) : json_(format == PayloadFormat::kJson) {}
+
+  // Appends the lowercase hex form of an id of `bytes` raw bytes, or "" when
+  // empty. False when the id is malformed.
+  bool Append(const std::string& raw, size_t bytes, StringColumn* out) {
+    scratch_.clear();
+    if (!ToHex(raw, bytes, &scratch_)) return false;
+    out->Append(scratch_);
+    return true;
+  }
+
+  bool ToHex(const std::string& raw, size_t bytes, std::string* hex) {
+    if (raw.empty()) return true;
+    if (!json_) {
+      if (raw.size() != bytes) return false;
+      AppendHex(hex, raw);
+      return true;
+    }
+    // JSON: `raw` holds base64-decoded hex text; the hex has 2*bytes chars,
+    // which base64-decode to 2*bytes*3/4 bytes.
+    if (raw.size() != bytes * 2 * 3 / 4) return false;
+    Base64(raw, hex);
+    for (char& c : *hex) {
+      if (c >= 'A' && c <= 'F') c = static_cast<char>(c - 'A' + 'a');
+      else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+    }
+    return true;
+  }
+
+  bool IsAllZero(std::string_view hex) const { return hex.find_first_not_of('0') == std::string_view::npos; }
+
+ private:
+  static void Base64(std::string_view in, std::string* out) {
+    static const char* kTable = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for (size_t i = 0; i + 2 < in.size(); i += 3) {
+      uint32_t n = uint32_t(uint8_t(in[i])) << 16 | uint32_t(uint8_t(in[i + 1])) << 8 | uint8_t(in[i + 2]);
+      out->push_back(kTable[n >> 18]);
+      out->push_back(kTable[(n >> 12) & 63]);
+      out->push_back(kTable[(n >> 6) & 63]);
+      out->push_back(kTable[n & 63]);
+    }
+  }
+
+  bool json_;
+  std::string scratch_;
+};
+
+// Resource + scope context shared by the rows of one scope block.
+struct Context {
+  std::string service_name;
+  std::string resource_json;
+  std::string scope_name;
+  std::string scope_version;
+  std::string scope_json;
+
+  void SetResource(const KeyValues& attrs) {
+    const std::string* svc = FindStringAttribute(attrs, "service.name");
+    service_name = svc ? *svc : "";
+    resource_json.clear();
+    AppendAttributesJson(&resource_json, attrs);
+  }
+  void SetScope(const otlp_common::InstrumentationScope& scope) {
+    scope_name = scope.name();
+    scope_version = scope.version();
+    // InstrumentationScope.attributes arrived after OTLP 0.19 (our .proto
+    // version): protobuf skips them, the column stays for newer decoders.
+    scope_json = "{}";
+  }
+};
+
+int64_t ToSigned(uint64_t ns) {
+  return ns > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ? std::numeric_limits<int64_t>::max()
+                                                                         : static_cast<int64_t>(ns);
+}
+
+const std::string& FirstString(const KeyValues& attrs, std::initializer_list<std::string_view> keys) {
+  static const std::string kEmpty;
+  for (auto k : keys) {
+    if (const std::string* s = FindStringAttribute(attrs, k)) return *s;
+  }
+  return kEmpty;
+}
+
+bool AppendSpan(const otlp_trace::Span& span, const Context& ctx, IdReader* ids, SpanBatch* out,
+                Rejections* rejected) {
+  // Validate ids before touching any column so a rejected span leaves no partial row.
+  std::string trace_hex, span_hex, parent_hex;
+  if (!ids->ToHex(span.trace_id(), 16, &trace_hex) || trace_hex.empty() || ids->IsAllZero(trace_hex)) {
+    rejected->Add("span with an invalid trace_id (want 16 bytes, not all zero)");
+    return false;
+  }
+  if (!ids->ToHex(span.span_id(), 8, &span_hex) || span_hex.empty() || ids->IsAllZero(span_hex)) {
+    rejected->Add("span with an invalid span_id (want 8 bytes, not all zero)");
+    return false;
+  }
+  if (!ids->ToHex(span.parent_span_id(), 8, &parent_hex)) {
+    rejected->Add("span with an invalid parent_span_id (want 8 bytes or empty)");
+    return false;
+  }
+  std::string events_json, links_json;
+  {
+    JsonWriter w(&events_json);
+    w.BeginArray();
+    for (const auto& e : span.events()) {
+      w.BeginObject();
+      w.Key("time_unix_nano");
+      w.Int(ToSigned(e.time_unix_nano()));
+      w.Key("name");
+      w.String(e.name());
+      w.Key("attributes");
+      WriteAttributes(&w, e.attributes());
+      w.Key("dropped_attributes_count");
+      w.Uint(e.dropped_attributes_count());
+      w.EndObject();
+    }
+    w.EndArray();
+  }
+  {
+    JsonWriter w(&links_json);
+    w.BeginArray();
+    std::string lt, ls;
+    for (const auto& l : span.links()) {
+      lt.clear();
+      ls.clear();
+      if (!ids->ToHex(l.trace_id(), 16, &lt) || !ids->ToHex(l.span_id(), 8, &ls)) {
+        rejected->Add("span link with an invalid trace_id or span_id");
+        return false;
+      }
+      w.BeginObject();
+      w.Key("trace_id");
+      w.String(lt);
+      w.Key("span_id");
+      w.String(ls);
+      w.Key("trace_state");
+      w.String(l.trace_state());
+      w.Key("attributes");
+      WriteAttributes(&w, l.attributes());
+      w.Key("dropped_attributes_count");
+      w.Uint(l.dropped_attributes_count());
+      w.EndObject();
+    }
+    w.EndArray();
+  }
+  out->trace_id.Append(trace_hex);
+  out->span_id.Append(span_hex);
+  out->parent_span_id.Append(parent_hex);
+  out->trace_state.Append(span.trace_state());
+  out->flags.push_back(0);  // Span.flags arrived after OTLP 0.19; kept as a column for newer decoders
+  out->name.Append(span.name());
+  out->kind.push_back(static_cast<int32_t>(span.kind()));
+  out->start_time_ns.push_back(ToSigned(span.start_time_unix_nano()));
+  out->end_time_ns.push_back(ToSigned(span.end_time_unix_nano()));
+  out->status_code.push_back(static_cast<int32_t>(span.status().code()));
+  out->status_message.Append(span.status().message());
+  out->service_name.Append(ctx.service_name);
+  const auto& attrs = span.attributes();
+  out->http_route.Append(FirstString(attrs, {"http.route", "url.path", "http.target"}));
+  out->http_method.Append(FirstString(attrs, {"http.request.method", "http.method"}));
+  int64_t status = 0;
+  if (!FindIntAttribute(attrs, "http.response.status_code", &status)) FindIntAttribute(attrs, "http.status_code", &status);
+  out->http_status_code.push_back(static_cast<int32_t>(status));
+  out->db_system.Append(FirstString(attrs, {"db.system", "db.system.name"}));
+  const otlp_trace::Span::Event* exception = nullptr;
+  for (const auto& e : span.events()) {
+    if (e.name() == "exception") {
+      exception = &e;
+      break;
+    }
+  }
+  out->exception_type.Append(exception ? FirstString(exception->attributes(), {"exception.type"}) : "");
+  out->exception_message.Append(exception ? FirstString(exception->attributes(), {"exception.message"}) : "");
+  AppendAttributesJson(&out->attributes.buffer(), attrs);
+  out->attributes.CommitRow();
+  out->events.Append(events_json);
+  out->links.Append(links_json);
+  out->dropped_attributes_count.push_back(span.dropped_attributes_count());
+  out->dropped_events_count.push_back(span.dropped_events_count());
+  out->dropped_links_count.push_back(span.dropped_links_count());
+  out->resource_attributes.Append(ctx.resource_json);
+  out->scope_name.Append(ctx.scope_name);
+  out->scope_version.Append(ctx.scope_version);
+  out->scope_attributes.Append(ctx.scope_json);
+  return true;
+}
+
+}  // namespace
+
+Status DecodeSpans(std::string_view body, PayloadFormat format, SpanBatch* out, Rejections* rejected) {
+  pb::Arena arena(ArenaParser::Options());
+  auto parsed = ArenaParser::Parse<ExportTraceServiceRequest>(&arena, body, format);
+  if (!parsed.ok()) return parsed.status();
+  const ExportTraceServiceRequest& req = **parsed;
+  size_t total = 0;
+  for (const auto& rs : req.resource_spans())
+    for (const auto& ss : rs.scope_spans()) total += ss.spans_size();
+  out->start_time_ns.reserve(out->rows() + total);
+  IdReader ids(format);
+  Context ctx;
+  for (const auto& rs : req.resource_spans()) {
+    ctx.SetResource(rs.resource().attributes());
+    for (const auto& ss : rs.scope_spans()) {
+      ctx.SetScope(ss.scope());
+      for (const auto& span : ss.spans()) AppendSpan(span, ctx, &ids, out, rejected);
+    }
+  }
+  return Status::Ok();
+}
+
+Status DecodeLogs(std::string_view body, PayloadFormat format, int64_t receive_time_ns, LogBatch* out,
+                  Rejections* rejected) {
+  pb::Arena arena(ArenaParser::Options());
+  auto parsed = ArenaParser::Parse<ExportLogsServiceRequest>(&arena, body, format);
+  if (!parsed.ok()) return parsed.status();
+  const ExportLogsServiceRequest& req = **parsed;
+  IdReader ids(format);
+  Context ctx;
+  std::string trace_hex, span_hex;
+  for (const auto& rl : req.resource_logs()) {
+    ctx.SetResource(rl.resource().attributes());
+    for (const auto& sl : rl.scope_logs()) {
+      ctx.SetScope(sl.scope());
+      for (const auto& rec : sl.log_records()) {
+        trace_hex.clear();
+        span_hex.clear();
+        if (!ids.ToHex(rec.trace_id(), 16, &trace_hex) || !ids.ToHex(rec.span_id(), 8, &span_hex)) {
+          rejected->Add("log record with an invalid trace_id or span_id (want 16/8 bytes or empty)");
+          continue;
+        }
+        out->time_ns.push_back(ToSigned(rec.time_unix_nano()));
+        out->observed_time_ns.push_back(rec.observed_time_unix_nano() ? ToSigned(rec.observed_time_unix_nano())
+                                                                       : receive_time_ns);
+        out->severity_number.push_back(static_cast<int32_t>(rec.severity_number()));
+        out->severity_text.Append(rec.severity_text());
+        const auto& b = rec.body();
+        AnyValueType type = AnyValueType::kEmpty;
+        switch (b.value_case()) {
+          case otlp_common::AnyValue::kStringValue: type = AnyValueType::kString; break;
+          case otlp_common::AnyValue::kBoolValue: type = AnyValueType::kBool; break;
+          case otlp_common::AnyValue::kIntValue: type = AnyValueType::kInt; break;
+          case otlp_common::AnyValue::kDoubleValue: type = AnyValueType::kDouble; break;
+          case otlp_common::AnyValue::kArrayValue: type = AnyValueType::kArray; break;
+          case otlp_common::AnyValue::kKvlistValue: type = AnyValueType::kKvList; break;
+          case otlp_common::AnyValue::kBytesValue: type = AnyValueType::kBytes; break;
+          case otlp_common::AnyValue::VALUE_NOT_SET: type = AnyValueType::kEmpty; break;
+        }
+        if (type == AnyValueType::kString) {
+          out->body.Append(b.string_value());
+        } else if (type == AnyValueType::kEmpty) {
+          out->body.Append("");
+        } else {
+          JsonWriter w(&out->body.buffer());
+          WriteAnyValue(&w, b);
+          out->body.CommitRow();
+        }
+        out->body_type.push_back(static_cast<uint8_t>(type));
+        out->trace_id.Append(trace_hex);
+        out->span_id.Append(span_hex);
+        out->flags.push_back(rec.flags());
+        out->service_name.Append(ctx.service_name);
+        AppendAttributesJson(&out->attributes.buffer(), rec.attributes());
+        out->attributes.CommitRow();
+        out->dropped_attributes_count.push_back(rec.dropped_attributes_count());
+        out->resource_attributes.Append(ctx.resource_json);
+        out->scope_name.Append(ctx.scope_name);
+        out->scope_version.Append(ctx.scope_version);
+        out->scope_attributes.Append(ctx.scope_json);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Series identity and the per-batch dedup of series rows.
+class SeriesTable {
+ public:
+  SeriesTable(MetricBatch* out) : out_(out) {}
+
+  int64_t Intern(const otlp_metrics::Metric& m, MetricType type, int32_t temporality, bool monotonic,
+                 const Context& ctx, const KeyValues& point_attrs) {
+    attrs_.clear();
+    AppendAttributesJson(&attrs_, point_attrs);
+    StableHasher h;
+    h.AddField(std::to_string(out_->project_id));
+    h.AddField(m.name());
+    h.AddField(std::to_string(static_cast<int>(type)));
+    h.AddField(m.unit());
+    h.AddField(std::to_string(temporality));
+    h.AddField(monotonic ? "1" : "0");
+    h.AddField(ctx.resource_json);
+    h.AddField(ctx.scope_name);
+    h.AddField(ctx.scope_version);
+    h.AddField(attrs_);
+    int64_t id = static_cast<int64_t>(h.Finish());
+    if (seen_.insert(id).second) {
+      out_->series_id.push_back(id);
+      out_->metric_name.Append(m.name());
+      out_->metric_type.push_back(static_cast<int32_t>(type));
+      out_->unit.Append(m.unit());
+      out_->description.Append(m.description());
+      out_->temporality.push_back(temporality);
+      out_->is_monotonic.push_back(monotonic ? 1 : 0);
+      out_->service_name.Append(ctx.service_name);
+      out_->resource_attributes.Append(ctx.resource_json);
+      out_->scope_name.Append(ctx.scope_name);
+      out_->scope_version.Append(ctx.scope_version);
+      out_->attributes.Append(attrs_);
+    }
+    return id;
+  }
+
+ private:
+  MetricBatch* out_;
+  std::unordered_set<int64_t> seen_;
+  std::string attrs_;
+};
+
+class PointWriter {
+ public:
+  PointWriter(MetricBatch* out, IdReader* ids, Rejections* rejected) : out_(out), ids_(ids), rejected_(rejected) {}
+
+  template <typename Point>
+  bool Begin(int64_t series, const Point& p) {
+    if constexpr (std::is_same_v<Point, otlp_metrics::SummaryDataPoint>) {
+      out_->exemplars.Append("");  // summaries carry no exemplars
+    } else if (!WriteExemplars(p.exemplars())) {
+      return false;
+    }
+    out_->point_series_id.push_back(series);
+    out_->time_ns.push_back(ToSigned(p.time_unix_nano()));
+    out_->start_time_ns.push_back(ToSigned(p.start_time_unix_nano()));
+    out_->flags.push_back(p.flags());
+    return true;
+  }
+
+  void Number(const otlp_metrics::NumberDataPoint& p) {
+    bool is_int = p.value_case() == otlp_metrics::NumberDataPoint::kAsInt;
+    out_->value.push_back(is_int ? static_cast<double>(p.as_int())
+                                 : p.value_case() == otlp_metrics::NumberDataPoint::kAsDouble ? p.as_double() : kNaN);
+    out_->int_value.push_back(is_int ? p.as_int() : 0);
+    out_->is_int.push_back(is_int ? 1 : 0);
+    out_->count.push_back(0);
+    out_->sum.push_back(kNaN);
+    out_->min.push_back(kNaN);
+    out_->max.push_back(kNaN);
+    out_->bucket_counts.Append("");
+    out_->explicit_bounds.Append("");
+    out_->exp_histogram.Append("");
+    out_->quantiles.Append("");
+  }
+
+  void Histogram(const otlp_metrics::HistogramDataPoint& p) {
+    Distribution(p.count(), p.has_sum() ? p.sum() : kNaN, p.has_min() ? p.min() : kNaN, p.has_max() ? p.max() : kNaN);
+    {
+      JsonWriter w(&out_->bucket_counts.buffer());
+      w.BeginArray();
+      for (uint64_t c : p.bucket_counts()) w.Uint(c);
+      w.EndArray();
+      out_->bucket_counts.CommitRow();
+    }
+    {
+      JsonWriter w(&out_->explicit_bounds.buffer());
+      w.BeginArray();
+      for (double b : p.explicit_bounds()) w.Double(b);
+      w.EndArray();
+      out_->explicit_bounds.CommitRow();
+    }
+    out_->exp_histogram.Append("");
+    out_->quantiles.Append("");
+  }
+
+  void Exponential(const otlp_metrics::ExponentialHistogramDataPoint& p) {
+    Distribution(p.count(), p.has_sum() ? p.sum() : kNaN, p.has_min() ? p.min() : kNaN, p.has_max() ? p.max() : kNaN);
+    out_->bucket_counts.Append("");
+    out_->explicit_bounds.Append("");
+    JsonWriter w(&out_->exp_histogram.buffer());
+    w.BeginObject();
+    w.Key("scale");
+    w.Int(p.scale());
+    w.Key("zero_count");
+    w.Uint(p.zero_count());
+    auto buckets = [&w](const char* name, const otlp_metrics::ExponentialHistogramDataPoint::Buckets& b) {
+      w.Key(name);
+      w.BeginObject();
+      w.Key("offset");
+      w.Int(b.offset());
+      w.Key("bucket_counts");
+      w.BeginArray();
+      for (uint64_t c : b.bucket_counts()) w.Uint(c);
+      w.EndArray();
+      w.EndObject();
+    };
+    buckets("positive", p.positive());
+    buckets("negative", p.negative());
+    w.EndObject();
+    out_->exp_histogram.CommitRow();
+    out_->quantiles.Append("");
+  }
+
+  void Summary(const otlp_metrics::SummaryDataPoint& p) {
+    Distribution(p.count(), p.sum(), kNaN, kNaN);
+    out_->bucket_counts.Append("");
+    out_->explicit_bounds.Append("");
+    out_->exp_histogram.Append("");
+    JsonWriter w(&out_->quantiles.buffer());
+    w.BeginArray();
+    for (const auto& q : p.quantile_values()) {
+      w.BeginObject();
+      w.Key("quantile");
+      w.Double(q.quantile());
+      w.Key("value");
+      w.Double(q.value());
+      w.EndObject();
+    }
+    w.EndArray();
+    out_->quantiles.CommitRow();
+  }
+
+ private:
+  void Distribution(uint64_t count, double sum, double min, double max) {
+    out_->value.push_back(kNaN);
+    out_->int_value.push_back(0);
+    out_->is_int.push_back(0);
+    out_->count.push_back(count);
+    out_->sum.push_back(sum);
+    out_->min.push_back(min);
+    out_->max.push_back(max);
+  }
+
+  bool WriteExemplars(const pb::RepeatedPtrField<otlp_metrics::Exemplar>& exemplars) {
+    if (exemplars.empty()) {
+      out_->exemplars.Append("");
+      return true;
+    }
+    scratch_.clear();
+    JsonWriter w(&scratch_);
+    w.BeginArray();
+    std::string t, s;
+    for (const auto& e : exemplars) {
+      t.clear();
+      s.clear();
+      if (!ids_->ToHex(e.trace_id(), 16, &t) || !ids_->ToHex(e.span_id(), 8, &s)) {
+        rejected_->Add("exemplar with an invalid trace_id or span_id");
+        return false;
+      }
+      w.BeginObject();
+      w.Key("time_unix_nano");
+      w.Int(ToSigned(e.time_unix_nano()));
+      w.Key("value");
+      if (e.value_case() == otlp_metrics::Exemplar::kAsInt) w.Int(e.as_int());
+      else w.Double(e.as_double());
+      w.Key("trace_id");
+      w.String(t);
+      w.Key("span_id");
+      w.String(s);
+      w.Key("filtered_attributes");
+      WriteAttributes(&w, e.filtered_attributes());
+      w.EndObject();
+    }
+    w.EndArray();
+    out_->exemplars.Append(scratch_);
+    return true;
+  }
+
+  MetricBatch* out_;
+  IdReader* ids_;
+  Rejections* rejected_;
+  std::string scratch_;
+};
+
+}  // namespace
+
+Status DecodeMetrics(std::string_view body, PayloadFormat format, MetricBatch* out, Rejections* rejected) {
+  pb::Arena arena(ArenaParser::Options());
+  auto parsed = ArenaParser::Parse<ExportMetricsServiceRequest>(&arena, body, format);
+  if (!parsed.ok()) return parsed.status();
+  const ExportMetricsServiceRequest& req = **parsed;
+  IdReader ids(format);
+  Context ctx;
+  SeriesTable series(out);
+  PointWriter points(out, &ids, rejected);
+  for (const auto& rm : req.resource_metrics()) {
+    ctx.SetResource(rm.resource().attributes());
+    for (const auto& sm : rm.scope_metrics()) {
+      ctx.SetScope(sm.scope());
+      for (const auto& m : sm.metrics()) {
+        if (m.name().empty()) {
+          rejected->Add("metric without a name");
+          continue;
+        }
+        switch (m.data_case()) {
+          case otlp_metrics::Metric::kGauge:
+            for (const auto& p : m.gauge().data_points()) {
+              int64_t id = series.Intern(m, MetricType::kGauge, 0, false, ctx, p.attributes());
+              if (points.Begin(id, p)) points.Number(p);
+            }
+            break;
+          case otlp_metrics::Metric::kSum:
+            for (const auto& p : m.sum().data_points()) {
+              int64_t id = series.Intern(m, MetricType::kSum, m.sum().aggregation_temporality(),
+                                         m.sum().is_monotonic(), ctx, p.attributes());
+              if (points.Begin(id, p)) points.Number(p);
+            }
+            break;
+          case otlp_metrics::Metric::kHistogram:
+            for (const auto& p : m.histogram().data_points()) {
+              if (p.bucket_counts_size() != 0 && p.bucket_counts_size() != p.explicit_bounds_size() + 1) {
+                rejected->Add("histogram point whose bucket_counts is not explicit_bounds + 1 long");
+                continue;
+              }
+              int64_t id = series.Intern(m, MetricType::kHistogram, m.histogram().aggregation_temporality(), false,
+                                         ctx, p.attributes());
+              if (points.Begin(id, p)) points.Histogram(p);
+            }
+            break;
+          case otlp_metrics::Metric::kExponentialHistogram:
+            for (const auto& p : m.exponential_histogram().data_points()) {
+              int64_t id = series.Intern(m, MetricType::kExponentialHistogram,
+                                         m.exponential_histogram().aggregation_temporality(), false, ctx,
+                                         p.attributes());
+              if (points.Begin(id, p)) points.Exponential(p);
+            }
+            break;
+          case otlp_metrics::Metric::kSummary:
+            for (const auto& p : m.summary().data_points()) {
+              int64_t id = series.Intern(m, MetricType::kSummary, 0, false, ctx, p.attributes());
+              if (points.Begin(id, p)) points.Summary(p);
+            }
+            break;
+          case otlp_metrics::Metric::DATA_NOT_SET:
+            rejected->Add("metric '" + m.name() + "' has no data (gauge, sum, histogram, ...)");
+            break;
+        }
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace sightline

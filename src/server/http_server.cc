@@ -1,0 +1,318 @@
+#include "server/http_server.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/as_tuple.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+
+#include "common/json_writer.h"
+
+namespace sightline {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+constexpr auto kNoThrow = asio::experimental::as_tuple(asio::use_awaitable);
+
+namespace {
+
+// Suspends the coroutine until `start` calls its callback (from any thread),
+// then resumes it on its own executor with the callback's value.
+template <typename T, typename Start>
+auto AwaitCallback(Start start) {
+  return asio::async_initiate<const asio::use_awaitable_t<>&, void(T)>(
+      [start = std::move(start)](auto handler) mutable {
+        auto ex = asio::get_associated_executor(handler);
+        auto h = std::make_shared<decltype(handler)>(std::move(handler));
+        start([h, ex](T value) { asio::post(ex, [h, v = std::move(value)]() mutable { (*h)(std::move(v)); }); });
+      },
+      asio::use_awaitable);
+}
+
+bool IngestPath(std::string_view path, bool api_port, Signal* signal) {
+  std::string_view rest;
+  if (api_port) {
+    if (!path.starts_with("/api/otel/v1/")) return false;
+    rest = path.substr(std::string_view("/api/otel/v1/").size());
+  } else {
+    if (!path.starts_with("/v1/")) return false;
+    rest = path.substr(4);
+  }
+  if (rest == "traces") *signal = Signal::kSpans;
+  else if (rest == "logs") *signal = Signal::kLogs;
+  else if (rest == "metrics") *signal = Signal::kMetrics;
+  else return false;
+  return true;
+}
+
+std::string JsonError(const std::string& message) {
+  std::string out;
+  JsonWriter w(&out);
+  w.BeginObject();
+  w.Key("error");
+  w.String(message);
+  w.EndObject();
+  return out;
+}
+
+}  // namespace
+
+Status ParseHostPort(const std::string& s, std::string* host, int* port) {
+  size_t colon = s.rfind(':');
+  if (colon == std::string::npos) return Status::InvalidArgument("address '" + s + "' is not HOST:PORT");
+  std::string h = s.substr(0, colon);
+  if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  try {
+    size_t used = 0;
+    int p = std::stoi(s.substr(colon + 1), &used);
+    if (used != s.size() - colon - 1 || p < 0 || p > 65535) throw std::out_of_range("port");
+    *port = p;
+  } catch (const std::exception&) {
+    return Status::InvalidArgument("address '" + s + "' has no valid port");
+  }
+  *host = h.empty() ? "0.0.0.0" : h;
+  return Status::Ok();
+}
+
+class HttpServer::Impl {
+ public:
+  Impl(asio::io_context* ioc, asio::thread_pool* pool, IngestService* ingest, SimpleRoutes routes,
+       HttpServerOptions options)
+      : ioc_(ioc), pool_(pool), ingest_(ingest), routes_(std::move(routes)), options_(options) {}
+
+  Result<int> Listen(const std::string& host_port, bool api_port) {
+    std::string host;
+    int port = 0;
+    SL_RETURN_IF_ERROR(ParseHostPort(host_port, &host, &port));
+    boost::system::error_code ec;
+    auto addr = asio::ip::make_address(host, ec);
+    if (ec) return Status::InvalidArgument("cannot parse address '" + host + "': " + ec.message());
+    auto acceptor = std::make_unique<tcp::acceptor>(*ioc_);
+    tcp::endpoint ep(addr, static_cast<unsigned short>(port));
+    acceptor->open(ep.protocol(), ec);
+    if (!ec) acceptor->set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor->bind(ep, ec);
+    if (!ec) acceptor->listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) return Status::IoError("cannot listen on " + host_port + ": " + ec.message());
+    int bound = acceptor->local_endpoint().port();
+    asio::co_spawn(*ioc_, Accept(acceptor.get(), api_port), asio::detached);
+    acceptors_.push_back(std::move(acceptor));
+    return bound;
+  }
+
+  void StopAccepting() {
+    asio::post(*ioc_, [this] {
+      for (auto& a : acceptors_) {
+        boost::system::error_code ec;
+        a->close(ec);
+      }
+    });
+  }
+
+ private:
+  asio::awaitable<void> Accept(tcp::acceptor* acceptor, bool api_port) {
+    for (;;) {
+      auto strand = asio::make_strand(*ioc_);
+      auto [ec, socket] = co_await acceptor->async_accept(strand, kNoThrow);
+      if (ec) {
+        if (ec == asio::error::operation_aborted || !acceptor->is_open()) co_return;
+        spdlog::warn("accept failed: {}", ec.message());
+        continue;
+      }
+      asio::co_spawn(strand, Session(std::move(socket), api_port), [](std::exception_ptr e) {
+        if (!e) return;
+        try {
+          std::rethrow_exception(e);
+        } catch (const std::exception& ex) {
+          spdlog::error("connection ended by an exception: {}", ex.what());
+        }
+      });
+    }
+  }
+
+  asio::awaitable<void> Session(tcp::socket socket, bool api_port) {
+    beast::tcp_stream stream(std::move(socket));
+    beast::flat_buffer buffer;
+    for (;;) {
+      http::request_parser<http::string_body> parser;
+      parser.header_limit(16 * 1024);
+      parser.body_limit(64 * 1024);
+      stream.expires_after(std::chrono::milliseconds(options_.header_timeout_ms));
+      auto [ec, n] = co_await http::async_read_header(stream, buffer, parser, kNoThrow);
+      if (ec) {
+        if (ec == http::error::header_limit || ec == http::error::bad_target || ec == http::error::bad_method ||
+            ec == http::error::bad_version || ec == http::error::bad_field) {
+          HttpResponse bad{400, "application/json", JsonError("malformed HTTP request: " + ec.message()), {}, true};
+          co_await Write(stream, bad, 11, false);
+        }
+        break;
+      }
+      const auto& header = parser.get();
+      unsigned version = header.version();
+      bool keep_alive = header.keep_alive();
+      std::string target(header.target());
+      size_t q = target.find('?');
+      std::string path = target.substr(0, q);
+      std::string query = q == std::string::npos ? "" : target.substr(q + 1);
+      Signal signal;
+      HttpResponse res;
+      AdmissionGate::Ticket ticket;  // held until the response is written
+      if (IngestPath(path, api_port, &signal)) {
+        res = co_await Ingest(stream, buffer, parser, signal, &ticket);
+      } else {
+        stream.expires_after(std::chrono::milliseconds(options_.body_timeout_ms));
+        auto [ec2, n2] = co_await http::async_read(stream, buffer, parser, kNoThrow);
+        if (ec2) {
+          if (ec2 == http::error::body_limit) {
+            res = HttpResponse{413, "application/json", JsonError("request body too large"), {}, true};
+          } else {
+            break;
+          }
+        } else {
+          auto r = routes_(std::string(parser.get().method_string()), path, query, api_port);
+          res = r ? std::move(*r) : HttpResponse{404, "application/json", JsonError("no such path: " + path), {}, false};
+        }
+      }
+      bool ok = co_await Write(stream, res, version, keep_alive && !res.close);
+      if (!ok || !keep_alive || res.close) break;
+    }
+    boost::system::error_code ec;
+    stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+  }
+
+  asio::awaitable<bool> Write(beast::tcp_stream& stream, const HttpResponse& r, unsigned version, bool keep_alive) {
+    http::response<http::string_body> res{static_cast<http::status>(r.status), version};
+    res.set(http::field::server, "sightline");
+    res.set(http::field::content_type, r.content_type);
+    for (const auto& [k, v] : r.headers) res.set(k, v);
+    res.keep_alive(keep_alive);
+    res.body() = r.body;
+    res.prepare_payload();
+    stream.expires_after(std::chrono::milliseconds(options_.body_timeout_ms));
+    auto [ec, n] = co_await http::async_write(stream, res, kNoThrow);
+    co_return !ec;
+  }
+
+  HttpResponse Error(PayloadFormat format, const Status& st, bool close) {
+    HttpResponse r;
+    r.status = HttpStatusFor(st.code());
+    r.content_type = format == PayloadFormat::kJson ? "application/json" : "application/x-protobuf";
+    r.body = IngestService::EncodeError(format, st);
+    if (st.retryable()) r.headers.emplace_back("Retry-After", std::to_string(options_.retry_after_seconds));
+    r.close = close;
+    return r;
+  }
+
+  asio::awaitable<HttpResponse> Ingest(beast::tcp_stream& stream, beast::flat_buffer& buffer,
+                                       http::request_parser<http::string_body>& parser, Signal signal,
+                                       AdmissionGate::Ticket* ticket) {
+    auto started = std::chrono::steady_clock::now();
+    const auto& header = parser.get();
+    auto finish = [&](HttpResponse r) {
+      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      ingest_->metrics()->RecordRequest(signal, r.status, secs);
+      return r;
+    };
+    // Errors before the body is read use JSON unless the client asked for protobuf.
+    auto format_r = ParseContentType(std::string_view(header[http::field::content_type]));
+    PayloadFormat format = format_r.ok() ? *format_r : PayloadFormat::kJson;
+    if (header.method() != http::verb::post) {
+      HttpResponse r = Error(format, Status(StatusCode::kInvalidArgument, "use POST for OTLP export"), true);
+      r.status = 405;
+      r.headers.emplace_back("Allow", "POST");
+      co_return finish(r);
+    }
+    auto project = ingest_->Authenticate(std::string_view(header[http::field::authorization]));
+    if (!project.ok()) co_return finish(Error(format, project.status(), true));
+    if (!format_r.ok()) co_return finish(Error(format, format_r.status(), true));
+    auto encoding = ParseContentEncoding(std::string_view(header[http::field::content_encoding]));
+    if (!encoding.ok()) co_return finish(Error(format, encoding.status(), true));
+    const size_t max_body = ingest_->options().max_body_bytes;
+    auto length = parser.content_length();
+    if (length && *length > max_body) {
+      co_return finish(Error(format,
+                             Status::PayloadTooLarge("body of " + std::to_string(*length) +
+                                                     " bytes exceeds the limit of " + std::to_string(max_body)),
+                             true));
+    }
+    auto admitted = ingest_->gate()->Admit(length ? static_cast<size_t>(*length) : max_body);
+    if (!admitted.ok()) co_return finish(Error(format, admitted.status(), true));
+    *ticket = std::move(admitted.value());
+
+    parser.body_limit(max_body);
+    stream.expires_after(std::chrono::milliseconds(options_.body_timeout_ms));
+    auto [ec, n] = co_await http::async_read(stream, buffer, parser, kNoThrow);
+    if (ec == http::error::body_limit) {
+      co_return finish(
+          Error(format, Status::PayloadTooLarge("body exceeds the limit of " + std::to_string(max_body) + " bytes"), true));
+    }
+    if (ec == beast::error::timeout) {
+      HttpResponse r = Error(format,
+                             Status::DeadlineExceeded("request body not received within " +
+                                                      std::to_string(options_.body_timeout_ms) + " ms"),
+                             true);
+      r.status = 408;
+      co_return finish(r);
+    }
+    if (ec) {
+      HttpResponse r = Error(format, Status::InvalidArgument("cannot read request body: " + ec.message()), true);
+      co_return finish(r);
+    }
+    std::string body = std::move(parser.get().body());
+    int64_t project_id = *project;
+
+    auto decoded = co_await AwaitCallback<std::shared_ptr<Result<DecodedExport>>>([&](auto done) {
+      asio::post(*pool_, [&, done] {
+        auto r = ingest_->Decode(signal, project_id, format, *encoding, body, ticket);
+        done(std::make_shared<Result<DecodedExport>>(std::move(r)));
+      });
+    });
+    body.clear();
+    body.shrink_to_fit();
+    if (!decoded->ok()) {
+      co_return finish(Error(format, decoded->status(), decoded->status().code() != StatusCode::kInvalidArgument));
+    }
+    DecodedExport& d = decoded->value();
+    Status committed;
+    if (d.rows > 0) {
+      committed = co_await AwaitCallback<Status>(
+          [&](auto done) { ingest_->Submit(signal, std::move(d.batch), [done](Status st) { done(std::move(st)); }); });
+    }
+    if (!committed.ok()) {
+      ingest_->metrics()->AddItems(signal, 0, d.rows + d.rejected.count);
+      co_return finish(Error(format, committed, false));
+    }
+    ingest_->metrics()->AddItems(signal, d.rows, d.rejected.count);
+    HttpResponse ok;
+    ok.content_type = format == PayloadFormat::kJson ? "application/json" : "application/x-protobuf";
+    ok.body = IngestService::EncodeResponse(signal, format, d.rejected);
+    co_return finish(ok);
+  }
+
+  asio::io_context* ioc_;
+  asio::thread_pool* pool_;
+  IngestService* ingest_;
+  SimpleRoutes routes_;
+  HttpServerOptions options_;
+  std::vector<std::unique_ptr<tcp::acceptor>> acceptors_;
+};
+
+HttpServer::HttpServer(asio::io_context* ioc, asio::thread_pool* decode_pool, IngestService* ingest,
+                       SimpleRoutes routes, HttpServerOptions options)
+    : impl_(std::make_unique<Impl>(ioc, decode_pool, ingest, std::move(routes), options)) {}
+
+HttpServer::~HttpServer() = default;
+
+Result<int> HttpServer::Listen(const std::string& host_port, bool api_port) { return impl_->Listen(host_port, api_port); }
+
+void HttpServer::StopAccepting() { impl_->StopAccepting(); }
+
+}  // namespace sightline

@@ -1,0 +1,241 @@
+#include "server/server.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <fstream>
+
+#include "common/json_writer.h"
+
+namespace sightline {
+
+uint64_t ProcessRssBytes() {
+  std::ifstream f("/proc/self/statm");
+  uint64_t size = 0, resident = 0;
+  f >> size >> resident;
+  return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+Server::Server(ServerOptions options) : options_(std::move(options)), started_(std::chrono::steady_clock::now()) {}
+
+Server::~Server() { (void)Stop(); }
+
+Result<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
+  std::unique_ptr<Server> server(new Server(std::move(options)));
+  Status st = server->Open();
+  if (!st.ok()) {
+    (void)server->Stop();
+    return st;
+  }
+  return server;
+}
+
+Status Server::Open() {
+  auto state = StateStore::Open(options_.data_dir);
+  if (!state.ok()) return state.status();
+  state_ = std::move(state.value());
+  auto tokens = state_->CountTokens("default");
+  if (!tokens.ok()) return tokens.status();
+  if (!options_.ingest_token.empty()) {
+    if (*tokens == 0) {
+      SL_RETURN_IF_ERROR(state_->AddToken("default", options_.ingest_token));
+    } else if (!state_->LookupToken(options_.ingest_token).value().has_value()) {
+      spdlog::warn("SIGHTLINE_INGEST_TOKEN ignored: the default project already has tokens "
+                   "(it only applies on first start; mint more with `sightline token create`)");
+    }
+  } else if (*tokens == 0) {
+    auto minted = state_->CreateToken("default");
+    if (!minted.ok()) return minted.status();
+    minted_token_ = *minted;
+  }
+
+  RegisterBuiltinStores();
+  StoreOptions store_options = options_.store;
+  store_options.data_dir = options_.data_dir;
+  auto store = StoreRegistry::Instance().Open(options_.storage, store_options);
+  if (!store.ok()) return store.status();
+  store_ = std::move(store.value());
+  for (int s = 0; s < kSignalCount; ++s) {
+    auto sink = store_->NewSink(Signal(s));
+    if (!sink.ok()) return sink.status();
+    writers_[s] = std::make_unique<SignalWriter>(Signal(s), std::move(sink.value()), options_.writer);
+    writers_[s]->Start();
+  }
+  gate_ = std::make_unique<AdmissionGate>(options_.gate);
+  ingest_ = std::make_unique<IngestService>(options_.ingest, state_.get(), gate_.get(),
+                                            std::array<SignalWriter*, kSignalCount>{writers_[0].get(), writers_[1].get(),
+                                                                                    writers_[2].get()},
+                                            &metrics_);
+  int decode_threads = options_.decode_threads > 0 ? options_.decode_threads
+                                                   : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  decode_pool_ = std::make_unique<boost::asio::thread_pool>(decode_threads);
+  http_ = std::make_unique<HttpServer>(
+      &ioc_, decode_pool_.get(), ingest_.get(),
+      [this](const std::string& m, const std::string& p, const std::string& q, bool api) { return Route(m, p, q, api); },
+      options_.http);
+  auto otlp = http_->Listen(options_.otlp_http, /*api_port=*/false);
+  if (!otlp.ok()) return otlp.status();
+  otlp_port_ = *otlp;
+  auto api = http_->Listen(options_.listen, /*api_port=*/true);
+  if (!api.ok()) return api.status();
+  api_port_ = *api;
+  for (int i = 0; i < std::max(1, options_.io_threads); ++i) {
+    io_threads_.emplace_back([this] {
+      auto guard = boost::asio::make_work_guard(ioc_);
+      ioc_.run();
+    });
+  }
+  ready_ = true;
+  return Status::Ok();
+}
+
+Status Server::Stop() {
+  if (stopped_) return Status::Ok();
+  stopped_ = true;
+  ready_ = false;
+  if (http_) http_->StopAccepting();
+  if (gate_) {
+    gate_->Close();
+    if (!gate_->WaitIdle(options_.shutdown_timeout_ms)) {
+      spdlog::warn("shutdown: requests still in flight after {} ms; their clients get no answer",
+                   options_.shutdown_timeout_ms);
+    }
+  }
+  for (auto& w : writers_) {
+    if (w) w->Stop();  // commits everything queued
+  }
+  ioc_.stop();
+  for (auto& t : io_threads_) t.join();
+  io_threads_.clear();
+  if (decode_pool_) decode_pool_->join();
+  http_.reset();
+  for (auto& w : writers_) w.reset();
+  Status st;
+  if (store_) st = store_->Close();
+  store_.reset();
+  state_.reset();
+  return st;
+}
+
+std::string Server::DeepHealthJson() {
+  StoreStats s = store_->Stats();
+  AdmissionGate::Stats g = gate_->GetStats();
+  std::string out;
+  JsonWriter w(&out);
+  w.BeginObject();
+  w.Key("status");
+  w.String(ready_ ? "ok" : "stopping");
+  w.Key("storage");
+  w.String(store_->name());
+  w.Key("uptime_seconds");
+  w.Double(std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
+  w.Key("database_bytes");
+  w.Uint(s.database_bytes);
+  w.Key("wal_bytes");
+  w.Uint(s.wal_bytes);
+  w.Key("rows");
+  w.BeginObject();
+  w.Key("spans");
+  w.Uint(s.rows[0]);
+  w.Key("logs");
+  w.Uint(s.rows[1]);
+  w.Key("metric_points");
+  w.Uint(s.rows[2]);
+  w.EndObject();
+  w.Key("metric_series");
+  w.Uint(s.metric_series);
+  w.Key("writer_queue");
+  w.BeginObject();
+  for (int i = 0; i < kSignalCount; ++i) {
+    SignalWriter::Stats ws = writers_[i]->GetStats();
+    w.Key(SignalName(Signal(i)));
+    w.BeginObject();
+    w.Key("batches");
+    w.Uint(ws.queued_batches);
+    w.Key("rows");
+    w.Uint(ws.queued_rows);
+    w.Key("commits");
+    w.Uint(ws.commits);
+    w.Key("failed_commits");
+    w.Uint(ws.failed_commits);
+    w.EndObject();
+  }
+  w.EndObject();
+  w.Key("gate");
+  w.BeginObject();
+  w.Key("inflight_bytes");
+  w.Uint(g.inflight_bytes);
+  w.Key("inflight_requests");
+  w.Int(g.inflight_requests);
+  w.Key("peak_inflight_bytes");
+  w.Uint(g.peak_inflight_bytes);
+  w.Key("max_inflight_bytes");
+  w.Uint(gate_->limits().max_inflight_bytes);
+  w.Key("max_inflight_requests");
+  w.Int(gate_->limits().max_inflight_requests);
+  w.Key("admitted");
+  w.Uint(g.admitted);
+  w.Key("rejections");
+  w.Uint(g.rejected_bytes + g.rejected_requests);
+  w.Key("rejected_bytes_budget");
+  w.Uint(g.rejected_bytes);
+  w.Key("rejected_request_limit");
+  w.Uint(g.rejected_requests);
+  w.EndObject();
+  w.Key("rss_bytes");
+  w.Uint(ProcessRssBytes());
+  w.EndObject();
+  return out;
+}
+
+std::string Server::PrometheusText() {
+  std::string out;
+  metrics_.AppendPrometheus(&out);
+  StoreStats s = store_->Stats();
+  AdmissionGate::Stats g = gate_->GetStats();
+  auto gauge = [&out](const char* name, const char* help, uint64_t v, const char* labels = "") {
+    out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n{}{} {}\n", name, help, name, name, labels, v);
+  };
+  gauge("sightline_storage_database_bytes", "Engine database file size.", s.database_bytes);
+  gauge("sightline_storage_wal_bytes", "Engine write-ahead log size.", s.wal_bytes);
+  out += "# HELP sightline_storage_rows Rows stored per signal.\n# TYPE sightline_storage_rows gauge\n";
+  const char* names[] = {"spans", "logs", "metric_points"};
+  for (int i = 0; i < kSignalCount; ++i) out += fmt::format("sightline_storage_rows{{table=\"{}\"}} {}\n", names[i], s.rows[i]);
+  out += "# HELP sightline_writer_queue_rows Rows decoded and waiting for commit.\n# TYPE sightline_writer_queue_rows gauge\n";
+  for (int i = 0; i < kSignalCount; ++i) {
+    out += fmt::format("sightline_writer_queue_rows{{signal=\"{}\"}} {}\n", SignalName(Signal(i)),
+                       writers_[i]->GetStats().queued_rows);
+  }
+  gauge("sightline_gate_inflight_bytes", "Bytes held by admitted ingest requests.", g.inflight_bytes);
+  gauge("sightline_gate_inflight_requests", "Admitted ingest requests in flight.", static_cast<uint64_t>(g.inflight_requests));
+  out += "# HELP sightline_gate_rejections_total Requests refused with 503 by the admission gate.\n"
+         "# TYPE sightline_gate_rejections_total counter\n";
+  out += fmt::format("sightline_gate_rejections_total{{reason=\"bytes\"}} {}\n", g.rejected_bytes);
+  out += fmt::format("sightline_gate_rejections_total{{reason=\"requests\"}} {}\n", g.rejected_requests);
+  gauge("sightline_process_resident_memory_bytes", "Resident set size.", ProcessRssBytes());
+  return out;
+}
+
+std::optional<HttpResponse> Server::Route(const std::string& method, const std::string& path, const std::string&,
+                                          bool api_port) {
+  if (method != "GET" && method != "HEAD") {
+    if (path == "/healthz" || path == "/readyz" || path == "/api/health/deep" || path == "/metrics") {
+      return HttpResponse{405, "application/json", "{\"error\":\"use GET\"}", {{"Allow", "GET"}}, false};
+    }
+    return std::nullopt;
+  }
+  if (path == "/healthz") return HttpResponse{200, "application/json", "{\"status\":\"ok\"}", {}, false};
+  if (path == "/readyz") {
+    if (ready_) return HttpResponse{200, "application/json", "{\"status\":\"ready\"}", {}, false};
+    return HttpResponse{503, "application/json", "{\"status\":\"stopping\"}", {{"Retry-After", "1"}}, false};
+  }
+  if (!api_port) return std::nullopt;
+  if (path == "/api/health/deep") return HttpResponse{200, "application/json", DeepHealthJson(), {}, false};
+  if (path == "/metrics") {
+    return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", PrometheusText(), {}, false};
+  }
+  return std::nullopt;
+}
+
+}  // namespace sightline

@@ -1,0 +1,140 @@
+#include "state/state_store.h"
+
+#include <openssl/rand.h>
+#include <openssl/sha.h>
+#include <sqlite3.h>
+
+#include <filesystem>
+
+#include "common/hex.h"
+
+namespace sightline {
+
+namespace {
+
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const char* sql) { rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr); }
+  ~Stmt() { sqlite3_finalize(stmt_); }
+  bool ok() const { return rc_ == SQLITE_OK; }
+  sqlite3_stmt* get() { return stmt_; }
+  void Bind(int i, const std::string& s) { sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT); }
+  void Bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  int Step() { return sqlite3_step(stmt_); }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+  int rc_;
+};
+
+Status SqliteError(sqlite3* db, const std::string& what) {
+  return Status::IoError("state store: " + what + ": " + sqlite3_errmsg(db));
+}
+
+}  // namespace
+
+std::string StateStore::HashToken(const std::string& token) {
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(token.data()), token.size(), digest);
+  std::string hex;
+  AppendHex(&hex, std::string_view(reinterpret_cast<const char*>(digest), sizeof(digest)));
+  return hex;
+}
+
+Result<std::unique_ptr<StateStore>> StateStore::Open(const std::string& data_dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(data_dir, ec);
+  if (ec) return Status::IoError("cannot create data directory " + data_dir + ": " + ec.message());
+  std::string path = data_dir + "/state.sqlite";
+  sqlite3* db = nullptr;
+  if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) {
+    Status st = SqliteError(db, "open " + path);
+    sqlite3_close(db);
+    return st;
+  }
+  std::unique_ptr<StateStore> store(new StateStore(db));
+  MutexLock lock(&store->mu_);
+  // Production pragmas (DESIGN.md): WAL, synchronous=NORMAL, 8 KiB pages, 256 MiB cache and mmap.
+  SL_RETURN_IF_ERROR(store->Exec(
+      "PRAGMA page_size=8192; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+      "PRAGMA cache_size=-262144; PRAGMA mmap_size=268435456; PRAGMA busy_timeout=10000;"
+      "PRAGMA foreign_keys=ON;"
+      "CREATE TABLE IF NOT EXISTS projects(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,"
+      "  created_at INTEGER NOT NULL DEFAULT (unixepoch()));"
+      "CREATE TABLE IF NOT EXISTS tokens(hash TEXT PRIMARY KEY, project_id INTEGER NOT NULL REFERENCES projects(id),"
+      "  created_at INTEGER NOT NULL DEFAULT (unixepoch()));"));
+  return store;
+}
+
+StateStore::~StateStore() {
+  MutexLock lock(&mu_);
+  sqlite3_close(db_);
+}
+
+Status StateStore::Exec(const char* sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : "unknown error";
+    sqlite3_free(err);
+    return Status::IoError("state store: " + msg);
+  }
+  return Status::Ok();
+}
+
+Result<int64_t> StateStore::EnsureProjectLocked(const std::string& name) {
+  {
+    Stmt ins(db_, "INSERT OR IGNORE INTO projects(name) VALUES (?)");
+    ins.Bind(1, name);
+    if (ins.Step() != SQLITE_DONE) return SqliteError(db_, "insert project");
+  }
+  Stmt sel(db_, "SELECT id FROM projects WHERE name = ?");
+  sel.Bind(1, name);
+  if (sel.Step() != SQLITE_ROW) return SqliteError(db_, "select project");
+  return static_cast<int64_t>(sqlite3_column_int64(sel.get(), 0));
+}
+
+Result<int64_t> StateStore::EnsureProject(const std::string& name) {
+  MutexLock lock(&mu_);
+  return EnsureProjectLocked(name);
+}
+
+Status StateStore::AddToken(const std::string& project, const std::string& token) {
+  if (token.size() < 8) return Status::InvalidArgument("a token must be at least 8 characters");
+  MutexLock lock(&mu_);
+  auto id = EnsureProjectLocked(project);
+  if (!id.ok()) return id.status();
+  Stmt ins(db_, "INSERT OR IGNORE INTO tokens(hash, project_id) VALUES (?, ?)");
+  ins.Bind(1, HashToken(token));
+  ins.Bind(2, *id);
+  if (ins.Step() != SQLITE_DONE) return SqliteError(db_, "insert token");
+  return Status::Ok();
+}
+
+Result<std::string> StateStore::CreateToken(const std::string& project) {
+  unsigned char raw[32];
+  if (RAND_bytes(raw, sizeof(raw)) != 1) return Status::Internal("no randomness for a token");
+  std::string token = "sl_";
+  AppendHex(&token, std::string_view(reinterpret_cast<const char*>(raw), sizeof(raw)));
+  SL_RETURN_IF_ERROR(AddToken(project, token));
+  return token;
+}
+
+Result<std::optional<int64_t>> StateStore::LookupToken(const std::string& token) {
+  MutexLock lock(&mu_);
+  Stmt sel(db_, "SELECT project_id FROM tokens WHERE hash = ?");
+  sel.Bind(1, HashToken(token));
+  int rc = sel.Step();
+  if (rc == SQLITE_ROW) return std::optional<int64_t>(sqlite3_column_int64(sel.get(), 0));
+  if (rc == SQLITE_DONE) return std::optional<int64_t>();
+  return SqliteError(db_, "lookup token");
+}
+
+Result<int64_t> StateStore::CountTokens(const std::string& project) {
+  MutexLock lock(&mu_);
+  Stmt sel(db_, "SELECT count(*) FROM tokens t JOIN projects p ON p.id = t.project_id WHERE p.name = ?");
+  sel.Bind(1, project);
+  if (sel.Step() != SQLITE_ROW) return SqliteError(db_, "count tokens");
+  return static_cast<int64_t>(sqlite3_column_int64(sel.get(), 0));
+}
+
+}  // namespace sightline

@@ -1,0 +1,1029 @@
+// One conformance suite run against every telemetry engine: batches built by
+// hand go in through a sink, every column comes back out through ExecuteSql
+// and is compared with what was put in. The expected values are written out
+// here column by column, independently of storage/schema.h.
+
+#include <duckdb.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "storage/batch.h"
+#include "storage/telemetry_store.h"
+
+namespace sightline {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+//! A fresh directory under the system temp dir, removed at the end.
+class TempDir {
+ public:
+  TempDir() {
+    std::random_device rd;
+    std::mt19937_64 rng((static_cast<uint64_t>(rd()) << 32) ^ rd());
+    path_ = std::filesystem::temp_directory_path() /
+            ("sightline-store-test-" + std::to_string(::getpid()) + "-" + std::to_string(rng()));
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  std::string str() const { return path_.string(); }
+  std::filesystem::path path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+using Cell = std::optional<std::string>;
+
+// --- Batches -----------------------------------------------------------------
+
+constexpr int64_t kProject = 7;
+
+//! Three spans: a root span with empty optional strings, and two children with
+//! every column filled, including non-ASCII text and uint32 values above INT32_MAX.
+SpanBatch MakeSpans(int64_t project_id = kProject) {
+  SpanBatch b;
+  b.project_id = project_id;
+  struct Row {
+    const char* trace_id;
+    const char* span_id;
+    const char* parent;
+    const char* trace_state;
+    uint32_t flags;
+    const char* name;
+    int32_t kind;
+    int64_t start;
+    int64_t end;
+    int32_t status_code;
+    const char* status_message;
+    const char* service;
+    const char* route;
+    const char* method;
+    int32_t http_status;
+    const char* db_system;
+    const char* exception_type;
+    const char* exception_message;
+    const char* attributes;
+    const char* events;
+    const char* links;
+    uint32_t dropped_attributes;
+    uint32_t dropped_events;
+    uint32_t dropped_links;
+    const char* resource;
+    const char* scope_name;
+    const char* scope_version;
+    const char* scope_attributes;
+  };
+  const Row rows[] = {
+      {"0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331", "", "", 1, "GET /users/:id", 2,
+       1700000000000000000, 1700000000250000000, 0, "", "frontend", "/users/:id", "GET", 200, "", "", "",
+       R"({"http.route":"/users/:id","http.request.method":"GET"})", "[]", "[]", 0, 0, 0,
+       R"({"service.name":"frontend","host.name":"web-1"})", "io.opentelemetry.http", "1.2.3", "{}"},
+      {"0af7651916cd43dd8448eb211c80319c", "00f067aa0ba902b7", "b7ad6b7169203331", "vendor=opaque", 4294967295u,
+       "SELECT café ✓", 3, 1700000000010000000, 1700000000090000123, 2, "deadlock détecté", "users-db",
+       "/internal/q", "POST", 503, "postgresql", "java.sql.SQLException", "could not serialize ⚠",
+       R"({"db.system":"postgresql","retry":true,"n":3})",
+       R"([{"time_unix_nano":1700000000050000000,"name":"exception","attributes":{"exception.type":"java.sql.SQLException"},"dropped_attributes_count":0}])",
+       R"([{"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"00f067aa0ba902b8","trace_state":"","attributes":{},"dropped_attributes_count":0,"flags":1}])",
+       2147483648u, 5, 6, R"({"service.name":"users-db"})", "jdbc", "", R"({"scope.attr":1})"},
+      {"4bf92f3577b34da6a3ce929d0e0e4736", "53995c3f42cd8ad8", "00f067aa0ba902b7", "a=b", 0, "cache.get", 1,
+       1700000000020000000, 1700000000020000001, 1, "ok", "cache", "", "", 0, "redis", "", "", "{}", "[]", "[]",
+       1, 0, 0, "{}", "", "", ""},
+  };
+  for (const Row& r : rows) {
+    b.trace_id.Append(r.trace_id);
+    b.span_id.Append(r.span_id);
+    b.parent_span_id.Append(r.parent);
+    b.trace_state.Append(r.trace_state);
+    b.flags.push_back(r.flags);
+    b.name.Append(r.name);
+    b.kind.push_back(r.kind);
+    b.start_time_ns.push_back(r.start);
+    b.end_time_ns.push_back(r.end);
+    b.status_code.push_back(r.status_code);
+    b.status_message.Append(r.status_message);
+    b.service_name.Append(r.service);
+    b.http_route.Append(r.route);
+    b.http_method.Append(r.method);
+    b.http_status_code.push_back(r.http_status);
+    b.db_system.Append(r.db_system);
+    b.exception_type.Append(r.exception_type);
+    b.exception_message.Append(r.exception_message);
+    b.attributes.Append(r.attributes);
+    b.events.Append(r.events);
+    b.links.Append(r.links);
+    b.dropped_attributes_count.push_back(r.dropped_attributes);
+    b.dropped_events_count.push_back(r.dropped_events);
+    b.dropped_links_count.push_back(r.dropped_links);
+    b.resource_attributes.Append(r.resource);
+    b.scope_name.Append(r.scope_name);
+    b.scope_version.Append(r.scope_version);
+    b.scope_attributes.Append(r.scope_attributes);
+  }
+  return b;
+}
+
+LogBatch MakeLogs(int64_t project_id = kProject) {
+  LogBatch b;
+  b.project_id = project_id;
+  // Row 0: a string body with trace context. Row 1: a kvlist body as JSON, no
+  // timestamp (time_ns 0), no trace context.
+  b.time_ns = {1700000001000000000, 0};
+  b.observed_time_ns = {1700000001000000500, 1700000002000000000};
+  b.severity_number = {17, 9};
+  b.severity_text.Append("ERROR");
+  b.severity_text.Append("");
+  b.body.Append("payment failed: carte refusée");
+  b.body.Append(R"({"event":"login","user":{"id":42}})");
+  b.body_type = {static_cast<uint8_t>(AnyValueType::kString), static_cast<uint8_t>(AnyValueType::kKvList)};
+  b.trace_id.Append("0af7651916cd43dd8448eb211c80319c");
+  b.trace_id.Append("");
+  b.span_id.Append("b7ad6b7169203331");
+  b.span_id.Append("");
+  b.flags = {1, 0};
+  b.service_name.Append("payments");
+  b.service_name.Append("auth");
+  b.attributes.Append(R"({"order.id":"A-17","amount":12.5})");
+  b.attributes.Append("{}");
+  b.dropped_attributes_count = {3, 0};
+  b.resource_attributes.Append(R"({"service.name":"payments"})");
+  b.resource_attributes.Append(R"({"service.name":"auth"})");
+  b.scope_name.Append("logback");
+  b.scope_name.Append("");
+  b.scope_version.Append("1.4");
+  b.scope_version.Append("");
+  b.scope_attributes.Append("{}");
+  b.scope_attributes.Append("");
+  return b;
+}
+
+struct SeriesSpec {
+  int64_t id;
+  const char* name;
+  MetricType type;
+  const char* unit;
+  const char* description;
+  int32_t temporality;
+  uint8_t is_monotonic;
+  const char* service;
+  const char* resource;
+  const char* scope_name;
+  const char* scope_version;
+  const char* attributes;
+};
+
+struct PointSpec {
+  int64_t series_id;
+  int64_t time_ns;
+  int64_t start_time_ns;
+  double value;
+  int64_t int_value;
+  uint8_t is_int;
+  uint64_t count;
+  double sum;
+  double min;
+  double max;
+  const char* bucket_counts;
+  const char* explicit_bounds;
+  const char* exp_histogram;
+  const char* quantiles;
+  const char* exemplars;
+  uint32_t flags;
+};
+
+// Series ids use the full int64 range, negative included.
+constexpr int64_t kGaugeSeries = -8070450532247928832;
+constexpr int64_t kHistogramSeries = 0x1234567890abcdef;
+constexpr int64_t kSummarySeries = 42;
+constexpr int64_t kExpHistogramSeries = -1;
+constexpr int64_t kCounterSeries = 9000000000000000000;
+
+const SeriesSpec kGauge = {kGaugeSeries, "system.memory.usage", MetricType::kGauge, "By", "Memory in use", 0, 0,
+                           "node-agent", R"({"service.name":"node-agent","host.name":"h1"})", "hostmetrics",
+                           "0.9", R"({"state":"used"})"};
+const SeriesSpec kHistogram = {kHistogramSeries, "http.server.duration", MetricType::kHistogram, "ms",
+                               "Inbound request latency", 2, 0, "frontend", R"({"service.name":"frontend"})",
+                               "io.opentelemetry.http", "1.2.3", R"({"http.route":"/users/:id"})"};
+const SeriesSpec kSummary = {kSummarySeries, "rpc.latency", MetricType::kSummary, "s", "", 0, 0, "legacy", "{}",
+                             "", "", "{}"};
+const SeriesSpec kExpHistogram = {kExpHistogramSeries, "queue.wait", MetricType::kExponentialHistogram, "ms",
+                                  "Queue wait time", 1, 0, "worker", R"({"service.name":"worker"})", "queue", "2",
+                                  "{}"};
+const SeriesSpec kCounter = {kCounterSeries, "requests", MetricType::kSum, "1", "Requests served ✓", 2, 1,
+                             "frontend", R"({"service.name":"frontend"})", "", "", R"({"code":"200"})"};
+
+const PointSpec kGaugeDouble = {kGaugeSeries, 1700000000000000000, 0, 1.5, 0, 0, 0, kNaN, kNaN, kNaN,
+                                "", "", "", "", "", 0};
+const PointSpec kGaugeInt = {kGaugeSeries, 1700000010000000000, 0, 42.0, 42, 1, 0, kNaN, kNaN, kNaN,
+                             "", "", "", "", R"([{"time_unix_nano":1700000010000000000,"as_int":42}])", 1};
+const PointSpec kHistogramPoint = {kHistogramSeries, 1700000020000000000, 1699999990000000000, kNaN, 0, 0, 10,
+                                   12.75, 0.25, 5.5, "[1,4,5]", "[1.0,5.0]", "", "", "", 0};
+const PointSpec kSummaryPoint = {kSummarySeries, 1700000030000000000, 1699999990000000000, kNaN, 0, 0, 4, 10.0,
+                                 kNaN, kNaN, "", "", "",
+                                 R"([{"quantile":0.5,"value":2.5},{"quantile":0.99,"value":4.0}])", "", 0};
+const PointSpec kExpHistogramPoint = {
+    kExpHistogramSeries, 1700000040000000000, 1700000035000000000, kNaN, 0, 0, 3, 6.0, 1.0, 3.0, "", "",
+    R"({"scale":2,"zero_count":0,"positive":{"offset":1,"bucket_counts":[1,2]},"negative":{"offset":0,"bucket_counts":[]}})",
+    "", "", 0};
+const PointSpec kGaugeLater = {kGaugeSeries, 1700000050000000000, 0, 2.25, 0, 0, 0, kNaN, kNaN, kNaN,
+                               "", "", "", "", "", 0};
+const PointSpec kCounterPoint = {kCounterSeries, 1700000060000000000, 1699999000000000000, -7.0, -7, 1, 0, kNaN,
+                                 kNaN, kNaN, "", "", "", "", "", 0};
+
+MetricBatch MakeMetrics(int64_t project_id, const std::vector<SeriesSpec>& series,
+                        const std::vector<PointSpec>& points) {
+  MetricBatch b;
+  b.project_id = project_id;
+  for (const SeriesSpec& s : series) {
+    b.series_id.push_back(s.id);
+    b.metric_name.Append(s.name);
+    b.metric_type.push_back(static_cast<int32_t>(s.type));
+    b.unit.Append(s.unit);
+    b.description.Append(s.description);
+    b.temporality.push_back(s.temporality);
+    b.is_monotonic.push_back(s.is_monotonic);
+    b.service_name.Append(s.service);
+    b.resource_attributes.Append(s.resource);
+    b.scope_name.Append(s.scope_name);
+    b.scope_version.Append(s.scope_version);
+    b.attributes.Append(s.attributes);
+  }
+  for (const PointSpec& p : points) {
+    b.point_series_id.push_back(p.series_id);
+    b.time_ns.push_back(p.time_ns);
+    b.start_time_ns.push_back(p.start_time_ns);
+    b.value.push_back(p.value);
+    b.int_value.push_back(p.int_value);
+    b.is_int.push_back(p.is_int);
+    b.count.push_back(p.count);
+    b.sum.push_back(p.sum);
+    b.min.push_back(p.min);
+    b.max.push_back(p.max);
+    b.bucket_counts.Append(p.bucket_counts);
+    b.explicit_bounds.Append(p.explicit_bounds);
+    b.exp_histogram.Append(p.exp_histogram);
+    b.quantiles.Append(p.quantiles);
+    b.exemplars.Append(p.exemplars);
+    b.flags.push_back(p.flags);
+  }
+  return b;
+}
+
+// --- Expectations --------------------------------------------------------------
+
+//! One expected column: its name and, per input row, the expected cell.
+//! Doubles are compared as numbers (engines print them differently).
+struct ExpectedColumn {
+  std::string name;
+  std::function<Cell(size_t)> cell;
+  bool is_double = false;
+};
+
+Cell Int(int64_t v) { return std::to_string(v); }
+Cell Str(std::string_view s) { return std::string(s); }
+Cell OrNull(std::string_view s) { return s.empty() ? Cell() : Cell(std::string(s)); }
+Cell DoubleOrNull(double v) {
+  if (std::isnan(v)) return std::nullopt;
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.17g", v);
+  return std::string(buf);
+}
+
+std::vector<ExpectedColumn> SpanExpectations(const SpanBatch& b) {
+  return {
+      {"project_id", [&](size_t) { return Int(b.project_id); }},
+      {"trace_id", [&](size_t i) { return Str(b.trace_id.Get(i)); }},
+      {"span_id", [&](size_t i) { return Str(b.span_id.Get(i)); }},
+      {"parent_span_id", [&](size_t i) { return Str(b.parent_span_id.Get(i)); }},
+      {"trace_state", [&](size_t i) { return Str(b.trace_state.Get(i)); }},
+      {"flags", [&](size_t i) { return Int(b.flags[i]); }},
+      {"name", [&](size_t i) { return Str(b.name.Get(i)); }},
+      {"kind", [&](size_t i) { return Int(b.kind[i]); }},
+      {"start_time_ns", [&](size_t i) { return Int(b.start_time_ns[i]); }},
+      {"end_time_ns", [&](size_t i) { return Int(b.end_time_ns[i]); }},
+      {"duration_ns", [&](size_t i) { return Int(b.end_time_ns[i] - b.start_time_ns[i]); }},
+      {"status_code", [&](size_t i) { return Int(b.status_code[i]); }},
+      {"status_message", [&](size_t i) { return Str(b.status_message.Get(i)); }},
+      {"service_name", [&](size_t i) { return Str(b.service_name.Get(i)); }},
+      {"http_route", [&](size_t i) { return Str(b.http_route.Get(i)); }},
+      {"http_method", [&](size_t i) { return Str(b.http_method.Get(i)); }},
+      {"http_status_code", [&](size_t i) { return Int(b.http_status_code[i]); }},
+      {"db_system", [&](size_t i) { return Str(b.db_system.Get(i)); }},
+      {"exception_type", [&](size_t i) { return Str(b.exception_type.Get(i)); }},
+      {"exception_message", [&](size_t i) { return Str(b.exception_message.Get(i)); }},
+      {"attributes", [&](size_t i) { return Str(b.attributes.Get(i)); }},
+      {"events", [&](size_t i) { return Str(b.events.Get(i)); }},
+      {"links", [&](size_t i) { return Str(b.links.Get(i)); }},
+      {"dropped_attributes_count", [&](size_t i) { return Int(b.dropped_attributes_count[i]); }},
+      {"dropped_events_count", [&](size_t i) { return Int(b.dropped_events_count[i]); }},
+      {"dropped_links_count", [&](size_t i) { return Int(b.dropped_links_count[i]); }},
+      {"resource_attributes", [&](size_t i) { return Str(b.resource_attributes.Get(i)); }},
+      {"scope_name", [&](size_t i) { return Str(b.scope_name.Get(i)); }},
+      {"scope_version", [&](size_t i) { return Str(b.scope_version.Get(i)); }},
+      {"scope_attributes", [&](size_t i) { return Str(b.scope_attributes.Get(i)); }},
+  };
+}
+
+std::vector<ExpectedColumn> LogExpectations(const LogBatch& b) {
+  return {
+      {"project_id", [&](size_t) { return Int(b.project_id); }},
+      {"time_ns", [&](size_t i) { return Int(b.time_ns[i]); }},
+      {"observed_time_ns", [&](size_t i) { return Int(b.observed_time_ns[i]); }},
+      {"severity_number", [&](size_t i) { return Int(b.severity_number[i]); }},
+      {"severity_text", [&](size_t i) { return Str(b.severity_text.Get(i)); }},
+      {"body", [&](size_t i) { return Str(b.body.Get(i)); }},
+      {"body_type", [&](size_t i) { return Int(b.body_type[i]); }},
+      {"trace_id", [&](size_t i) { return Str(b.trace_id.Get(i)); }},
+      {"span_id", [&](size_t i) { return Str(b.span_id.Get(i)); }},
+      {"flags", [&](size_t i) { return Int(b.flags[i]); }},
+      {"service_name", [&](size_t i) { return Str(b.service_name.Get(i)); }},
+      {"attributes", [&](size_t i) { return Str(b.attributes.Get(i)); }},
+      {"dropped_attributes_count", [&](size_t i) { return Int(b.dropped_attributes_count[i]); }},
+      {"resource_attributes", [&](size_t i) { return Str(b.resource_attributes.Get(i)); }},
+      {"scope_name", [&](size_t i) { return Str(b.scope_name.Get(i)); }},
+      {"scope_version", [&](size_t i) { return Str(b.scope_version.Get(i)); }},
+      {"scope_attributes", [&](size_t i) { return Str(b.scope_attributes.Get(i)); }},
+  };
+}
+
+std::vector<ExpectedColumn> SeriesExpectations(int64_t project_id, const std::vector<SeriesSpec>& s) {
+  return {
+      {"project_id", [=](size_t) { return Int(project_id); }},
+      {"series_id", [&](size_t i) { return Int(s[i].id); }},
+      {"metric_name", [&](size_t i) { return Str(s[i].name); }},
+      {"metric_type", [&](size_t i) { return Int(static_cast<int32_t>(s[i].type)); }},
+      {"unit", [&](size_t i) { return Str(s[i].unit); }},
+      {"description", [&](size_t i) { return Str(s[i].description); }},
+      {"temporality", [&](size_t i) { return Int(s[i].temporality); }},
+      {"is_monotonic", [&](size_t i) { return Int(s[i].is_monotonic); }},
+      {"service_name", [&](size_t i) { return Str(s[i].service); }},
+      {"resource_attributes", [&](size_t i) { return Str(s[i].resource); }},
+      {"scope_name", [&](size_t i) { return Str(s[i].scope_name); }},
+      {"scope_version", [&](size_t i) { return Str(s[i].scope_version); }},
+      {"attributes", [&](size_t i) { return Str(s[i].attributes); }},
+  };
+}
+
+std::vector<ExpectedColumn> PointExpectations(int64_t project_id, const std::vector<PointSpec>& p) {
+  return {
+      {"project_id", [=](size_t) { return Int(project_id); }},
+      {"series_id", [&](size_t i) { return Int(p[i].series_id); }},
+      {"time_ns", [&](size_t i) { return Int(p[i].time_ns); }},
+      {"start_time_ns", [&](size_t i) { return Int(p[i].start_time_ns); }},
+      {"value", [&](size_t i) { return DoubleOrNull(p[i].value); }, true},
+      {"int_value", [&](size_t i) { return p[i].is_int ? Int(p[i].int_value) : Cell(); }},
+      {"count", [&](size_t i) { return Int(static_cast<int64_t>(p[i].count)); }},
+      {"sum", [&](size_t i) { return DoubleOrNull(p[i].sum); }, true},
+      {"min", [&](size_t i) { return DoubleOrNull(p[i].min); }, true},
+      {"max", [&](size_t i) { return DoubleOrNull(p[i].max); }, true},
+      {"bucket_counts", [&](size_t i) { return OrNull(p[i].bucket_counts); }},
+      {"explicit_bounds", [&](size_t i) { return OrNull(p[i].explicit_bounds); }},
+      {"exp_histogram", [&](size_t i) { return OrNull(p[i].exp_histogram); }},
+      {"quantiles", [&](size_t i) { return OrNull(p[i].quantiles); }},
+      {"exemplars", [&](size_t i) { return OrNull(p[i].exemplars); }},
+      {"flags", [&](size_t i) { return Int(p[i].flags); }},
+  };
+}
+
+std::string Show(const Cell& c) { return c ? "'" + *c + "'" : "NULL"; }
+
+//! Checks that `result` has exactly the expected columns, in order, and that
+//! result row r equals input row rows[r] cell by cell.
+void ExpectRows(const SqlResult& result, const std::vector<ExpectedColumn>& expected,
+                const std::vector<size_t>& rows) {
+  std::vector<std::string> names;
+  for (const ExpectedColumn& c : expected) names.push_back(c.name);
+  ASSERT_EQ(result.columns, names);
+  ASSERT_EQ(result.rows.size(), rows.size());
+  for (size_t r = 0; r < rows.size(); ++r) {
+    ASSERT_EQ(result.rows[r].size(), expected.size());
+    for (size_t c = 0; c < expected.size(); ++c) {
+      Cell want = expected[c].cell(rows[r]);
+      const Cell& got = result.rows[r][c];
+      SCOPED_TRACE("row " + std::to_string(r) + " column " + expected[c].name + ": got " + Show(got) +
+                   ", want " + Show(want));
+      ASSERT_EQ(got.has_value(), want.has_value());
+      if (!want) continue;
+      if (expected[c].is_double) {
+        EXPECT_EQ(std::stod(*got), std::stod(*want));
+      } else {
+        EXPECT_EQ(*got, *want);
+      }
+    }
+  }
+}
+
+// --- Fixture --------------------------------------------------------------------
+
+class StoreConformanceTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { RegisterBuiltinStores(); }
+  void TearDown() override {
+    sinks_.clear();
+    if (store_ != nullptr) {
+      EXPECT_TRUE(store_->Close().ok());
+    }
+    store_.reset();
+  }
+
+  StoreOptions Options() const {
+    StoreOptions options;
+    options.data_dir = dir_.str();
+    options.memory_limit = "512MB";
+    options.threads = 2;
+    return options;
+  }
+
+  void Open() {
+    Result<std::unique_ptr<TelemetryStore>> store = StoreRegistry::Instance().Open(GetParam(), Options());
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    store_ = std::move(store).value();
+    ASSERT_STREQ(store_->name(), GetParam().c_str());
+  }
+
+  //! Closes the store (sinks first) and opens it again on the same directory.
+  void Reopen() {
+    sinks_.clear();
+    Status closed = store_->Close();
+    ASSERT_TRUE(closed.ok()) << closed.ToString();
+    store_.reset();
+    Open();
+  }
+
+  SignalSink* Sink(Signal signal) {
+    Result<std::unique_ptr<SignalSink>> sink = store_->NewSink(signal);
+    EXPECT_TRUE(sink.ok()) << sink.status().ToString();
+    if (!sink.ok()) return nullptr;
+    sinks_.push_back(std::move(sink).value());
+    return sinks_.back().get();
+  }
+
+  SqlResult Query(const std::string& sql) {
+    Result<SqlResult> result = store_->ExecuteSql(sql);
+    EXPECT_TRUE(result.ok()) << sql << ": " << result.status().ToString();
+    return result.ok() ? std::move(result).value() : SqlResult();
+  }
+
+  //! The single cell of a one-row, one-column query.
+  Cell Scalar(const std::string& sql) {
+    SqlResult result = Query(sql);
+    if (result.rows.size() != 1 || result.rows[0].size() != 1) {
+      ADD_FAILURE() << sql << ": expected one cell";
+      return std::nullopt;
+    }
+    return result.rows[0][0];
+  }
+
+  int64_t Count(const std::string& table) {
+    Cell c = Scalar("SELECT COUNT(*) FROM " + table);
+    return c ? std::stoll(*c) : -1;
+  }
+
+  TempDir dir_;
+  std::unique_ptr<TelemetryStore> store_;
+  std::vector<std::unique_ptr<SignalSink>> sinks_;
+};
+
+// --- Round trips ------------------------------------------------------------------
+
+TEST_P(StoreConformanceTest, SpansRoundTripEveryColumn) {
+  Open();
+  SpanBatch spans = MakeSpans();
+  Status s = Sink(Signal::kSpans)->WriteSpans({&spans});
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ExpectRows(Query("SELECT * FROM spans ORDER BY start_time_ns"), SpanExpectations(spans), {0, 1, 2});
+  // duration_ns is computed by the engine, not carried in the batch.
+  EXPECT_EQ(Scalar("SELECT duration_ns FROM spans WHERE span_id = '00f067aa0ba902b7'"), Cell("80000123"));
+  // Empty strings stay empty strings in spans, never NULL.
+  EXPECT_EQ(Scalar("SELECT COUNT(*) FROM spans WHERE parent_span_id = ''"), Cell("1"));
+  EXPECT_EQ(Scalar("SELECT COUNT(*) FROM spans WHERE parent_span_id IS NULL"), Cell("0"));
+  EXPECT_EQ(Scalar("SELECT COUNT(*) FROM spans WHERE flags = 4294967295"), Cell("1"));
+}
+
+TEST_P(StoreConformanceTest, LogsRoundTripEveryColumn) {
+  Open();
+  LogBatch logs = MakeLogs();
+  Status s = Sink(Signal::kLogs)->WriteLogs({&logs});
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ExpectRows(Query("SELECT * FROM logs ORDER BY observed_time_ns"), LogExpectations(logs), {0, 1});
+  EXPECT_EQ(Scalar("SELECT COUNT(*) FROM logs WHERE trace_id = ''"), Cell("1"));
+}
+
+TEST_P(StoreConformanceTest, MetricsRoundTripEveryColumnAndNullRules) {
+  Open();
+  const std::vector<SeriesSpec> series = {kGauge, kHistogram, kSummary, kExpHistogram};
+  const std::vector<PointSpec> points = {kGaugeDouble, kGaugeInt, kHistogramPoint, kSummaryPoint,
+                                         kExpHistogramPoint};
+  MetricBatch metrics = MakeMetrics(kProject, series, points);
+  Status s = Sink(Signal::kMetrics)->WriteMetrics({&metrics});
+  ASSERT_TRUE(s.ok()) << s.ToString();
+
+  ExpectRows(Query("SELECT * FROM metric_series ORDER BY metric_name"), SeriesExpectations(kProject, series),
+             {1, 3, 2, 0});  // http.server.duration, queue.wait, rpc.latency, system.memory.usage
+  ExpectRows(Query("SELECT * FROM metric_points ORDER BY time_ns"), PointExpectations(kProject, points),
+             {0, 1, 2, 3, 4});
+
+  // The NULL rules, spelled out: NaN value/sum/min/max, int_value unless
+  // is_int, empty JSON columns.
+  EXPECT_EQ(Scalar("SELECT COUNT(value) FROM metric_points"), Cell("2"));
+  EXPECT_EQ(Scalar("SELECT COUNT(int_value) FROM metric_points"), Cell("1"));
+  EXPECT_EQ(Scalar("SELECT COUNT(sum) FROM metric_points"), Cell("3"));
+  EXPECT_EQ(Scalar("SELECT COUNT(min) FROM metric_points"), Cell("2"));
+  EXPECT_EQ(Scalar("SELECT COUNT(bucket_counts) FROM metric_points"), Cell("1"));
+  EXPECT_EQ(Scalar("SELECT COUNT(quantiles) FROM metric_points"), Cell("1"));
+  EXPECT_EQ(Scalar("SELECT COUNT(exemplars) FROM metric_points"), Cell("1"));
+  // Points join their series.
+  EXPECT_EQ(Scalar("SELECT s.metric_name FROM metric_points p JOIN metric_series s "
+                   "ON s.project_id = p.project_id AND s.series_id = p.series_id WHERE p.count = 10"),
+            Cell("http.server.duration"));
+}
+
+TEST_P(StoreConformanceTest, SeriesAreStoredOncePerProject) {
+  Open();
+  SignalSink* sink = Sink(Signal::kMetrics);
+  // One write of two batches repeating the gauge series (and a batch that
+  // repeats a series within itself), then a second write repeating it again.
+  MetricBatch first = MakeMetrics(kProject, {kGauge, kHistogram}, {kGaugeDouble, kHistogramPoint});
+  MetricBatch again = MakeMetrics(kProject, {kGauge, kGauge}, {kGaugeInt});
+  Status s = sink->WriteMetrics({&first, &again});
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(Count("metric_series"), 2);
+  EXPECT_EQ(Count("metric_points"), 3);
+
+  MetricBatch later = MakeMetrics(kProject, {kGauge, kCounter}, {kGaugeLater, kCounterPoint});
+  // The same series id in another project is another series.
+  MetricBatch other_project = MakeMetrics(8, {kGauge}, {kGaugeLater});
+  s = sink->WriteMetrics({&later, &other_project});
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(Count("metric_series"), 4);
+  EXPECT_EQ(Count("metric_points"), 6);
+  EXPECT_EQ(Scalar("SELECT COUNT(*) FROM metric_series WHERE series_id = " + std::to_string(kGaugeSeries)),
+            Cell("2"));
+  EXPECT_EQ(Scalar("SELECT COUNT(DISTINCT project_id) FROM metric_series WHERE series_id = " +
+                   std::to_string(kGaugeSeries)),
+            Cell("2"));
+  EXPECT_EQ(Scalar("SELECT COUNT(*) FROM metric_points WHERE series_id = " + std::to_string(kGaugeSeries)),
+            Cell("4"));
+
+  StoreStats stats = store_->Stats();
+  EXPECT_EQ(stats.metric_series, 4u);
+  EXPECT_EQ(stats.rows[static_cast<int>(Signal::kMetrics)], 6u);
+}
+
+// --- Stats -------------------------------------------------------------------------
+
+TEST_P(StoreConformanceTest, StatsCountCommittedRows) {
+  Open();
+  StoreStats empty = store_->Stats();
+  EXPECT_EQ(empty.rows[0] + empty.rows[1] + empty.rows[2] + empty.metric_series, 0u);
+
+  SpanBatch spans = MakeSpans();
+  LogBatch logs = MakeLogs();
+  MetricBatch metrics = MakeMetrics(kProject, {kGauge, kHistogram}, {kGaugeDouble, kGaugeInt, kHistogramPoint});
+  ASSERT_TRUE(Sink(Signal::kSpans)->WriteSpans({&spans, &spans}).ok());
+  ASSERT_TRUE(Sink(Signal::kLogs)->WriteLogs({&logs}).ok());
+  ASSERT_TRUE(Sink(Signal::kMetrics)->WriteMetrics({&metrics}).ok());
+
+  StoreStats stats = store_->Stats();
+  EXPECT_EQ(stats.rows[static_cast<int>(Signal::kSpans)], 6u);
+  EXPECT_EQ(stats.rows[static_cast<int>(Signal::kLogs)], 2u);
+  EXPECT_EQ(stats.rows[static_cast<int>(Signal::kMetrics)], 3u);
+  EXPECT_EQ(stats.metric_series, 2u);
+  EXPECT_GT(stats.database_bytes, 0u);
+  // The counters agree with the tables.
+  EXPECT_EQ(Count("spans"), 6);
+  EXPECT_EQ(Count("logs"), 2);
+  EXPECT_EQ(Count("metric_points"), 3);
+}
+
+// --- Atomicity ----------------------------------------------------------------------
+
+TEST_P(StoreConformanceTest, FailedSpanWriteLeavesNothing) {
+  Open();
+  SignalSink* sink = Sink(Signal::kSpans);
+  SpanBatch good = MakeSpans();
+  // The bad batch comes second, so the good one is already appended when the
+  // write fails: the rollback has to take it back.
+  SpanBatch short_column = MakeSpans();
+  short_column.end_time_ns.pop_back();
+  Status s = sink->WriteSpans({&good, &short_column});
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+
+  SpanBatch bad_utf8 = MakeSpans();
+  bad_utf8.attributes = StringColumn();
+  bad_utf8.attributes.Append("{}");
+  bad_utf8.attributes.Append("{\"k\":\"\xff\xfe\"}");
+  bad_utf8.attributes.Append("{}");
+  s = sink->WriteSpans({&good, &good, &bad_utf8});
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+
+  // A row boundary inside a multi-byte character: the packed buffer is valid
+  // UTF-8 ("é") but each row on its own is not.
+  SpanBatch split = MakeSpans();
+  split.name = StringColumn();
+  split.name.Append("a");
+  split.name.buffer().append("\xc3");
+  split.name.CommitRow();
+  split.name.buffer().append("\xa9");
+  split.name.CommitRow();
+  s = sink->WriteSpans({&good, &split});
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+
+  EXPECT_EQ(Count("spans"), 0);
+  EXPECT_EQ(store_->Stats().rows[static_cast<int>(Signal::kSpans)], 0u);
+
+  // The sink is still usable after a failed write.
+  s = sink->WriteSpans({&good});
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(Count("spans"), 3);
+  EXPECT_EQ(store_->Stats().rows[static_cast<int>(Signal::kSpans)], 3u);
+}
+
+TEST_P(StoreConformanceTest, FailedLogWriteLeavesNothing) {
+  Open();
+  SignalSink* sink = Sink(Signal::kLogs);
+  LogBatch good = MakeLogs();
+  LogBatch bad = MakeLogs();
+  bad.body = StringColumn();
+  bad.body.Append("ok");
+  bad.body.Append("\xc0\xaf");  // overlong encoding of '/'
+  Status s = sink->WriteLogs({&good, &bad});
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  EXPECT_EQ(Count("logs"), 0);
+  ASSERT_TRUE(sink->WriteLogs({&good}).ok());
+  EXPECT_EQ(Count("logs"), 2);
+}
+
+TEST_P(StoreConformanceTest, FailedMetricWriteLeavesNoSeriesBehind) {
+  Open();
+  SignalSink* sink = Sink(Signal::kMetrics);
+  MetricBatch good = MakeMetrics(kProject, {kGauge}, {kGaugeDouble});
+  MetricBatch bad = MakeMetrics(kProject, {kHistogram}, {kHistogramPoint});
+  bad.is_int.clear();
+  Status s = sink->WriteMetrics({&good, &bad});
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  EXPECT_EQ(Count("metric_series"), 0);
+  EXPECT_EQ(Count("metric_points"), 0);
+  EXPECT_EQ(store_->Stats().metric_series, 0u);
+
+  // The failed write must not have marked the gauge series as stored.
+  s = sink->WriteMetrics({&good});
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(Count("metric_series"), 1);
+  EXPECT_EQ(Count("metric_points"), 1);
+  EXPECT_EQ(store_->Stats().metric_series, 1u);
+}
+
+TEST_P(StoreConformanceTest, SinkRejectsOtherSignals) {
+  Open();
+  LogBatch logs = MakeLogs();
+  EXPECT_FALSE(Sink(Signal::kSpans)->WriteLogs({&logs}).ok());
+  EXPECT_EQ(Count("logs"), 0);
+}
+
+// --- Many rows ------------------------------------------------------------------------
+
+// Batches larger than an engine's internal chunk (DuckDB: 2048 rows) must not
+// leak NULLs or values from one chunk into the next.
+TEST_P(StoreConformanceTest, LargeBatchesKeepEveryRow) {
+  Open();
+  constexpr int kRows = 5000;
+  SpanBatch spans;
+  spans.project_id = kProject;
+  MetricBatch metrics;
+  metrics.project_id = kProject;
+  metrics.series_id.push_back(kGaugeSeries);
+  metrics.metric_name.Append("g");
+  metrics.metric_type.push_back(1);
+  metrics.unit.Append("");
+  metrics.description.Append("");
+  metrics.temporality.push_back(0);
+  metrics.is_monotonic.push_back(0);
+  metrics.service_name.Append("svc");
+  metrics.resource_attributes.Append("{}");
+  metrics.scope_name.Append("");
+  metrics.scope_version.Append("");
+  metrics.attributes.Append("{}");
+  int64_t duration_sum = 0;
+  int64_t int_sum = 0;
+  int ints = 0, sums = 0, buckets = 0, roots = 0;
+  for (int i = 0; i < kRows; ++i) {
+    std::string id = std::to_string(1000000 + i);
+    spans.trace_id.Append("trace-" + id + "-with-a-long-suffix");
+    spans.span_id.Append(id);
+    spans.parent_span_id.Append(i % 7 == 0 ? "" : "p" + id);
+    if (i % 7 == 0) ++roots;
+    spans.trace_state.Append("");
+    spans.flags.push_back(static_cast<uint32_t>(i));
+    spans.name.Append(i % 2 ? "GET /a" : "a rather long operation name " + id);
+    spans.kind.push_back(i % 5);
+    spans.start_time_ns.push_back(1700000000000000000 + i * 1000);
+    spans.end_time_ns.push_back(1700000000000000000 + i * 1000 + i * 3);
+    duration_sum += i * 3;
+    spans.status_code.push_back(i % 3);
+    spans.status_message.Append("");
+    spans.service_name.Append("svc");
+    spans.http_route.Append("/a");
+    spans.http_method.Append("GET");
+    spans.http_status_code.push_back(200);
+    spans.db_system.Append("");
+    spans.exception_type.Append("");
+    spans.exception_message.Append("");
+    spans.attributes.Append("{\"i\":" + std::to_string(i) + "}");
+    spans.events.Append("[]");
+    spans.links.Append("[]");
+    spans.dropped_attributes_count.push_back(0);
+    spans.dropped_events_count.push_back(0);
+    spans.dropped_links_count.push_back(0);
+    spans.resource_attributes.Append("{}");
+    spans.scope_name.Append("");
+    spans.scope_version.Append("");
+    spans.scope_attributes.Append("{}");
+
+    bool is_int = i % 2 == 0;
+    bool has_sum = i % 3 != 0;
+    bool has_buckets = i % 4 == 1;
+    ints += is_int;
+    sums += has_sum;
+    buckets += has_buckets;
+    if (is_int) int_sum += i;
+    metrics.point_series_id.push_back(kGaugeSeries);
+    metrics.time_ns.push_back(1700000000000000000 + i);
+    metrics.start_time_ns.push_back(0);
+    metrics.value.push_back(i % 5 == 0 ? kNaN : static_cast<double>(i));
+    metrics.int_value.push_back(i);
+    metrics.is_int.push_back(is_int ? 1 : 0);
+    metrics.count.push_back(static_cast<uint64_t>(i));
+    metrics.sum.push_back(has_sum ? 0.5 : kNaN);
+    metrics.min.push_back(kNaN);
+    metrics.max.push_back(kNaN);
+    metrics.bucket_counts.Append(has_buckets ? "[1,2,3]" : "");
+    metrics.explicit_bounds.Append("");
+    metrics.exp_histogram.Append("");
+    metrics.quantiles.Append("");
+    metrics.exemplars.Append("");
+    metrics.flags.push_back(0);
+  }
+  ASSERT_TRUE(Sink(Signal::kSpans)->WriteSpans({&spans}).ok());
+  ASSERT_TRUE(Sink(Signal::kMetrics)->WriteMetrics({&metrics}).ok());
+
+  EXPECT_EQ(Count("spans"), kRows);
+  EXPECT_EQ(Scalar("SELECT SUM(duration_ns) FROM spans"), Int(duration_sum));
+  EXPECT_EQ(Scalar("SELECT COUNT(*) FROM spans WHERE parent_span_id = ''"), Int(roots));
+  EXPECT_EQ(Scalar("SELECT SUM(flags) FROM spans"), Int(int64_t{kRows} * (kRows - 1) / 2));
+  EXPECT_EQ(Scalar("SELECT name FROM spans WHERE span_id = '1004096'"), Cell("a rather long operation name 1004096"));
+  EXPECT_EQ(Scalar("SELECT attributes FROM spans WHERE span_id = '1004097'"), Cell("{\"i\":4097}"));
+  EXPECT_EQ(Scalar("SELECT trace_id FROM spans WHERE span_id = '1002048'"),
+            Cell("trace-1002048-with-a-long-suffix"));
+
+  EXPECT_EQ(Count("metric_points"), kRows);
+  EXPECT_EQ(Scalar("SELECT COUNT(value) FROM metric_points"), Int(kRows - kRows / 5));
+  EXPECT_EQ(Scalar("SELECT COUNT(int_value) FROM metric_points"), Int(ints));
+  EXPECT_EQ(Scalar("SELECT SUM(int_value) FROM metric_points"), Int(int_sum));
+  EXPECT_EQ(Scalar("SELECT COUNT(sum) FROM metric_points"), Int(sums));
+  EXPECT_EQ(Scalar("SELECT COUNT(bucket_counts) FROM metric_points"), Int(buckets));
+  EXPECT_EQ(Scalar("SELECT COUNT(*) FROM metric_points WHERE int_value IS NULL AND count % 2 = 0"), Cell("0"));
+  EXPECT_EQ(Count("metric_series"), 1);
+}
+
+TEST_P(StoreConformanceTest, ConcurrentSinksLoseNothing) {
+  Open();
+  constexpr int kWrites = 20;
+  SignalSink* spans_a = Sink(Signal::kSpans);
+  SignalSink* spans_b = Sink(Signal::kSpans);
+  SignalSink* logs = Sink(Signal::kLogs);
+  SignalSink* metrics = Sink(Signal::kMetrics);
+  const SpanBatch span_batch = MakeSpans();
+  const LogBatch log_batch = MakeLogs();
+  const MetricBatch metric_batch = MakeMetrics(kProject, {kGauge, kHistogram}, {kGaugeDouble, kHistogramPoint});
+  std::atomic<int> failures{0};
+  auto run = [&](std::function<Status()> write) {
+    return std::thread([&failures, write] {
+      for (int i = 0; i < kWrites; ++i) {
+        if (!write().ok()) failures.fetch_add(1);
+      }
+    });
+  };
+  std::vector<std::thread> threads;
+  threads.push_back(run([&] { return spans_a->WriteSpans({&span_batch}); }));
+  threads.push_back(run([&] { return spans_b->WriteSpans({&span_batch, &span_batch}); }));
+  threads.push_back(run([&] { return logs->WriteLogs({&log_batch}); }));
+  threads.push_back(run([&] { return metrics->WriteMetrics({&metric_batch}); }));
+  for (int i = 0; i < 10; ++i) {
+    (void)store_->Stats();
+    EXPECT_GE(Count("spans"), 0);
+  }
+  for (std::thread& t : threads) t.join();
+
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(Count("spans"), 3 * kWrites * 3);
+  EXPECT_EQ(Count("logs"), 2 * kWrites);
+  EXPECT_EQ(Count("metric_points"), 2 * kWrites);
+  EXPECT_EQ(Count("metric_series"), 2);
+  StoreStats stats = store_->Stats();
+  EXPECT_EQ(stats.rows[static_cast<int>(Signal::kSpans)], uint64_t{3 * kWrites * 3});
+  EXPECT_EQ(stats.rows[static_cast<int>(Signal::kLogs)], uint64_t{2 * kWrites});
+  EXPECT_EQ(stats.rows[static_cast<int>(Signal::kMetrics)], uint64_t{2 * kWrites});
+  EXPECT_EQ(stats.metric_series, 2u);
+}
+
+// --- Persistence -------------------------------------------------------------------------
+
+TEST_P(StoreConformanceTest, ReopenKeepsDataCountersAndSeries) {
+  Open();
+  SpanBatch spans = MakeSpans();
+  LogBatch logs = MakeLogs();
+  MetricBatch metrics = MakeMetrics(kProject, {kGauge, kHistogram}, {kGaugeDouble, kHistogramPoint});
+  ASSERT_TRUE(Sink(Signal::kSpans)->WriteSpans({&spans}).ok());
+  ASSERT_TRUE(Sink(Signal::kLogs)->WriteLogs({&logs}).ok());
+  ASSERT_TRUE(Sink(Signal::kMetrics)->WriteMetrics({&metrics}).ok());
+  Reopen();
+
+  StoreStats stats = store_->Stats();
+  EXPECT_EQ(stats.rows[static_cast<int>(Signal::kSpans)], 3u);
+  EXPECT_EQ(stats.rows[static_cast<int>(Signal::kLogs)], 2u);
+  EXPECT_EQ(stats.rows[static_cast<int>(Signal::kMetrics)], 2u);
+  EXPECT_EQ(stats.metric_series, 2u);
+  EXPECT_GT(stats.database_bytes, 0u);
+  // Close checkpointed: nothing is left in the WAL.
+  EXPECT_EQ(stats.wal_bytes, 0u);
+  ExpectRows(Query("SELECT * FROM spans ORDER BY start_time_ns"), SpanExpectations(spans), {0, 1, 2});
+  ExpectRows(Query("SELECT * FROM logs ORDER BY observed_time_ns"), LogExpectations(logs), {0, 1});
+
+  // Series known before the restart are not written again.
+  MetricBatch more = MakeMetrics(kProject, {kGauge, kCounter}, {kGaugeLater, kCounterPoint});
+  ASSERT_TRUE(Sink(Signal::kMetrics)->WriteMetrics({&more}).ok());
+  EXPECT_EQ(Count("metric_series"), 3);
+  EXPECT_EQ(store_->Stats().metric_series, 3u);
+  EXPECT_EQ(store_->Stats().rows[static_cast<int>(Signal::kMetrics)], 4u);
+}
+
+TEST_P(StoreConformanceTest, ReopenWithoutCloseKeepsData) {
+  Open();
+  SpanBatch spans = MakeSpans();
+  ASSERT_TRUE(Sink(Signal::kSpans)->WriteSpans({&spans}).ok());
+  sinks_.clear();
+  store_.reset();  // the destructor, not Close()
+  Open();
+  EXPECT_EQ(Count("spans"), 3);
+  EXPECT_EQ(store_->Stats().rows[static_cast<int>(Signal::kSpans)], 3u);
+}
+
+// A committed write survives the process being killed right after Write
+// returns: no Close, no destructors, no checkpoint.
+TEST_P(StoreConformanceTest, CommittedWriteSurvivesKill9) {
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    Result<std::unique_ptr<TelemetryStore>> store = StoreRegistry::Instance().Open(GetParam(), Options());
+    if (!store.ok()) ::_exit(2);
+    Result<std::unique_ptr<SignalSink>> spans = (*store)->NewSink(Signal::kSpans);
+    Result<std::unique_ptr<SignalSink>> metrics = (*store)->NewSink(Signal::kMetrics);
+    if (!spans.ok() || !metrics.ok()) ::_exit(3);
+    SpanBatch batch = MakeSpans();
+    MetricBatch metric_batch = MakeMetrics(kProject, {kGauge}, {kGaugeDouble, kGaugeInt});
+    if (!(*spans)->WriteSpans({&batch, &batch}).ok()) ::_exit(4);
+    if (!(*metrics)->WriteMetrics({&metric_batch}).ok()) ::_exit(5);
+    ::kill(::getpid(), SIGKILL);
+    ::_exit(6);
+  }
+  int wstatus = 0;
+  ASSERT_EQ(::waitpid(child, &wstatus, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(wstatus)) << "child exited with " << WEXITSTATUS(wstatus);
+  ASSERT_EQ(WTERMSIG(wstatus), SIGKILL);
+
+  Open();
+  EXPECT_EQ(Count("spans"), 6);
+  EXPECT_EQ(Count("metric_series"), 1);
+  EXPECT_EQ(Count("metric_points"), 2);
+  EXPECT_EQ(Scalar("SELECT COUNT(*) FROM spans WHERE name = 'SELECT café ✓'"), Cell("2"));
+  EXPECT_EQ(store_->Stats().rows[static_cast<int>(Signal::kSpans)], 6u);
+}
+
+// --- Lifecycle and SQL -------------------------------------------------------------------
+
+TEST_P(StoreConformanceTest, CloseRefusesWhileSinksAreOpen) {
+  Open();
+  ASSERT_NE(Sink(Signal::kSpans), nullptr);
+  EXPECT_EQ(store_->Close().code(), StatusCode::kInternal);
+  sinks_.clear();
+  EXPECT_TRUE(store_->Close().ok());
+  EXPECT_TRUE(store_->Close().ok());  // idempotent
+  EXPECT_FALSE(store_->NewSink(Signal::kSpans).ok());
+  EXPECT_FALSE(store_->ExecuteSql("SELECT 1").ok());
+}
+
+TEST_P(StoreConformanceTest, ExecuteSqlReportsBadSqlAsInvalidArgument) {
+  Open();
+  EXPECT_EQ(store_->ExecuteSql("SELECT * FROM no_such_table").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_->ExecuteSql("SELEKT 1").status().code(), StatusCode::kInvalidArgument);
+  SqlResult r = Query("SELECT 1 AS one, NULL AS nothing, 'x' AS text");
+  EXPECT_EQ(r.columns, (std::vector<std::string>{"one", "nothing", "text"}));
+  ASSERT_EQ(r.rows.size(), 1u);
+  EXPECT_EQ(r.rows[0], (std::vector<Cell>{Cell("1"), std::nullopt, Cell("x")}));
+}
+
+TEST_P(StoreConformanceTest, FilesLiveInTheDataDirectory) {
+  Open();
+  const char* file = GetParam() == "duckdb" ? "telemetry.duckdb" : "telemetry.sqlite";
+  EXPECT_TRUE(std::filesystem::exists(dir_.path() / file));
+  EXPECT_EQ(store_->Stats().database_bytes, std::filesystem::file_size(dir_.path() / file));
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, StoreConformanceTest, ::testing::Values("duckdb", "sqlite"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+TEST(StoreConformanceRegistry, UnknownEngineIsInvalidArgument) {
+  RegisterBuiltinStores();
+  RegisterBuiltinStores();  // idempotent
+  TempDir dir;
+  StoreOptions options;
+  options.data_dir = dir.str();
+  Result<std::unique_ptr<TelemetryStore>> store = StoreRegistry::Instance().Open("nope", options);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), StatusCode::kInvalidArgument);
+  std::vector<std::string> names = StoreRegistry::Instance().Names();
+  EXPECT_NE(std::find(names.begin(), names.end(), "duckdb"), names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(), "sqlite"), names.end());
+}
+
+// The DuckDB engine relies on appender flushes joining the connection's
+// explicit transaction. This checks it on the library itself: flushed rows are
+// invisible to other connections until COMMIT and gone after ROLLBACK.
+TEST(StoreConformanceDuckDb, AppenderFlushJoinsExplicitTransaction) {
+  TempDir dir;
+  std::string path = (dir.path() / "t.duckdb").string();
+  duckdb_database db = nullptr;
+  ASSERT_EQ(duckdb_open(path.c_str(), &db), DuckDBSuccess);
+  duckdb_connection writer = nullptr, reader = nullptr;
+  ASSERT_EQ(duckdb_connect(db, &writer), DuckDBSuccess);
+  ASSERT_EQ(duckdb_connect(db, &reader), DuckDBSuccess);
+  auto exec = [](duckdb_connection c, const char* sql) {
+    duckdb_result r;
+    duckdb_state st = duckdb_query(c, sql, &r);
+    duckdb_destroy_result(&r);
+    return st;
+  };
+  auto count = [](duckdb_connection c) {
+    duckdb_result r;
+    EXPECT_EQ(duckdb_query(c, "SELECT COUNT(*) FROM t", &r), DuckDBSuccess);
+    int64_t n = duckdb_value_int64(&r, 0, 0);
+    duckdb_destroy_result(&r);
+    return n;
+  };
+  auto append = [](duckdb_connection c, int rows) {
+    duckdb_appender a = nullptr;
+    ASSERT_EQ(duckdb_appender_create(c, nullptr, "t", &a), DuckDBSuccess);
+    for (int i = 0; i < rows; ++i) {
+      ASSERT_EQ(duckdb_appender_begin_row(a), DuckDBSuccess);
+      ASSERT_EQ(duckdb_append_int64(a, i), DuckDBSuccess);
+      ASSERT_EQ(duckdb_append_varchar_length(a, "row", 3), DuckDBSuccess);
+      ASSERT_EQ(duckdb_appender_end_row(a), DuckDBSuccess);
+    }
+    ASSERT_EQ(duckdb_appender_flush(a), DuckDBSuccess);
+    ASSERT_EQ(duckdb_appender_destroy(&a), DuckDBSuccess);
+  };
+  ASSERT_EQ(exec(writer, "CREATE TABLE t (x BIGINT, s VARCHAR)"), DuckDBSuccess);
+
+  ASSERT_EQ(exec(writer, "BEGIN TRANSACTION"), DuckDBSuccess);
+  append(writer, 1000);
+  EXPECT_EQ(count(writer), 1000);  // visible inside the transaction
+  EXPECT_EQ(count(reader), 0);     // not outside it
+  ASSERT_EQ(exec(writer, "ROLLBACK"), DuckDBSuccess);
+  EXPECT_EQ(count(writer), 0);
+  EXPECT_EQ(count(reader), 0);
+
+  ASSERT_EQ(exec(writer, "BEGIN TRANSACTION"), DuckDBSuccess);
+  append(writer, 500);
+  EXPECT_EQ(count(reader), 0);
+  ASSERT_EQ(exec(writer, "COMMIT"), DuckDBSuccess);
+  EXPECT_EQ(count(reader), 500);
+
+  duckdb_disconnect(&reader);
+  duckdb_disconnect(&writer);
+  duckdb_close(&db);
+}
+
+}  // namespace
+}  // namespace sightline

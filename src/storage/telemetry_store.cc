@@ -1,7 +1,5 @@
 #include "storage/telemetry_store.h"
 
-#include <mutex>
-
 namespace sightline {
 
 Status SignalSink::WriteSpans(const std::vector<const SpanBatch*>&) {
@@ -38,17 +36,6 @@ std::vector<std::string> StoreRegistry::Names() const {
   std::vector<std::string> names;
   for (const auto& [n, f] : factories_) names.push_back(n);
   return names;
-}
-
-Result<std::unique_ptr<TelemetryStore>> OpenDuckDbStore(const StoreOptions& options);
-Result<std::unique_ptr<TelemetryStore>> OpenSqliteStore(const StoreOptions& options);
-
-void RegisterBuiltinStores() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    StoreRegistry::Instance().Register("duckdb", OpenDuckDbStore);
-    StoreRegistry::Instance().Register("sqlite", OpenSqliteStore);
-  });
 }
 
 }  // namespace sightline

@@ -1,0 +1,626 @@
+#include "storage/duckdb/duckdb_store.h"
+
+#include <duckdb.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <optional>
+#include <span>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "common/mutex.h"
+#include "storage/schema.h"
+
+namespace sightline {
+namespace {
+
+constexpr schema::TypeNames kDuckDbTypes{"BIGINT", "DOUBLE", "VARCHAR"};
+constexpr const char* kDatabaseFile = "telemetry.duckdb";
+constexpr const char* kWalFile = "telemetry.duckdb.wal";
+
+uint64_t FileSize(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return 0;
+  return static_cast<uint64_t>(st.st_size);
+}
+
+//! A query result that is always destroyed (duckdb_query requires it even on error).
+class QueryResult {
+ public:
+  QueryResult() { std::memset(&result_, 0, sizeof(result_)); }
+  ~QueryResult() { duckdb_destroy_result(&result_); }
+  QueryResult(const QueryResult&) = delete;
+  QueryResult& operator=(const QueryResult&) = delete;
+
+  //! Runs sql on conn; the error status carries DuckDB's message.
+  Status Run(duckdb_connection conn, const std::string& sql) {
+    if (duckdb_query(conn, sql.c_str(), &result_) == DuckDBSuccess) return Status::Ok();
+    const char* error = duckdb_result_error(&result_);
+    std::string message = error != nullptr ? error : "unknown DuckDB error";
+    switch (duckdb_result_error_type(&result_)) {
+      case DUCKDB_ERROR_PARSER:
+      case DUCKDB_ERROR_SYNTAX:
+      case DUCKDB_ERROR_BINDER:
+      case DUCKDB_ERROR_CATALOG:
+      case DUCKDB_ERROR_CONVERSION:
+      case DUCKDB_ERROR_MISMATCH_TYPE:
+      case DUCKDB_ERROR_OUT_OF_RANGE:
+      case DUCKDB_ERROR_DIVIDE_BY_ZERO:
+      case DUCKDB_ERROR_INVALID_INPUT:
+        return Status::InvalidArgument(message);
+      default:
+        return Status::IoError(message);
+    }
+  }
+  duckdb_result* get() { return &result_; }
+
+ private:
+  duckdb_result result_;
+};
+
+Status Exec(duckdb_connection conn, const std::string& sql) {
+  QueryResult result;
+  Status s = result.Run(conn, sql);
+  if (!s.ok()) return Status::IoError("duckdb: " + sql + ": " + s.message());
+  return s;
+}
+
+duckdb_type DuckDbType(schema::ColumnType type) {
+  switch (type) {
+    case schema::ColumnType::kInt64: return DUCKDB_TYPE_BIGINT;
+    case schema::ColumnType::kDouble: return DUCKDB_TYPE_DOUBLE;
+    case schema::ColumnType::kText: return DUCKDB_TYPE_VARCHAR;
+  }
+  return DUCKDB_TYPE_VARCHAR;
+}
+
+//! Marks rows of one vector NULL, making its validity mask writable on first use.
+class NullSetter {
+ public:
+  explicit NullSetter(duckdb_vector vector) : vector_(vector) {}
+  void Set(size_t row) {
+    if (validity_ == nullptr) {
+      duckdb_vector_ensure_validity_writable(vector_);
+      validity_ = duckdb_vector_get_validity(vector_);
+    }
+    duckdb_validity_set_row_invalid(validity_, row);
+  }
+
+ private:
+  duckdb_vector vector_;
+  uint64_t* validity_ = nullptr;
+};
+
+//! Copies rows [begin, begin + n) of a column (through sel when given) into
+//! the first n slots of a chunk vector of the matching type.
+void FillVector(duckdb_vector vector, const schema::Column& c, const uint32_t* sel, size_t begin, size_t n) {
+  auto row = [sel, begin](size_t j) -> size_t { return sel != nullptr ? sel[begin + j] : begin + j; };
+  NullSetter nulls(vector);
+  switch (c.kind) {
+    case schema::SourceKind::kConstant: {
+      auto* out = static_cast<int64_t*>(duckdb_vector_get_data(vector));
+      for (size_t j = 0; j < n; ++j) out[j] = c.constant;
+      break;
+    }
+    case schema::SourceKind::kInt64: {
+      auto* out = static_cast<int64_t*>(duckdb_vector_get_data(vector));
+      const auto* in = static_cast<const int64_t*>(c.a);
+      for (size_t j = 0; j < n; ++j) out[j] = in[row(j)];
+      break;
+    }
+    case schema::SourceKind::kInt32: {
+      auto* out = static_cast<int64_t*>(duckdb_vector_get_data(vector));
+      const auto* in = static_cast<const int32_t*>(c.a);
+      for (size_t j = 0; j < n; ++j) out[j] = in[row(j)];
+      break;
+    }
+    case schema::SourceKind::kUint32: {
+      auto* out = static_cast<int64_t*>(duckdb_vector_get_data(vector));
+      const auto* in = static_cast<const uint32_t*>(c.a);
+      for (size_t j = 0; j < n; ++j) out[j] = in[row(j)];
+      break;
+    }
+    case schema::SourceKind::kUint8: {
+      auto* out = static_cast<int64_t*>(duckdb_vector_get_data(vector));
+      const auto* in = static_cast<const uint8_t*>(c.a);
+      for (size_t j = 0; j < n; ++j) out[j] = in[row(j)];
+      break;
+    }
+    case schema::SourceKind::kUint64Clamped: {
+      auto* out = static_cast<int64_t*>(duckdb_vector_get_data(vector));
+      const auto* in = static_cast<const uint64_t*>(c.a);
+      constexpr uint64_t kMax = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+      for (size_t j = 0; j < n; ++j) {
+        uint64_t v = in[row(j)];
+        out[j] = static_cast<int64_t>(v > kMax ? kMax : v);
+      }
+      break;
+    }
+    case schema::SourceKind::kInt64Diff: {
+      auto* out = static_cast<int64_t*>(duckdb_vector_get_data(vector));
+      const auto* a = static_cast<const int64_t*>(c.a);
+      const auto* b = static_cast<const int64_t*>(c.b);
+      for (size_t j = 0; j < n; ++j) {
+        size_t r = row(j);
+        out[j] = static_cast<int64_t>(static_cast<uint64_t>(a[r]) - static_cast<uint64_t>(b[r]));
+      }
+      break;
+    }
+    case schema::SourceKind::kDoubleNanNull: {
+      auto* out = static_cast<double*>(duckdb_vector_get_data(vector));
+      const auto* in = static_cast<const double*>(c.a);
+      for (size_t j = 0; j < n; ++j) {
+        double v = in[row(j)];
+        if (std::isnan(v)) {
+          out[j] = 0;
+          nulls.Set(j);
+        } else {
+          out[j] = v;
+        }
+      }
+      break;
+    }
+    case schema::SourceKind::kInt64IfFlag: {
+      auto* out = static_cast<int64_t*>(duckdb_vector_get_data(vector));
+      const auto* in = static_cast<const int64_t*>(c.a);
+      const auto* flag = static_cast<const uint8_t*>(c.b);
+      for (size_t j = 0; j < n; ++j) {
+        size_t r = row(j);
+        if (flag[r] != 0) {
+          out[j] = in[r];
+        } else {
+          out[j] = 0;
+          nulls.Set(j);
+        }
+      }
+      break;
+    }
+    case schema::SourceKind::kText:
+    case schema::SourceKind::kTextEmptyNull: {
+      const auto* in = static_cast<const StringColumn*>(c.a);
+      bool empty_is_null = c.kind == schema::SourceKind::kTextEmptyNull;
+      for (size_t j = 0; j < n; ++j) {
+        std::string_view s = in->Get(row(j));
+        // Short strings are inlined in the vector; longer ones are copied into
+        // the vector's string heap, which the chunk reuses after Reset.
+        duckdb_vector_assign_string_element_len(vector, j, s.data(), s.size());
+        if (empty_is_null && s.empty()) nulls.Set(j);
+      }
+      break;
+    }
+  }
+}
+
+//! A reusable data chunk laid out like one table. Rows are copied column by
+//! column from the batch into the chunk, then the chunk into the appender.
+class ChunkBuffer {
+ public:
+  explicit ChunkBuffer(std::span<const schema::Column> columns) : column_count_(columns.size()) {
+    std::vector<duckdb_logical_type> types;
+    types.reserve(columns.size());
+    for (const schema::Column& c : columns) types.push_back(duckdb_create_logical_type(DuckDbType(c.type)));
+    chunk_ = duckdb_create_data_chunk(types.data(), types.size());
+    for (duckdb_logical_type& t : types) duckdb_destroy_logical_type(&t);
+  }
+  ~ChunkBuffer() { duckdb_destroy_data_chunk(&chunk_); }
+  ChunkBuffer(const ChunkBuffer&) = delete;
+  ChunkBuffer& operator=(const ChunkBuffer&) = delete;
+
+  //! Appends `rows` rows (row indexes from sel when non-null, else 0..rows-1).
+  Status Append(duckdb_appender appender, std::span<const schema::Column> columns, size_t rows,
+                const uint32_t* sel) {
+    const size_t capacity = duckdb_vector_size();
+    for (size_t begin = 0; begin < rows; begin += capacity) {
+      size_t n = std::min(capacity, rows - begin);
+      duckdb_data_chunk_reset(chunk_);
+      for (size_t c = 0; c < column_count_; ++c) {
+        FillVector(duckdb_data_chunk_get_vector(chunk_, c), columns[c], sel, begin, n);
+      }
+      duckdb_data_chunk_set_size(chunk_, n);
+      if (duckdb_append_data_chunk(appender, chunk_) != DuckDBSuccess) {
+        const char* error = duckdb_appender_error(appender);
+        return Status::IoError(std::string("duckdb append: ") + (error != nullptr ? error : "unknown error"));
+      }
+    }
+    return Status::Ok();
+  }
+
+ private:
+  size_t column_count_;
+  duckdb_data_chunk chunk_ = nullptr;
+};
+
+//! One explicit transaction with the appenders that write into it. Commit()
+//! closes (flushes) every appender and commits; destroying an uncommitted
+//! Transaction discards its rows. Appenders are flushed into the transaction
+//! before ROLLBACK: flushing after it would autocommit them.
+class Transaction {
+ public:
+  explicit Transaction(duckdb_connection conn) : conn_(conn) {}
+  ~Transaction() { Abort(); }
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+
+  Status Begin() {
+    SL_RETURN_IF_ERROR(Exec(conn_, "BEGIN TRANSACTION"));
+    active_ = true;
+    return Status::Ok();
+  }
+
+  //! An appender on table inside this transaction, owned by the transaction.
+  Result<duckdb_appender> OpenAppender(const char* table) {
+    duckdb_appender appender = nullptr;
+    if (duckdb_appender_create(conn_, nullptr, table, &appender) != DuckDBSuccess) {
+      const char* error = appender != nullptr ? duckdb_appender_error(appender) : nullptr;
+      std::string message = std::string("duckdb appender on ") + table + ": " +
+                            (error != nullptr ? error : "unknown error");
+      if (appender != nullptr) duckdb_appender_destroy(&appender);
+      return Status::IoError(message);
+    }
+    appenders_.push_back(appender);
+    return appender;
+  }
+
+  Status Commit() {
+    for (duckdb_appender& appender : appenders_) {
+      if (duckdb_appender_close(appender) != DuckDBSuccess) {
+        const char* error = duckdb_appender_error(appender);
+        return Status::IoError(std::string("duckdb append flush: ") + (error != nullptr ? error : "unknown error"));
+      }
+      duckdb_appender_destroy(&appender);
+    }
+    appenders_.clear();
+    Status s = Exec(conn_, "COMMIT");
+    if (!s.ok()) return s;  // Abort() rolls back whatever is left
+    active_ = false;
+    return Status::Ok();
+  }
+
+ private:
+  void Abort() {
+    for (duckdb_appender& appender : appenders_) {
+      if (appender != nullptr) duckdb_appender_destroy(&appender);
+    }
+    appenders_.clear();
+    if (active_) {
+      QueryResult ignored;  // a failed COMMIT has already ended the transaction
+      (void)ignored.Run(conn_, "ROLLBACK");
+      active_ = false;
+    }
+  }
+
+  duckdb_connection conn_;
+  std::vector<duckdb_appender> appenders_;
+  bool active_ = false;
+};
+
+class DuckDbSink;
+
+//! Lifecycle: Open() creates the tables and loads counters and known series;
+//! sinks and ExecuteSql run concurrently; Close() (or the destructor)
+//! checkpoints and closes once every sink is gone.
+class DuckDbStore final : public TelemetryStore {
+ public:
+  static Result<std::unique_ptr<TelemetryStore>> Open(const StoreOptions& options);
+  ~DuckDbStore() override;
+
+  const char* name() const override { return "duckdb"; }
+  Result<std::unique_ptr<SignalSink>> NewSink(Signal signal) override;
+  StoreStats Stats() override;
+  Result<SqlResult> ExecuteSql(const std::string& sql) override;
+  Status Close() override;
+
+ private:
+  friend class DuckDbSink;
+  DuckDbStore() = default;
+  Status Init(const StoreOptions& options);
+  Status LoadCounters() REQUIRES(read_mu_);
+  Status LoadKnownSeries() REQUIRES(read_mu_);
+  //! force: close even with sinks open (the destructor; their use is then a bug).
+  Status CloseLocked(bool force) REQUIRES(mu_);
+
+  std::string db_path_;
+  std::string wal_path_;
+
+  Mutex mu_;  // lifecycle: db_ and closed_
+  duckdb_database db_ GUARDED_BY(mu_) = nullptr;
+  bool closed_ GUARDED_BY(mu_) = false;
+
+  Mutex read_mu_;  // the read connection runs one statement at a time
+  duckdb_connection read_conn_ GUARDED_BY(read_mu_) = nullptr;
+
+  // Metric writes are serialized so that two sinks never both write a new series.
+  Mutex metrics_write_mu_;
+  schema::SeriesSet known_series_ GUARDED_BY(metrics_write_mu_);
+
+  std::atomic<uint64_t> rows_[kSignalCount] = {0, 0, 0};
+  std::atomic<uint64_t> series_count_{0};
+  std::atomic<int> open_sinks_{0};
+};
+
+//! One connection and one reusable chunk per table. Not thread-safe (one
+//! writer thread owns it).
+class DuckDbSink final : public SignalSink {
+ public:
+  DuckDbSink(DuckDbStore* store, Signal signal, duckdb_connection conn)
+      : store_(store),
+        signal_(signal),
+        conn_(conn),
+        spans_chunk_(schema::SpanColumns(SpanBatch{})),
+        logs_chunk_(schema::LogColumns(LogBatch{})),
+        series_chunk_(schema::MetricSeriesColumns(MetricBatch{})),
+        points_chunk_(schema::MetricPointColumns(MetricBatch{})) {
+    store_->open_sinks_.fetch_add(1);
+  }
+  ~DuckDbSink() override {
+    duckdb_disconnect(&conn_);
+    store_->open_sinks_.fetch_sub(1);
+  }
+
+  Status WriteSpans(const std::vector<const SpanBatch*>& batches) override;
+  Status WriteLogs(const std::vector<const LogBatch*>& batches) override;
+  Status WriteMetrics(const std::vector<const MetricBatch*>& batches) override;
+
+ private:
+  DuckDbStore* store_;  // not owned; outlives the sink
+  Signal signal_;
+  duckdb_connection conn_;
+  // Only the chunks of this sink's signal are used; the others are small.
+  ChunkBuffer spans_chunk_;
+  ChunkBuffer logs_chunk_;
+  ChunkBuffer series_chunk_;
+  ChunkBuffer points_chunk_;
+};
+
+Status DuckDbSink::WriteSpans(const std::vector<const SpanBatch*>& batches) {
+  if (signal_ != Signal::kSpans) return SignalSink::WriteSpans(batches);
+  if (batches.empty()) return Status::Ok();
+  Transaction txn(conn_);
+  SL_RETURN_IF_ERROR(txn.Begin());
+  Result<duckdb_appender> appender = txn.OpenAppender(schema::kSpansTable);
+  if (!appender.ok()) return appender.status();
+  uint64_t rows = 0;
+  for (const SpanBatch* b : batches) {
+    auto columns = schema::SpanColumns(*b);
+    SL_RETURN_IF_ERROR(schema::ValidateColumns(schema::kSpansTable, columns, b->rows()));
+    SL_RETURN_IF_ERROR(spans_chunk_.Append(*appender, columns, b->rows(), nullptr));
+    rows += b->rows();
+  }
+  SL_RETURN_IF_ERROR(txn.Commit());
+  store_->rows_[static_cast<int>(Signal::kSpans)].fetch_add(rows);
+  return Status::Ok();
+}
+
+Status DuckDbSink::WriteLogs(const std::vector<const LogBatch*>& batches) {
+  if (signal_ != Signal::kLogs) return SignalSink::WriteLogs(batches);
+  if (batches.empty()) return Status::Ok();
+  Transaction txn(conn_);
+  SL_RETURN_IF_ERROR(txn.Begin());
+  Result<duckdb_appender> appender = txn.OpenAppender(schema::kLogsTable);
+  if (!appender.ok()) return appender.status();
+  uint64_t rows = 0;
+  for (const LogBatch* b : batches) {
+    auto columns = schema::LogColumns(*b);
+    SL_RETURN_IF_ERROR(schema::ValidateColumns(schema::kLogsTable, columns, b->rows()));
+    SL_RETURN_IF_ERROR(logs_chunk_.Append(*appender, columns, b->rows(), nullptr));
+    rows += b->rows();
+  }
+  SL_RETURN_IF_ERROR(txn.Commit());
+  store_->rows_[static_cast<int>(Signal::kLogs)].fetch_add(rows);
+  return Status::Ok();
+}
+
+Status DuckDbSink::WriteMetrics(const std::vector<const MetricBatch*>& batches) {
+  if (signal_ != Signal::kMetrics) return SignalSink::WriteMetrics(batches);
+  if (batches.empty()) return Status::Ok();
+  MutexLock lock(&store_->metrics_write_mu_);
+  Transaction txn(conn_);
+  SL_RETURN_IF_ERROR(txn.Begin());
+  Result<duckdb_appender> series_appender = txn.OpenAppender(schema::kMetricSeriesTable);
+  if (!series_appender.ok()) return series_appender.status();
+  Result<duckdb_appender> points_appender = txn.OpenAppender(schema::kMetricPointsTable);
+  if (!points_appender.ok()) return points_appender.status();
+  schema::SeriesSet pending;
+  std::vector<uint32_t> new_series;
+  uint64_t points = 0;
+  for (const MetricBatch* b : batches) {
+    auto series_columns = schema::MetricSeriesColumns(*b);
+    auto point_columns = schema::MetricPointColumns(*b);
+    SL_RETURN_IF_ERROR(schema::ValidateColumns(schema::kMetricSeriesTable, series_columns, b->series_rows()));
+    SL_RETURN_IF_ERROR(schema::ValidateColumns(schema::kMetricPointsTable, point_columns, b->rows()));
+    new_series.clear();
+    schema::SelectNewSeries(*b, store_->known_series_, &pending, &new_series);
+    SL_RETURN_IF_ERROR(series_chunk_.Append(*series_appender, series_columns, new_series.size(), new_series.data()));
+    SL_RETURN_IF_ERROR(points_chunk_.Append(*points_appender, point_columns, b->rows(), nullptr));
+    points += b->rows();
+  }
+  SL_RETURN_IF_ERROR(txn.Commit());
+  store_->known_series_.insert(pending.begin(), pending.end());
+  store_->series_count_.fetch_add(pending.size());
+  store_->rows_[static_cast<int>(Signal::kMetrics)].fetch_add(points);
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<TelemetryStore>> DuckDbStore::Open(const StoreOptions& options) {
+  std::unique_ptr<DuckDbStore> store(new DuckDbStore());
+  SL_RETURN_IF_ERROR(store->Init(options));
+  return std::unique_ptr<TelemetryStore>(std::move(store));
+}
+
+Status DuckDbStore::Init(const StoreOptions& options) {
+  if (options.data_dir.empty()) return Status::InvalidArgument("duckdb: data_dir is empty");
+  std::error_code ec;
+  std::filesystem::create_directories(options.data_dir, ec);
+  if (ec) return Status::IoError("duckdb: cannot create " + options.data_dir + ": " + ec.message());
+  db_path_ = (std::filesystem::path(options.data_dir) / kDatabaseFile).string();
+  wal_path_ = (std::filesystem::path(options.data_dir) / kWalFile).string();
+
+  duckdb_config config = nullptr;
+  if (duckdb_create_config(&config) != DuckDBSuccess) return Status::Internal("duckdb: cannot create config");
+  std::vector<std::pair<std::string, std::string>> settings;
+  if (!options.memory_limit.empty()) settings.emplace_back("memory_limit", options.memory_limit);
+  if (options.threads > 0) settings.emplace_back("threads", std::to_string(options.threads));
+  if (!options.checkpoint_threshold.empty()) settings.emplace_back("checkpoint_threshold", options.checkpoint_threshold);
+  for (const auto& [key, value] : settings) {
+    if (duckdb_set_config(config, key.c_str(), value.c_str()) != DuckDBSuccess) {
+      duckdb_destroy_config(&config);
+      return Status::InvalidArgument("duckdb: bad setting " + key + "=" + value);
+    }
+  }
+  char* error = nullptr;
+  MutexLock lock(&mu_);
+  duckdb_state opened = duckdb_open_ext(db_path_.c_str(), &db_, config, &error);
+  duckdb_destroy_config(&config);
+  if (opened != DuckDBSuccess) {
+    std::string message = error != nullptr ? error : "unknown error";
+    if (error != nullptr) duckdb_free(error);
+    db_ = nullptr;
+    closed_ = true;
+    // Setting values are only checked here (e.g. memory_limit=lots).
+    return Status::IoError("duckdb: cannot open " + db_path_ + ": " + message);
+  }
+
+  MutexLock read_lock(&read_mu_);
+  if (duckdb_connect(db_, &read_conn_) != DuckDBSuccess) return Status::IoError("duckdb: cannot connect");
+  for (const std::string& ddl : schema::CreateAllTablesSql(kDuckDbTypes)) {
+    SL_RETURN_IF_ERROR(Exec(read_conn_, ddl));
+  }
+  SL_RETURN_IF_ERROR(LoadCounters());
+  return LoadKnownSeries();
+}
+
+Status DuckDbStore::LoadCounters() {
+  QueryResult result;
+  Status s = result.Run(read_conn_,
+                        "SELECT (SELECT COUNT(*) FROM spans), (SELECT COUNT(*) FROM logs), "
+                        "(SELECT COUNT(*) FROM metric_points), (SELECT COUNT(*) FROM metric_series)");
+  if (!s.ok()) return Status::IoError("duckdb: counting rows: " + s.message());
+  for (int i = 0; i < kSignalCount; ++i) {
+    rows_[i].store(static_cast<uint64_t>(duckdb_value_int64(result.get(), i, 0)));
+  }
+  series_count_.store(static_cast<uint64_t>(duckdb_value_int64(result.get(), 3, 0)));
+  return Status::Ok();
+}
+
+Status DuckDbStore::LoadKnownSeries() {
+  QueryResult result;
+  Status s = result.Run(read_conn_, "SELECT project_id, series_id FROM metric_series");
+  if (!s.ok()) return Status::IoError("duckdb: loading series: " + s.message());
+  MutexLock lock(&metrics_write_mu_);
+  while (true) {
+    duckdb_data_chunk chunk = duckdb_fetch_chunk(*result.get());
+    if (chunk == nullptr) break;
+    size_t n = duckdb_data_chunk_get_size(chunk);
+    duckdb_vector projects = duckdb_data_chunk_get_vector(chunk, 0);
+    duckdb_vector series = duckdb_data_chunk_get_vector(chunk, 1);
+    const auto* project_ids = static_cast<const int64_t*>(duckdb_vector_get_data(projects));
+    const auto* series_ids = static_cast<const int64_t*>(duckdb_vector_get_data(series));
+    uint64_t* project_valid = duckdb_vector_get_validity(projects);
+    uint64_t* series_valid = duckdb_vector_get_validity(series);
+    for (size_t i = 0; i < n; ++i) {
+      if ((project_valid != nullptr && !duckdb_validity_row_is_valid(project_valid, i)) ||
+          (series_valid != nullptr && !duckdb_validity_row_is_valid(series_valid, i))) {
+        continue;
+      }
+      known_series_.insert({project_ids[i], series_ids[i]});
+    }
+    duckdb_destroy_data_chunk(&chunk);
+  }
+  return Status::Ok();
+}
+
+DuckDbStore::~DuckDbStore() {
+  MutexLock lock(&mu_);
+  (void)CloseLocked(/*force=*/true);
+}
+
+Result<std::unique_ptr<SignalSink>> DuckDbStore::NewSink(Signal signal) {
+  MutexLock lock(&mu_);
+  if (closed_) return Status::Internal("duckdb: store is closed");
+  duckdb_connection conn = nullptr;
+  if (duckdb_connect(db_, &conn) != DuckDBSuccess) return Status::IoError("duckdb: cannot connect");
+  return std::unique_ptr<SignalSink>(new DuckDbSink(this, signal, conn));
+}
+
+StoreStats DuckDbStore::Stats() {
+  StoreStats stats;
+  stats.database_bytes = FileSize(db_path_);
+  stats.wal_bytes = FileSize(wal_path_);
+  for (int i = 0; i < kSignalCount; ++i) stats.rows[i] = rows_[i].load();
+  stats.metric_series = series_count_.load();
+  return stats;
+}
+
+Result<SqlResult> DuckDbStore::ExecuteSql(const std::string& sql) {
+  MutexLock lock(&read_mu_);
+  if (read_conn_ == nullptr) return Status::Internal("duckdb: store is closed");
+  QueryResult result;
+  SL_RETURN_IF_ERROR(result.Run(read_conn_, sql));
+  SqlResult out;
+  idx_t columns = duckdb_column_count(result.get());
+  idx_t rows = duckdb_row_count(result.get());
+  out.columns.reserve(columns);
+  for (idx_t c = 0; c < columns; ++c) {
+    const char* name = duckdb_column_name(result.get(), c);
+    out.columns.emplace_back(name != nullptr ? name : "");
+  }
+  out.rows.reserve(rows);
+  for (idx_t r = 0; r < rows; ++r) {
+    std::vector<std::optional<std::string>> row;
+    row.reserve(columns);
+    for (idx_t c = 0; c < columns; ++c) {
+      if (duckdb_value_is_null(result.get(), c, r)) {
+        row.emplace_back(std::nullopt);
+        continue;
+      }
+      char* text = duckdb_value_varchar(result.get(), c, r);
+      row.emplace_back(text != nullptr ? std::string(text) : std::string());
+      duckdb_free(text);
+    }
+    out.rows.push_back(std::move(row));
+  }
+  return out;
+}
+
+Status DuckDbStore::Close() {
+  MutexLock lock(&mu_);
+  return CloseLocked(/*force=*/false);
+}
+
+Status DuckDbStore::CloseLocked(bool force) {
+  if (closed_) return Status::Ok();
+  int sinks = open_sinks_.load();
+  if (sinks != 0 && !force) {
+    return Status::Internal("duckdb: Close with " + std::to_string(sinks) + " sinks still open");
+  }
+  closed_ = true;
+  Status status;
+  {
+    MutexLock read_lock(&read_mu_);
+    if (read_conn_ != nullptr) {
+      // Folds the WAL into the database file so the next open replays nothing.
+      status = Exec(read_conn_, "CHECKPOINT");
+      duckdb_disconnect(&read_conn_);
+      read_conn_ = nullptr;
+    }
+  }
+  if (db_ != nullptr) duckdb_close(&db_);
+  db_ = nullptr;
+  return status;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<TelemetryStore>> OpenDuckDbStore(const StoreOptions& options) {
+  return DuckDbStore::Open(options);
+}
+
+}  // namespace sightline

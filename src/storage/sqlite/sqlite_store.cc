@@ -1,0 +1,536 @@
+#include "storage/sqlite/sqlite_store.h"
+
+#include <sqlite3.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <climits>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "common/mutex.h"
+#include "storage/schema.h"
+
+namespace sightline {
+namespace {
+
+constexpr schema::TypeNames kSqliteTypes{"INTEGER", "REAL", "TEXT"};
+constexpr const char* kDatabaseFile = "telemetry.sqlite";
+constexpr int kBusyTimeoutMs = 30000;
+
+// Applied to every connection (these settings are per connection).
+constexpr const char* kConnectionPragmas =
+    "PRAGMA synchronous=NORMAL;"
+    "PRAGMA cache_size=-262144;"      // KiB: up to 256 MiB of page cache
+    "PRAGMA mmap_size=268435456;"     // read through a 256 MiB memory map
+    "PRAGMA temp_store=MEMORY;"
+    "PRAGMA journal_size_limit=67108864;";  // truncate the WAL back to 64 MiB after checkpoints
+
+// Indexes: the trace-id lookup, newest-first log scans per project, and the
+// points-to-series join.
+constexpr const char* kIndexSql[] = {
+    "CREATE INDEX IF NOT EXISTS spans_project_trace ON spans (project_id, trace_id)",
+    "CREATE INDEX IF NOT EXISTS logs_project_time ON logs (project_id, time_ns)",
+    "CREATE INDEX IF NOT EXISTS metric_series_project_series ON metric_series (project_id, series_id)",
+};
+
+uint64_t FileSize(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return 0;
+  return static_cast<uint64_t>(st.st_size);
+}
+
+Status SqliteError(sqlite3* db, const std::string& what) {
+  return Status::IoError("sqlite: " + what + ": " + (db != nullptr ? sqlite3_errmsg(db) : "out of memory"));
+}
+
+Status Exec(sqlite3* db, const char* sql) {
+  char* error = nullptr;
+  if (sqlite3_exec(db, sql, nullptr, nullptr, &error) == SQLITE_OK) return Status::Ok();
+  std::string message = error != nullptr ? error : sqlite3_errmsg(db);
+  sqlite3_free(error);
+  return Status::IoError(std::string("sqlite: ") + sql + ": " + message);
+}
+
+//! A prepared statement, finalized on destruction.
+class Statement {
+ public:
+  Statement() = default;
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  Status Prepare(sqlite3* db, const std::string& sql) {
+    if (sqlite3_prepare_v3(db, sql.c_str(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmt_,
+                           nullptr) != SQLITE_OK) {
+      return SqliteError(db, "prepare " + sql);
+    }
+    return Status::Ok();
+  }
+  sqlite3_stmt* get() const { return stmt_; }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+int BindText(sqlite3_stmt* stmt, int index, std::string_view s) {
+  if (s.size() > static_cast<size_t>(INT_MAX)) return SQLITE_TOOBIG;
+  // SQLITE_STATIC: the batch outlives the statement step; bindings are cleared
+  // before the write returns.
+  return sqlite3_bind_text(stmt, index, s.data(), static_cast<int>(s.size()), SQLITE_STATIC);
+}
+
+int BindCell(sqlite3_stmt* stmt, int index, const schema::Column& c, size_t r) {
+  switch (c.kind) {
+    case schema::SourceKind::kConstant:
+      return sqlite3_bind_int64(stmt, index, c.constant);
+    case schema::SourceKind::kInt64:
+      return sqlite3_bind_int64(stmt, index, static_cast<const int64_t*>(c.a)[r]);
+    case schema::SourceKind::kInt32:
+      return sqlite3_bind_int64(stmt, index, static_cast<const int32_t*>(c.a)[r]);
+    case schema::SourceKind::kUint32:
+      return sqlite3_bind_int64(stmt, index, static_cast<const uint32_t*>(c.a)[r]);
+    case schema::SourceKind::kUint8:
+      return sqlite3_bind_int64(stmt, index, static_cast<const uint8_t*>(c.a)[r]);
+    case schema::SourceKind::kUint64Clamped: {
+      constexpr uint64_t kMax = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+      uint64_t v = static_cast<const uint64_t*>(c.a)[r];
+      return sqlite3_bind_int64(stmt, index, static_cast<int64_t>(v > kMax ? kMax : v));
+    }
+    case schema::SourceKind::kInt64Diff: {
+      uint64_t end = static_cast<uint64_t>(static_cast<const int64_t*>(c.a)[r]);
+      uint64_t start = static_cast<uint64_t>(static_cast<const int64_t*>(c.b)[r]);
+      return sqlite3_bind_int64(stmt, index, static_cast<int64_t>(end - start));
+    }
+    case schema::SourceKind::kDoubleNanNull: {
+      double v = static_cast<const double*>(c.a)[r];
+      return std::isnan(v) ? sqlite3_bind_null(stmt, index) : sqlite3_bind_double(stmt, index, v);
+    }
+    case schema::SourceKind::kInt64IfFlag:
+      return static_cast<const uint8_t*>(c.b)[r] != 0
+                 ? sqlite3_bind_int64(stmt, index, static_cast<const int64_t*>(c.a)[r])
+                 : sqlite3_bind_null(stmt, index);
+    case schema::SourceKind::kText:
+      return BindText(stmt, index, static_cast<const StringColumn*>(c.a)->Get(r));
+    case schema::SourceKind::kTextEmptyNull: {
+      std::string_view s = static_cast<const StringColumn*>(c.a)->Get(r);
+      return s.empty() ? sqlite3_bind_null(stmt, index) : BindText(stmt, index, s);
+    }
+  }
+  return SQLITE_MISUSE;
+}
+
+//! Inserts `rows` rows (row indexes from sel when non-null) with stmt, whose
+//! parameters are the columns in order.
+Status InsertRows(sqlite3* db, sqlite3_stmt* stmt, const char* table, std::span<const schema::Column> columns,
+                  size_t rows, const uint32_t* sel) {
+  for (size_t i = 0; i < rows; ++i) {
+    size_t r = sel != nullptr ? sel[i] : i;
+    for (size_t c = 0; c < columns.size(); ++c) {
+      if (BindCell(stmt, static_cast<int>(c + 1), columns[c], r) != SQLITE_OK) {
+        return SqliteError(db, std::string("bind ") + table + "." + columns[c].name);
+      }
+    }
+    int rc = sqlite3_step(stmt);
+    sqlite3_reset(stmt);
+    if (rc != SQLITE_DONE) return SqliteError(db, std::string("insert into ") + table);
+  }
+  return Status::Ok();
+}
+
+//! BEGIN IMMEDIATE ... COMMIT; rolls back unless committed. Clears the
+//! statements' bindings at the end so no pointer into a batch outlives the write.
+class Transaction {
+ public:
+  Transaction(sqlite3* db, std::span<sqlite3_stmt* const> statements) : db_(db), statements_(statements) {}
+  ~Transaction() {
+    for (sqlite3_stmt* stmt : statements_) {
+      sqlite3_reset(stmt);
+      sqlite3_clear_bindings(stmt);
+    }
+    if (active_) (void)Exec(db_, "ROLLBACK");
+  }
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+
+  Status Begin() {
+    SL_RETURN_IF_ERROR(Exec(db_, "BEGIN IMMEDIATE"));
+    active_ = true;
+    return Status::Ok();
+  }
+  Status Commit() {
+    // A failed COMMIT (e.g. SQLITE_BUSY) leaves the transaction open: the
+    // destructor rolls it back.
+    SL_RETURN_IF_ERROR(Exec(db_, "COMMIT"));
+    active_ = false;
+    return Status::Ok();
+  }
+
+ private:
+  sqlite3* db_;
+  std::span<sqlite3_stmt* const> statements_;
+  bool active_ = false;
+};
+
+//! Opens one connection with the per-connection settings applied.
+Result<sqlite3*> OpenConnection(const std::string& path) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                           nullptr);
+  if (rc != SQLITE_OK) {
+    Status s = SqliteError(db, "open " + path);
+    sqlite3_close_v2(db);
+    return s;
+  }
+  sqlite3_extended_result_codes(db, 1);
+  sqlite3_busy_timeout(db, kBusyTimeoutMs);
+  Status s = Exec(db, kConnectionPragmas);
+  if (!s.ok()) {
+    sqlite3_close_v2(db);
+    return s;
+  }
+  return db;
+}
+
+struct ConnectionCloser {
+  void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
+};
+using Connection = std::unique_ptr<sqlite3, ConnectionCloser>;
+
+class SqliteSink;
+
+//! Lifecycle: Open() creates the tables and indexes and loads counters and
+//! known series; sinks and ExecuteSql run concurrently, but writes from all
+//! sinks are serialized by write_mu_ (SQLite has one writer at a time);
+//! Close() (or the destructor) checkpoints and closes once every sink is gone.
+class SqliteStore final : public TelemetryStore {
+ public:
+  static Result<std::unique_ptr<TelemetryStore>> Open(const StoreOptions& options);
+  ~SqliteStore() override;
+
+  const char* name() const override { return "sqlite"; }
+  Result<std::unique_ptr<SignalSink>> NewSink(Signal signal) override;
+  StoreStats Stats() override;
+  Result<SqlResult> ExecuteSql(const std::string& sql) override;
+  Status Close() override;
+
+ private:
+  friend class SqliteSink;
+  SqliteStore() = default;
+  Status Init(const StoreOptions& options);
+  Status LoadCounters() REQUIRES(read_mu_);
+  Status LoadKnownSeries() REQUIRES(read_mu_);
+  //! force: close even with sinks open (the destructor; their use is then a bug).
+  Status CloseLocked(bool force) REQUIRES(mu_);
+
+  std::string db_path_;
+  std::string wal_path_;
+
+  Mutex mu_;  // lifecycle
+  bool closed_ GUARDED_BY(mu_) = false;
+
+  Mutex read_mu_;
+  sqlite3* read_db_ GUARDED_BY(read_mu_) = nullptr;
+
+  Mutex write_mu_;  // one write transaction at a time across all sinks
+  schema::SeriesSet known_series_ GUARDED_BY(write_mu_);
+
+  std::atomic<uint64_t> rows_[kSignalCount] = {0, 0, 0};
+  std::atomic<uint64_t> series_count_{0};
+  std::atomic<int> open_sinks_{0};
+};
+
+//! One connection with the INSERT statements of its signal, prepared once.
+//! Not thread-safe (one writer thread owns it).
+class SqliteSink final : public SignalSink {
+ public:
+  static Result<std::unique_ptr<SignalSink>> Create(SqliteStore* store, Signal signal, sqlite3* db) {
+    std::unique_ptr<SqliteSink> sink(new SqliteSink(store, signal, db));
+    switch (signal) {
+      case Signal::kSpans:
+        SL_RETURN_IF_ERROR(sink->insert_[0].Prepare(
+            db, schema::InsertSql(schema::kSpansTable, schema::SpanColumns(SpanBatch{}))));
+        break;
+      case Signal::kLogs:
+        SL_RETURN_IF_ERROR(
+            sink->insert_[0].Prepare(db, schema::InsertSql(schema::kLogsTable, schema::LogColumns(LogBatch{}))));
+        break;
+      case Signal::kMetrics: {
+        MetricBatch empty;
+        SL_RETURN_IF_ERROR(sink->insert_[0].Prepare(
+            db, schema::InsertSql(schema::kMetricSeriesTable, schema::MetricSeriesColumns(empty))));
+        SL_RETURN_IF_ERROR(sink->insert_[1].Prepare(
+            db, schema::InsertSql(schema::kMetricPointsTable, schema::MetricPointColumns(empty))));
+        break;
+      }
+    }
+    return std::unique_ptr<SignalSink>(std::move(sink));
+  }
+
+  ~SqliteSink() override { store_->open_sinks_.fetch_sub(1); }
+
+  Status WriteSpans(const std::vector<const SpanBatch*>& batches) override;
+  Status WriteLogs(const std::vector<const LogBatch*>& batches) override;
+  Status WriteMetrics(const std::vector<const MetricBatch*>& batches) override;
+
+ private:
+  SqliteSink(SqliteStore* store, Signal signal, sqlite3* db) : store_(store), signal_(signal), conn_(db) {
+    store_->open_sinks_.fetch_add(1);
+  }
+
+  SqliteStore* store_;  // not owned; outlives the sink
+  Signal signal_;
+  Connection conn_;  // declared before the statements: closed after they are finalized
+  sqlite3* const db_ = conn_.get();
+  // spans/logs: [0]; metrics: [0] series, [1] points.
+  Statement insert_[2];
+};
+
+Status SqliteSink::WriteSpans(const std::vector<const SpanBatch*>& batches) {
+  if (signal_ != Signal::kSpans) return SignalSink::WriteSpans(batches);
+  if (batches.empty()) return Status::Ok();
+  MutexLock lock(&store_->write_mu_);
+  sqlite3_stmt* const statements[] = {insert_[0].get()};
+  Transaction txn(db_, statements);
+  SL_RETURN_IF_ERROR(txn.Begin());
+  uint64_t rows = 0;
+  for (const SpanBatch* b : batches) {
+    auto columns = schema::SpanColumns(*b);
+    SL_RETURN_IF_ERROR(schema::ValidateColumns(schema::kSpansTable, columns, b->rows()));
+    SL_RETURN_IF_ERROR(InsertRows(db_, statements[0], schema::kSpansTable, columns, b->rows(), nullptr));
+    rows += b->rows();
+  }
+  SL_RETURN_IF_ERROR(txn.Commit());
+  store_->rows_[static_cast<int>(Signal::kSpans)].fetch_add(rows);
+  return Status::Ok();
+}
+
+Status SqliteSink::WriteLogs(const std::vector<const LogBatch*>& batches) {
+  if (signal_ != Signal::kLogs) return SignalSink::WriteLogs(batches);
+  if (batches.empty()) return Status::Ok();
+  MutexLock lock(&store_->write_mu_);
+  sqlite3_stmt* const statements[] = {insert_[0].get()};
+  Transaction txn(db_, statements);
+  SL_RETURN_IF_ERROR(txn.Begin());
+  uint64_t rows = 0;
+  for (const LogBatch* b : batches) {
+    auto columns = schema::LogColumns(*b);
+    SL_RETURN_IF_ERROR(schema::ValidateColumns(schema::kLogsTable, columns, b->rows()));
+    SL_RETURN_IF_ERROR(InsertRows(db_, statements[0], schema::kLogsTable, columns, b->rows(), nullptr));
+    rows += b->rows();
+  }
+  SL_RETURN_IF_ERROR(txn.Commit());
+  store_->rows_[static_cast<int>(Signal::kLogs)].fetch_add(rows);
+  return Status::Ok();
+}
+
+Status SqliteSink::WriteMetrics(const std::vector<const MetricBatch*>& batches) {
+  if (signal_ != Signal::kMetrics) return SignalSink::WriteMetrics(batches);
+  if (batches.empty()) return Status::Ok();
+  MutexLock lock(&store_->write_mu_);
+  sqlite3_stmt* const statements[] = {insert_[0].get(), insert_[1].get()};
+  Transaction txn(db_, statements);
+  SL_RETURN_IF_ERROR(txn.Begin());
+  schema::SeriesSet pending;
+  std::vector<uint32_t> new_series;
+  uint64_t points = 0;
+  for (const MetricBatch* b : batches) {
+    auto series_columns = schema::MetricSeriesColumns(*b);
+    auto point_columns = schema::MetricPointColumns(*b);
+    SL_RETURN_IF_ERROR(schema::ValidateColumns(schema::kMetricSeriesTable, series_columns, b->series_rows()));
+    SL_RETURN_IF_ERROR(schema::ValidateColumns(schema::kMetricPointsTable, point_columns, b->rows()));
+    new_series.clear();
+    schema::SelectNewSeries(*b, store_->known_series_, &pending, &new_series);
+    SL_RETURN_IF_ERROR(InsertRows(db_, statements[0], schema::kMetricSeriesTable, series_columns,
+                                  new_series.size(), new_series.data()));
+    SL_RETURN_IF_ERROR(InsertRows(db_, statements[1], schema::kMetricPointsTable, point_columns, b->rows(), nullptr));
+    points += b->rows();
+  }
+  SL_RETURN_IF_ERROR(txn.Commit());
+  store_->known_series_.insert(pending.begin(), pending.end());
+  store_->series_count_.fetch_add(pending.size());
+  store_->rows_[static_cast<int>(Signal::kMetrics)].fetch_add(points);
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<TelemetryStore>> SqliteStore::Open(const StoreOptions& options) {
+  std::unique_ptr<SqliteStore> store(new SqliteStore());
+  SL_RETURN_IF_ERROR(store->Init(options));
+  return std::unique_ptr<TelemetryStore>(std::move(store));
+}
+
+Status SqliteStore::Init(const StoreOptions& options) {
+  if (options.data_dir.empty()) return Status::InvalidArgument("sqlite: data_dir is empty");
+  std::error_code ec;
+  std::filesystem::create_directories(options.data_dir, ec);
+  if (ec) return Status::IoError("sqlite: cannot create " + options.data_dir + ": " + ec.message());
+  db_path_ = (std::filesystem::path(options.data_dir) / kDatabaseFile).string();
+  wal_path_ = db_path_ + "-wal";
+
+  MutexLock read_lock(&read_mu_);
+  Result<sqlite3*> db = OpenConnection(db_path_);
+  if (!db.ok()) return db.status();
+  read_db_ = *db;
+  // page_size only takes effect before the first table exists, and must
+  // precede the switch to WAL.
+  SL_RETURN_IF_ERROR(Exec(read_db_, "PRAGMA page_size=8192"));
+  {
+    Statement wal;
+    SL_RETURN_IF_ERROR(wal.Prepare(read_db_, "PRAGMA journal_mode=WAL"));
+    if (sqlite3_step(wal.get()) != SQLITE_ROW) return SqliteError(read_db_, "PRAGMA journal_mode=WAL");
+    const char* mode = reinterpret_cast<const char*>(sqlite3_column_text(wal.get(), 0));
+    if (mode == nullptr || std::string(mode) != "wal") {
+      return Status::IoError("sqlite: " + db_path_ + " cannot use WAL (journal_mode=" + (mode ? mode : "?") + ")");
+    }
+  }
+  SL_RETURN_IF_ERROR(Exec(read_db_, "BEGIN IMMEDIATE"));
+  Status created;
+  for (const std::string& ddl : schema::CreateAllTablesSql(kSqliteTypes)) {
+    created = Exec(read_db_, ddl.c_str());
+    if (!created.ok()) break;
+  }
+  for (const char* ddl : kIndexSql) {
+    if (!created.ok()) break;
+    created = Exec(read_db_, ddl);
+  }
+  if (!created.ok()) {
+    (void)Exec(read_db_, "ROLLBACK");
+    return created;
+  }
+  SL_RETURN_IF_ERROR(Exec(read_db_, "COMMIT"));
+  SL_RETURN_IF_ERROR(LoadCounters());
+  return LoadKnownSeries();
+}
+
+Status SqliteStore::LoadCounters() {
+  Statement count;
+  SL_RETURN_IF_ERROR(count.Prepare(read_db_,
+                                   "SELECT (SELECT COUNT(*) FROM spans), (SELECT COUNT(*) FROM logs), "
+                                   "(SELECT COUNT(*) FROM metric_points), (SELECT COUNT(*) FROM metric_series)"));
+  if (sqlite3_step(count.get()) != SQLITE_ROW) return SqliteError(read_db_, "counting rows");
+  for (int i = 0; i < kSignalCount; ++i) {
+    rows_[i].store(static_cast<uint64_t>(sqlite3_column_int64(count.get(), i)));
+  }
+  series_count_.store(static_cast<uint64_t>(sqlite3_column_int64(count.get(), 3)));
+  return Status::Ok();
+}
+
+Status SqliteStore::LoadKnownSeries() {
+  Statement select;
+  SL_RETURN_IF_ERROR(select.Prepare(read_db_, "SELECT project_id, series_id FROM metric_series"));
+  MutexLock lock(&write_mu_);
+  int rc;
+  while ((rc = sqlite3_step(select.get())) == SQLITE_ROW) {
+    known_series_.insert({sqlite3_column_int64(select.get(), 0), sqlite3_column_int64(select.get(), 1)});
+  }
+  if (rc != SQLITE_DONE) return SqliteError(read_db_, "loading series");
+  return Status::Ok();
+}
+
+SqliteStore::~SqliteStore() {
+  MutexLock lock(&mu_);
+  (void)CloseLocked(/*force=*/true);
+}
+
+Result<std::unique_ptr<SignalSink>> SqliteStore::NewSink(Signal signal) {
+  MutexLock lock(&mu_);
+  if (closed_) return Status::Internal("sqlite: store is closed");
+  Result<sqlite3*> db = OpenConnection(db_path_);
+  if (!db.ok()) return db.status();
+  return SqliteSink::Create(this, signal, *db);
+}
+
+StoreStats SqliteStore::Stats() {
+  StoreStats stats;
+  stats.database_bytes = FileSize(db_path_);
+  stats.wal_bytes = FileSize(wal_path_);
+  for (int i = 0; i < kSignalCount; ++i) stats.rows[i] = rows_[i].load();
+  stats.metric_series = series_count_.load();
+  return stats;
+}
+
+Result<SqlResult> SqliteStore::ExecuteSql(const std::string& sql) {
+  MutexLock lock(&read_mu_);
+  if (read_db_ == nullptr) return Status::Internal("sqlite: store is closed");
+  SqlResult out;
+  const char* next = sql.c_str();
+  const char* end = next + sql.size();
+  // Runs every statement in order and returns the last one's rows, as DuckDB does.
+  while (next < end) {
+    sqlite3_stmt* raw = nullptr;
+    const char* tail = nullptr;
+    if (sqlite3_prepare_v2(read_db_, next, static_cast<int>(end - next), &raw, &tail) != SQLITE_OK) {
+      return Status::InvalidArgument(std::string("sqlite: ") + sqlite3_errmsg(read_db_));
+    }
+    next = tail;
+    if (raw == nullptr) continue;  // whitespace or a comment
+    std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> stmt(raw, sqlite3_finalize);
+    out = SqlResult();
+    int columns = sqlite3_column_count(raw);
+    for (int c = 0; c < columns; ++c) {
+      const char* name = sqlite3_column_name(raw, c);
+      out.columns.emplace_back(name != nullptr ? name : "");
+    }
+    int rc;
+    while ((rc = sqlite3_step(raw)) == SQLITE_ROW) {
+      std::vector<std::optional<std::string>> row;
+      row.reserve(columns);
+      for (int c = 0; c < columns; ++c) {
+        if (sqlite3_column_type(raw, c) == SQLITE_NULL) {
+          row.emplace_back(std::nullopt);
+          continue;
+        }
+        const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(raw, c));
+        int bytes = sqlite3_column_bytes(raw, c);
+        row.emplace_back(text != nullptr ? std::string(text, static_cast<size_t>(bytes)) : std::string());
+      }
+      out.rows.push_back(std::move(row));
+    }
+    if (rc != SQLITE_DONE) {
+      int code = rc & 0xff;
+      std::string message = std::string("sqlite: ") + sqlite3_errmsg(read_db_);
+      if (code == SQLITE_ERROR || code == SQLITE_CONSTRAINT || code == SQLITE_MISMATCH || code == SQLITE_RANGE) {
+        return Status::InvalidArgument(message);
+      }
+      return Status::IoError(message);
+    }
+  }
+  return out;
+}
+
+Status SqliteStore::Close() {
+  MutexLock lock(&mu_);
+  return CloseLocked(/*force=*/false);
+}
+
+Status SqliteStore::CloseLocked(bool force) {
+  if (closed_) return Status::Ok();
+  int sinks = open_sinks_.load();
+  if (sinks != 0 && !force) {
+    return Status::Internal("sqlite: Close with " + std::to_string(sinks) + " sinks still open");
+  }
+  closed_ = true;
+  MutexLock read_lock(&read_mu_);
+  if (read_db_ == nullptr) return Status::Ok();
+  // Copies the WAL into the database file and truncates it to zero bytes.
+  Status status = Exec(read_db_, "PRAGMA wal_checkpoint(TRUNCATE)");
+  sqlite3_close_v2(read_db_);
+  read_db_ = nullptr;
+  return status;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<TelemetryStore>> OpenSqliteStore(const StoreOptions& options) {
+  return SqliteStore::Open(options);
+}
+
+}  // namespace sightline

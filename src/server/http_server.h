@@ -1,0 +1,65 @@
+#pragma once
+
+// OTLP/HTTP and the API port on Boost.Beast, one coroutine per connection.
+//
+// An ingest request goes: read headers (header timeout) → authenticate,
+// check media type, encoding and Content-Length → admission gate → read the
+// body (body timeout, body limit) → decode on the decode pool → queue on the
+// signal's writer → wait for the commit → respond. Everything refused before
+// the body is read is answered with `Connection: close`, so an unread body is
+// never parsed as the next request.
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "ingest/ingest_service.h"
+
+namespace sightline {
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+  bool close = false;  // send Connection: close and end the connection
+};
+
+//! A non-ingest route: GET path → response, or nullopt for 404.
+using SimpleRoutes = std::function<std::optional<HttpResponse>(const std::string& method, const std::string& path,
+                                                               const std::string& query, bool api_port)>;
+
+struct HttpServerOptions {
+  int header_timeout_ms = 30000;  // also the keep-alive idle timeout
+  int body_timeout_ms = 30000;    // a body must arrive within this
+  int retry_after_seconds = 1;    // on 503/429
+};
+
+//! Lifecycle: Listen() for each endpoint, then the io_context runs the
+//! sessions; StopAccepting() closes the listeners (in-flight requests finish).
+class HttpServer {
+ public:
+  HttpServer(boost::asio::io_context* ioc, boost::asio::thread_pool* decode_pool, IngestService* ingest,
+             SimpleRoutes routes, HttpServerOptions options);
+  ~HttpServer();
+
+  //! Binds host:port ("0.0.0.0:4318", "[::1]:0"); returns the bound port.
+  //! api_port selects the route table: OTLP only, or OTLP under /api/otel plus the API.
+  Result<int> Listen(const std::string& host_port, bool api_port);
+  void StopAccepting();
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+//! Splits "host:port" / "[v6]:port".
+Status ParseHostPort(const std::string& s, std::string* host, int* port);
+
+}  // namespace sightline

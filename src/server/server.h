@@ -1,0 +1,93 @@
+#pragma once
+
+// The whole process: state, engine, writers, admission gate, ingest and the
+// HTTP listeners, started in that order and stopped in reverse.
+//
+// Stop() is the graceful path (SIGTERM): stop accepting, refuse new requests
+// with 503, let every admitted request finish (its rows committed and its
+// response written), drain the writers, checkpoint and close the engine.
+
+#include <array>
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/status.h"
+#include "ingest/admission_gate.h"
+#include "ingest/ingest_service.h"
+#include "server/http_server.h"
+#include "server/self_metrics.h"
+#include "state/state_store.h"
+#include "storage/telemetry_store.h"
+#include "storage/writer.h"
+
+namespace sightline {
+
+struct ServerOptions {
+  std::string data_dir = "./data";
+  std::string otlp_http = "0.0.0.0:4318";
+  std::string listen = "0.0.0.0:8080";
+  std::string storage = "duckdb";
+  StoreOptions store;  // data_dir is filled from data_dir
+  IngestOptions ingest;
+  AdmissionGate::Limits gate;
+  HttpServerOptions http;
+  SignalWriter::Options writer;
+  int io_threads = 2;
+  int decode_threads = 0;  // 0 = one per core
+  int shutdown_timeout_ms = 30000;
+  std::string ingest_token;  // SIGHTLINE_INGEST_TOKEN: the default project's token on first start
+};
+
+class Server {
+ public:
+  //! Opens everything and starts serving; returns once listening.
+  static Result<std::unique_ptr<Server>> Start(ServerOptions options);
+  ~Server();
+
+  //! Graceful stop; idempotent. Returns the engine's close status.
+  Status Stop();
+
+  int otlp_port() const { return otlp_port_; }
+  int api_port() const { return api_port_; }
+  //! Plaintext of a token minted at this start (first start only), else "".
+  const std::string& minted_token() const { return minted_token_; }
+
+  std::string DeepHealthJson();
+  std::string PrometheusText();
+
+ private:
+  explicit Server(ServerOptions options);
+  Status Open();
+  std::optional<HttpResponse> Route(const std::string& method, const std::string& path, const std::string& query,
+                                    bool api_port);
+
+  ServerOptions options_;
+  std::chrono::steady_clock::time_point started_;
+  std::unique_ptr<StateStore> state_;
+  std::unique_ptr<TelemetryStore> store_;
+  std::array<std::unique_ptr<SignalWriter>, kSignalCount> writers_;
+  std::unique_ptr<AdmissionGate> gate_;
+  SelfMetrics metrics_;
+  std::unique_ptr<IngestService> ingest_;
+  boost::asio::io_context ioc_;
+  std::unique_ptr<boost::asio::thread_pool> decode_pool_;
+  std::unique_ptr<HttpServer> http_;
+  std::vector<std::thread> io_threads_;
+  std::atomic<bool> ready_{false};
+  bool stopped_ = false;
+  int otlp_port_ = 0;
+  int api_port_ = 0;
+  std::string minted_token_;
+};
+
+//! Resident set size of this process in bytes (from /proc/self/statm).
+uint64_t ProcessRssBytes();
+
+}  // namespace sightline

@@ -1,0 +1,18 @@
+#include <mutex>
+
+#include "storage/telemetry_store.h"
+
+namespace sightline {
+
+Result<std::unique_ptr<TelemetryStore>> OpenDuckDbStore(const StoreOptions& options);
+Result<std::unique_ptr<TelemetryStore>> OpenSqliteStore(const StoreOptions& options);
+
+void RegisterBuiltinStores() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    StoreRegistry::Instance().Register("duckdb", OpenDuckDbStore);
+    StoreRegistry::Instance().Register("sqlite", OpenSqliteStore);
+  });
+}
+
+}  // namespace sightline

@@ -1,0 +1,366 @@
+#pragma once
+
+// The telemetry schema shared by every SQL engine: table names, column names
+// and types, and where each column's value comes from in a batch. Both
+// engines build their DDL, their INSERT / appender column order and their
+// NULL rules from these lists, so the same SQL runs on either engine and the
+// two cannot drift apart. docs/STORAGE.md describes every column.
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include "common/status.h"
+#include "storage/batch.h"
+
+namespace sightline::schema {
+
+inline constexpr const char* kSpansTable = "spans";
+inline constexpr const char* kLogsTable = "logs";
+inline constexpr const char* kMetricSeriesTable = "metric_series";
+inline constexpr const char* kMetricPointsTable = "metric_points";
+
+//! SQL type class; each engine maps it to its own type name.
+enum class ColumnType : uint8_t { kInt64, kDouble, kText };
+
+//! How a column's value is read from a batch, and when it is NULL.
+enum class SourceKind : uint8_t {
+  kConstant,        // `constant` on every row (project_id)
+  kInt64,           // int64_t[row]
+  kInt32,           // int32_t[row]
+  kUint32,          // uint32_t[row]
+  kUint8,           // uint8_t[row] (booleans as 0/1)
+  kUint64Clamped,   // uint64_t[row], values above INT64_MAX stored as INT64_MAX
+  kInt64Diff,       // int64_t a[row] - b[row] (duration_ns = end - start)
+  kDoubleNanNull,   // double[row]; NaN is NULL
+  kInt64IfFlag,     // int64_t a[row] when uint8_t b[row] != 0, else NULL
+  kText,            // StringColumn row as given ('' stays '')
+  kTextEmptyNull,   // StringColumn row; '' is NULL
+};
+
+//! One column of one batch: its schema and a view of its values. Holds
+//! pointers into the batch, which must outlive it.
+struct Column {
+  const char* name;
+  ColumnType type;
+  SourceKind kind;
+  const void* a = nullptr;  // the values (vector data or StringColumn*)
+  const void* b = nullptr;  // second input for kInt64Diff / kInt64IfFlag
+  size_t size = 0;          // rows available (min of a and b)
+  int64_t constant = 0;     // kConstant
+};
+
+namespace internal {
+
+inline Column Constant(const char* name, int64_t v) {
+  return {name, ColumnType::kInt64, SourceKind::kConstant, nullptr, nullptr,
+          std::numeric_limits<size_t>::max(), v};
+}
+inline Column Ints(const char* name, const std::vector<int64_t>& v) {
+  return {name, ColumnType::kInt64, SourceKind::kInt64, v.data(), nullptr, v.size(), 0};
+}
+inline Column Ints(const char* name, const std::vector<int32_t>& v) {
+  return {name, ColumnType::kInt64, SourceKind::kInt32, v.data(), nullptr, v.size(), 0};
+}
+inline Column Ints(const char* name, const std::vector<uint32_t>& v) {
+  return {name, ColumnType::kInt64, SourceKind::kUint32, v.data(), nullptr, v.size(), 0};
+}
+inline Column Ints(const char* name, const std::vector<uint8_t>& v) {
+  return {name, ColumnType::kInt64, SourceKind::kUint8, v.data(), nullptr, v.size(), 0};
+}
+inline Column Ints(const char* name, const std::vector<uint64_t>& v) {
+  return {name, ColumnType::kInt64, SourceKind::kUint64Clamped, v.data(), nullptr, v.size(), 0};
+}
+inline Column Difference(const char* name, const std::vector<int64_t>& end,
+                         const std::vector<int64_t>& start) {
+  return {name, ColumnType::kInt64, SourceKind::kInt64Diff, end.data(), start.data(),
+          std::min(end.size(), start.size()), 0};
+}
+inline Column IntIfFlag(const char* name, const std::vector<int64_t>& v, const std::vector<uint8_t>& flag) {
+  return {name, ColumnType::kInt64, SourceKind::kInt64IfFlag, v.data(), flag.data(),
+          std::min(v.size(), flag.size()), 0};
+}
+inline Column DoubleOrNull(const char* name, const std::vector<double>& v) {
+  return {name, ColumnType::kDouble, SourceKind::kDoubleNanNull, v.data(), nullptr, v.size(), 0};
+}
+inline Column Text(const char* name, const StringColumn& s) {
+  return {name, ColumnType::kText, SourceKind::kText, &s, nullptr, s.size(), 0};
+}
+inline Column TextOrNull(const char* name, const StringColumn& s) {
+  return {name, ColumnType::kText, SourceKind::kTextEmptyNull, &s, nullptr, s.size(), 0};
+}
+
+}  // namespace internal
+
+inline constexpr size_t kSpanColumnCount = 30;
+inline constexpr size_t kLogColumnCount = 17;
+inline constexpr size_t kMetricSeriesColumnCount = 13;
+inline constexpr size_t kMetricPointColumnCount = 16;
+
+//! spans: one row per span; rows() rows.
+inline std::array<Column, kSpanColumnCount> SpanColumns(const SpanBatch& b) {
+  using namespace internal;
+  return {{
+      Constant("project_id", b.project_id),
+      Text("trace_id", b.trace_id),
+      Text("span_id", b.span_id),
+      Text("parent_span_id", b.parent_span_id),
+      Text("trace_state", b.trace_state),
+      Ints("flags", b.flags),
+      Text("name", b.name),
+      Ints("kind", b.kind),
+      Ints("start_time_ns", b.start_time_ns),
+      Ints("end_time_ns", b.end_time_ns),
+      Difference("duration_ns", b.end_time_ns, b.start_time_ns),
+      Ints("status_code", b.status_code),
+      Text("status_message", b.status_message),
+      Text("service_name", b.service_name),
+      Text("http_route", b.http_route),
+      Text("http_method", b.http_method),
+      Ints("http_status_code", b.http_status_code),
+      Text("db_system", b.db_system),
+      Text("exception_type", b.exception_type),
+      Text("exception_message", b.exception_message),
+      Text("attributes", b.attributes),
+      Text("events", b.events),
+      Text("links", b.links),
+      Ints("dropped_attributes_count", b.dropped_attributes_count),
+      Ints("dropped_events_count", b.dropped_events_count),
+      Ints("dropped_links_count", b.dropped_links_count),
+      Text("resource_attributes", b.resource_attributes),
+      Text("scope_name", b.scope_name),
+      Text("scope_version", b.scope_version),
+      Text("scope_attributes", b.scope_attributes),
+  }};
+}
+
+//! logs: one row per log record; rows() rows.
+inline std::array<Column, kLogColumnCount> LogColumns(const LogBatch& b) {
+  using namespace internal;
+  return {{
+      Constant("project_id", b.project_id),
+      Ints("time_ns", b.time_ns),
+      Ints("observed_time_ns", b.observed_time_ns),
+      Ints("severity_number", b.severity_number),
+      Text("severity_text", b.severity_text),
+      Text("body", b.body),
+      Ints("body_type", b.body_type),
+      Text("trace_id", b.trace_id),
+      Text("span_id", b.span_id),
+      Ints("flags", b.flags),
+      Text("service_name", b.service_name),
+      Text("attributes", b.attributes),
+      Ints("dropped_attributes_count", b.dropped_attributes_count),
+      Text("resource_attributes", b.resource_attributes),
+      Text("scope_name", b.scope_name),
+      Text("scope_version", b.scope_version),
+      Text("scope_attributes", b.scope_attributes),
+  }};
+}
+
+//! metric_series: one row per distinct (project_id, series_id); series_rows() rows.
+inline std::array<Column, kMetricSeriesColumnCount> MetricSeriesColumns(const MetricBatch& b) {
+  using namespace internal;
+  return {{
+      Constant("project_id", b.project_id),
+      Ints("series_id", b.series_id),
+      Text("metric_name", b.metric_name),
+      Ints("metric_type", b.metric_type),
+      Text("unit", b.unit),
+      Text("description", b.description),
+      Ints("temporality", b.temporality),
+      Ints("is_monotonic", b.is_monotonic),
+      Text("service_name", b.service_name),
+      Text("resource_attributes", b.resource_attributes),
+      Text("scope_name", b.scope_name),
+      Text("scope_version", b.scope_version),
+      Text("attributes", b.attributes),
+  }};
+}
+
+//! metric_points: one row per data point; rows() rows.
+inline std::array<Column, kMetricPointColumnCount> MetricPointColumns(const MetricBatch& b) {
+  using namespace internal;
+  return {{
+      Constant("project_id", b.project_id),
+      Ints("series_id", b.point_series_id),
+      Ints("time_ns", b.time_ns),
+      Ints("start_time_ns", b.start_time_ns),
+      DoubleOrNull("value", b.value),
+      IntIfFlag("int_value", b.int_value, b.is_int),
+      Ints("count", b.count),
+      DoubleOrNull("sum", b.sum),
+      DoubleOrNull("min", b.min),
+      DoubleOrNull("max", b.max),
+      TextOrNull("bucket_counts", b.bucket_counts),
+      TextOrNull("explicit_bounds", b.explicit_bounds),
+      TextOrNull("exp_histogram", b.exp_histogram),
+      TextOrNull("quantiles", b.quantiles),
+      TextOrNull("exemplars", b.exemplars),
+      Ints("flags", b.flags),
+  }};
+}
+
+//! The engine's spelling of each ColumnType.
+struct TypeNames {
+  const char* int64;
+  const char* float64;
+  const char* text;
+};
+
+inline std::string CreateTableSql(const char* table, std::span<const Column> columns, const TypeNames& types) {
+  std::string sql = std::string("CREATE TABLE IF NOT EXISTS ") + table + " (";
+  for (size_t i = 0; i < columns.size(); ++i) {
+    if (i > 0) sql += ", ";
+    sql += columns[i].name;
+    sql += ' ';
+    switch (columns[i].type) {
+      case ColumnType::kInt64: sql += types.int64; break;
+      case ColumnType::kDouble: sql += types.float64; break;
+      case ColumnType::kText: sql += types.text; break;
+    }
+  }
+  sql += ")";
+  return sql;
+}
+
+//! CREATE TABLE IF NOT EXISTS for all four tables, in a fixed order.
+inline std::vector<std::string> CreateAllTablesSql(const TypeNames& types) {
+  SpanBatch spans;
+  LogBatch logs;
+  MetricBatch metrics;
+  return {
+      CreateTableSql(kSpansTable, SpanColumns(spans), types),
+      CreateTableSql(kLogsTable, LogColumns(logs), types),
+      CreateTableSql(kMetricSeriesTable, MetricSeriesColumns(metrics), types),
+      CreateTableSql(kMetricPointsTable, MetricPointColumns(metrics), types),
+  };
+}
+
+//! INSERT INTO table (c1, ...) VALUES (?1, ...): positional parameters in column order.
+inline std::string InsertSql(const char* table, std::span<const Column> columns) {
+  std::string sql = std::string("INSERT INTO ") + table + " (";
+  std::string values;
+  for (size_t i = 0; i < columns.size(); ++i) {
+    if (i > 0) {
+      sql += ", ";
+      values += ", ";
+    }
+    sql += columns[i].name;
+    values += '?' + std::to_string(i + 1);
+  }
+  return sql + ") VALUES (" + values + ")";
+}
+
+//! Strict UTF-8 (no overlongs, no surrogates, nothing above U+10FFFF).
+inline bool IsValidUtf8(const char* data, size_t n) {
+  const auto* s = reinterpret_cast<const unsigned char*>(data);
+  size_t i = 0;
+  while (i < n) {
+    if (i + 8 <= n) {
+      uint64_t word;
+      std::memcpy(&word, s + i, 8);
+      if ((word & 0x8080808080808080ull) == 0) {
+        i += 8;
+        continue;
+      }
+    }
+    unsigned char c = s[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t len;
+    if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+    } else {
+      return false;
+    }
+    if (i + len > n) return false;
+    for (size_t k = 1; k < len; ++k) {
+      if ((s[i + k] & 0xC0) != 0x80) return false;
+    }
+    if ((c == 0xE0 && s[i + 1] < 0xA0) ||  // overlong 3-byte
+        (c == 0xED && s[i + 1] > 0x9F) ||  // UTF-16 surrogates
+        (c == 0xF0 && s[i + 1] < 0x90) ||  // overlong 4-byte
+        (c == 0xF4 && s[i + 1] > 0x8F)) {  // above U+10FFFF
+      return false;
+    }
+    i += len;
+  }
+  return true;
+}
+
+//! True when every row of s is valid UTF-8: the packed buffer is valid and no
+//! row starts inside a multi-byte character.
+inline bool IsValidUtf8(const StringColumn& s) {
+  size_t n = s.size();
+  if (n == 0) return true;
+  std::string_view last = s.Get(n - 1);
+  const char* begin = s.Get(0).data();
+  if (!IsValidUtf8(begin, static_cast<size_t>(last.data() + last.size() - begin))) return false;
+  for (size_t i = 1; i < n; ++i) {
+    std::string_view row = s.Get(i);
+    if (!row.empty() && (static_cast<unsigned char>(row[0]) & 0xC0) == 0x80) return false;
+  }
+  return true;
+}
+
+//! Checks that every column has `rows` values and every text column is valid
+//! UTF-8 (DuckDB requires it; both engines enforce it so they behave alike).
+inline Status ValidateColumns(const char* table, std::span<const Column> columns, size_t rows) {
+  for (const Column& c : columns) {
+    if (c.size != std::numeric_limits<size_t>::max() && c.size != rows) {
+      return Status::InvalidArgument(std::string(table) + "." + c.name + " has " + std::to_string(c.size) +
+                                     " values for " + std::to_string(rows) + " rows");
+    }
+    if (c.type == ColumnType::kText && !IsValidUtf8(*static_cast<const StringColumn*>(c.a))) {
+      return Status::InvalidArgument(std::string(table) + "." + c.name + " is not valid UTF-8");
+    }
+  }
+  return Status::Ok();
+}
+
+//! The identity of a stored series: a series row is written once per key.
+struct SeriesKey {
+  int64_t project_id;
+  int64_t series_id;
+  bool operator==(const SeriesKey&) const = default;
+};
+
+struct SeriesKeyHash {
+  size_t operator()(const SeriesKey& k) const {
+    uint64_t h = static_cast<uint64_t>(k.series_id) ^ (static_cast<uint64_t>(k.project_id) * 0x9E3779B97F4A7C15ull);
+    h ^= h >> 31;
+    return static_cast<size_t>(h);
+  }
+};
+
+using SeriesSet = std::unordered_set<SeriesKey, SeriesKeyHash>;
+
+//! Appends to `rows` the series rows of b that are in neither `known` nor
+//! `pending`, and adds their keys to `pending` (so repeats later in the same
+//! write are skipped too).
+inline void SelectNewSeries(const MetricBatch& b, const SeriesSet& known, SeriesSet* pending,
+                            std::vector<uint32_t>* rows) {
+  for (size_t i = 0; i < b.series_id.size(); ++i) {
+    SeriesKey key{b.project_id, b.series_id[i]};
+    if (known.count(key) != 0) continue;
+    if (!pending->insert(key).second) continue;
+    rows->push_back(static_cast<uint32_t>(i));
+  }
+}
+
+}  // namespace sightline::schema
