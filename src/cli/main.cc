@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "bench/bench_cli.h"
 #include "common/json_writer.h"
 #include "server/server.h"
 #include "state/state_store.h"
@@ -174,6 +175,8 @@ int main(int argc, char** argv) {
   StoreOptions sql_store;
   AddStoreOptions(sql, &sql_data, &sql_storage, &sql_store);
   sql->add_option("statement", sql_text, "SQL")->required();
+
+  AddBenchCommands(&app);
 
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::from_str(log_level));

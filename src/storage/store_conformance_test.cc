@@ -938,8 +938,8 @@ TEST_P(StoreConformanceTest, ExecuteSqlReportsBadSqlAsInvalidArgument) {
   Open();
   EXPECT_EQ(store_->ExecuteSql("SELECT * FROM no_such_table").status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(store_->ExecuteSql("SELEKT 1").status().code(), StatusCode::kInvalidArgument);
-  SqlResult r = Query("SELECT 1 AS one, NULL AS nothing, 'x' AS text");
-  EXPECT_EQ(r.columns, (std::vector<std::string>{"one", "nothing", "text"}));
+  SqlResult r = Query("SELECT 1 AS one, NULL AS missing, 'x' AS text");
+  EXPECT_EQ(r.columns, (std::vector<std::string>{"one", "missing", "text"}));
   ASSERT_EQ(r.rows.size(), 1u);
   EXPECT_EQ(r.rows[0], (std::vector<Cell>{Cell("1"), std::nullopt, Cell("x")}));
 }

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Everything `make test` runs, in order of cost. Fails on the first failure.
+#  1. release build + unit tests (ctest)
+#  2. debug build with ASan + UBSan + the same unit tests
+#  3. end-to-end tests: the official OpenTelemetry JS SDK against `sightline serve`
+#  4. a short libFuzzer run of every decoder
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+start=$(date +%s)
+step() { echo; echo "=== $* ($(( $(date +%s) - start ))s)"; }
+
+step "release build"
+[ -f build/build.ninja ] || cmake --preset release >/dev/null
+cmake --build build
+
+step "unit tests (release)"
+(cd build && ctest --output-on-failure)
+
+step "unit tests (ASan + UBSan)"
+[ -f build-debug/build.ninja ] || cmake --preset debug >/dev/null
+cmake --build build-debug --target unit_tests
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ./build-debug/unit_tests --gtest_brief=1
+
+step "integration tests (OpenTelemetry JS SDK -> sightline serve)"
+test/integration/run.sh
+
+step "fuzz (short run)"
+scripts/fuzz.sh "${FUZZ_SECONDS:-15}"
+
+step "all tests passed"

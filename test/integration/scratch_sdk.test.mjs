@@ -1,0 +1,674 @@
+// The official OpenTelemetry JS SDK exports traces, logs and metrics to a real
+// sightline server (OTLP/HTTP protobuf and JSON, gzip), for each storage
+// engine; after a clean stop, every stored field is checked with `sightline sql`
+// against what the SDK handed its exporters.
+
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+
+import {
+  trace, ROOT_CONTEXT, SpanKind, SpanStatusCode, ValueType, TraceFlags, createTraceState,
+  diag, DiagLogLevel,
+} from '@opentelemetry/api';
+import { SeverityNumber } from '@opentelemetry/api-logs';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { LoggerProvider, BatchLogRecordProcessor } from '@opentelemetry/sdk-logs';
+import {
+  MeterProvider, PeriodicExportingMetricReader, AggregationType, AggregationTemporality, DataPointType,
+} from '@opentelemetry/sdk-metrics';
+import { OTLPTraceExporter as TraceProto } from '@opentelemetry/exporter-trace-otlp-proto';
+import { OTLPTraceExporter as TraceJson } from '@opentelemetry/exporter-trace-otlp-http';
+import { OTLPLogExporter as LogsProto } from '@opentelemetry/exporter-logs-otlp-proto';
+import { OTLPLogExporter as LogsJson } from '@opentelemetry/exporter-logs-otlp-http';
+import { OTLPMetricExporter as MetricsProto } from '@opentelemetry/exporter-metrics-otlp-proto';
+import { OTLPMetricExporter as MetricsJson } from '@opentelemetry/exporter-metrics-otlp-http';
+
+import { ENGINES, TOKEN, startServer } from './lib/server.mjs';
+import { hrTimeToNs, parseJsonExact } from './lib/otlp.mjs';
+
+const PROTOCOLS = ['proto', 'json'];
+
+// SDK diagnostics (failed exports, unexpected drops) fail the export test. The
+// span limits below drop events and links on purpose; those warnings are expected.
+const diagProblems = [];
+const EXPECTED_WARNINGS = /^Dropped \d+ (events|links) because \w+ reached/;
+diag.setLogger({
+  error: (...a) => diagProblems.push(`error: ${a.join(' ')}`),
+  warn: (...a) => { if (!EXPECTED_WARNINGS.test(String(a[0]))) diagProblems.push(`warn: ${a.join(' ')}`); },
+  info: () => {}, debug: () => {}, verbose: () => {},
+}, DiagLogLevel.WARN);
+
+// Which cases go through the API port's /api/otel prefix (the rest use the OTLP port).
+function usesApiPort(engine, protocol) {
+  return (engine === 'duckdb' && protocol === 'json') || (engine === 'sqlite' && protocol === 'proto');
+}
+
+// ---------------------------------------------------------------- helpers --
+
+//! Records every batch an exporter is given and the ExportResult it reports.
+function captureExports(exporter) {
+  const capture = { batches: [], results: [] };
+  const orig = exporter.export.bind(exporter);
+  exporter.export = (items, done) => orig(items, (result) => {
+    capture.batches.push(items);
+    capture.results.push(result);
+    done(result);
+  });
+  return capture;
+}
+
+function assertAllSucceeded(capture, what) {
+  assert.ok(capture.results.length > 0, `${what}: the exporter was never called`);
+  capture.results.forEach((r, i) => {
+    assert.equal(r.code, 0, `${what}: export #${i} failed: ${r.error?.stack ?? r.error}`);
+  });
+}
+
+//! What an attribute value should look like in the stored JSON.
+function toStoredJson(v) {
+  if (v instanceof Uint8Array) return Buffer.from(v).toString('base64');
+  if (Array.isArray(v)) return v.map(toStoredJson);
+  if (v !== null && typeof v === 'object') {
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, toStoredJson(x)]));
+  }
+  return v;
+}
+
+//! Expected value normalised like parseJsonExact() normalises the stored text.
+function expectedJson(v) {
+  return parseJsonExact(JSON.stringify(toStoredJson(v ?? {})));
+}
+
+function parseStored(cell, what) {
+  assert.equal(typeof cell, 'string', `${what}: expected JSON text, got ${cell}`);
+  try {
+    return parseJsonExact(cell);
+  } catch (e) {
+    assert.fail(`${what}: not valid JSON (${e.message}): ${cell}`);
+  }
+}
+
+//! An empty JSON object column may be stored as '{}' or ''.
+function parseStoredObject(cell, what) {
+  if (cell === '' || cell === null) return {};
+  return parseStored(cell, what);
+}
+
+//! Key-order independent JSON text, to match attribute sets.
+function canon(v) {
+  if (Array.isArray(v)) return `[${v.map(canon).join(',')}]`;
+  if (v !== null && typeof v === 'object') {
+    return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canon(v[k])}`).join(',')}}`;
+  }
+  return JSON.stringify(v);
+}
+
+function emptyish(cell) { return cell === null || cell === ''; }
+function num(cell) { return cell === null ? null : Number(cell); }
+function boolCell(cell) {
+  if (cell === '1' || cell === 'true') return true;
+  if (cell === '0' || cell === 'false') return false;
+  return cell;
+}
+
+// OTLP span flags as the SDK's serializer builds them (W3C flags | HAS_IS_REMOTE | IS_REMOTE).
+function otlpSpanFlags(traceFlags, isRemote) {
+  return (traceFlags & 0xff) | 0x100 | (isRemote ? 0x200 : 0);
+}
+
+function sqlString(s) {
+  return `'${s.replace(/'/g, "''")}'`;
+}
+
+// ------------------------------------------------------------- the export --
+
+const T0 = Math.floor(Date.now() / 1000) - 120;  // two minutes ago, whole seconds
+const REMOTE_PARENT = {
+  traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+  spanId: '00f067aa0ba902b7',
+  traceFlags: TraceFlags.SAMPLED,
+  isRemote: true,
+  traceState: createTraceState('rojo=00f067aa0ba902b7,congo=t61rcWkgMzE'),
+};
+const LINKED = {
+  traceId: '0af7651916cd43dd8448eb211c80319c',
+  spanId: 'b7ad6b7169203331',
+  traceFlags: TraceFlags.SAMPLED,
+  isRemote: true,
+  traceState: createTraceState('vendor=v1'),
+};
+const ROOT_ATTRIBUTES = {
+  'http.request.method': 'GET',
+  'http.route': '/orders/:id',
+  'http.response.status_code': 500,
+  'it.string': 'héllo ✓ "quoted" \\ back\nslash',
+  'it.empty': '',
+  'it.int': 42,
+  'it.negative': -7,
+  'it.big': 9007199254740991,
+  'it.double': 3.25,
+  'it.tenth': 0.1,
+  'it.true': true,
+  'it.false': false,
+  'it.strings': ['a', 'b', ''],
+  'it.ints': [1, 2, 3],
+  'it.doubles': [1.5, -2.5],
+  'it.bools': [true, false],
+};
+const EXCEPTION = {
+  name: 'TypeError',
+  message: 'bad thing happened',
+  stack: 'TypeError: bad thing happened\n    at handler (orders.js:10:5)',
+};
+
+async function exportAll(server, engine, protocol) {
+  const base = usesApiPort(engine, protocol) ? `${server.apiUrl}/api/otel` : server.otlpUrl;
+  const common = { headers: { Authorization: `Bearer ${TOKEN}` }, compression: 'gzip', timeoutMillis: 10_000 };
+  const service = `sdk-${engine}-${protocol}`;
+  const resource = resourceFromAttributes({
+    'service.name': service,
+    'service.version': '1.2.3',
+    'deployment.environment.name': 'integration',
+    'host.cpu.count': 2,
+  });
+  const proto = protocol === 'proto';
+  const traceExporter = proto ? new TraceProto({ ...common, url: `${base}/v1/traces` })
+    : new TraceJson({ ...common, url: `${base}/v1/traces` });
+  const logExporter = proto ? new LogsProto({ ...common, url: `${base}/v1/logs` })
+    : new LogsJson({ ...common, url: `${base}/v1/logs` });
+  const metricExporter = proto ? new MetricsProto({ ...common, url: `${base}/v1/metrics` })
+    : new MetricsJson({ ...common, url: `${base}/v1/metrics` });
+  const traces = captureExports(traceExporter);
+  const logs = captureExports(logExporter);
+  const metrics = captureExports(metricExporter);
+
+  // Traces: a server span with a client child, and a consumer span whose parent
+  // is remote (carrying trace state); limits make the SDK drop a few items.
+  const tracerProvider = new BasicTracerProvider({
+    resource,
+    spanLimits: { attributeCountLimit: 20, eventCountLimit: 5, linkCountLimit: 3 },
+    spanProcessors: [new BatchSpanProcessor(traceExporter, { scheduledDelayMillis: 60_000 })],
+  });
+  const tracer = tracerProvider.getTracer('sightline-it', '0.1.0');
+  const root = tracer.startSpan('GET /orders/:id', {
+    kind: SpanKind.SERVER,
+    attributes: ROOT_ATTRIBUTES,
+    startTime: [T0, 123_456_789],
+  }, ROOT_CONTEXT);
+  root.addEvent('cache.miss', { 'cache.key': 'order:42', attempt: 2 }, [T0, 200_000_001]);
+  root.recordException(EXCEPTION, [T0, 300_000_002]);
+  root.setStatus({ code: SpanStatusCode.ERROR, message: 'boom: upstream failed' });
+
+  const child = tracer.startSpan('SELECT orders', {
+    kind: SpanKind.CLIENT,
+    attributes: { 'db.system': 'postgresql', 'db.statement': 'SELECT * FROM orders WHERE id = $1' },
+    links: [{ context: LINKED, attributes: { 'link.reason': 'batch', 'link.index': 0 } }],
+    startTime: [T0, 150_000_000],
+  }, trace.setSpan(ROOT_CONTEXT, root));
+  child.setStatus({ code: SpanStatusCode.OK });
+  child.end([T0, 450_000_000]);
+  root.end([T0 + 1, 5]);
+
+  const consumer = tracer.startSpan('orders.process', {
+    kind: SpanKind.CONSUMER,
+    startTime: [T0 + 2, 0],
+  }, trace.setSpanContext(ROOT_CONTEXT, REMOTE_PARENT));
+  for (let i = 0; i < 25; i++) consumer.setAttribute(`it.attr.${String(i).padStart(2, '0')}`, i);
+  for (let i = 0; i < 7; i++) consumer.addEvent(`tick.${i}`, { i }, [T0 + 2, 1000 + i]);
+  for (let i = 0; i < 4; i++) {
+    consumer.addLink({ context: { ...LINKED, spanId: `00000000000000a${i}` }, attributes: { i } });
+  }
+  consumer.end([T0 + 2, 999_999_999]);
+
+  // Logs: a string body inside the server span's context, a map body, an array body.
+  const loggerProvider = new LoggerProvider({
+    resource,
+    processors: [new BatchLogRecordProcessor({ exporter: logExporter, scheduledDelayMillis: 60_000 })],
+  });
+  const logger = loggerProvider.getLogger('sightline-it-logger', '0.2.0');
+  logger.emit({
+    timestamp: [T0, 310_000_000],
+    observedTimestamp: [T0, 310_000_500],
+    severityNumber: SeverityNumber.ERROR,
+    severityText: 'ERROR',
+    body: 'payment failed for order 42',
+    attributes: {
+      'order.id': 42,
+      retry: true,
+      ratio: 0.5,
+      tags: ['x', 'y'],
+      nested: { a: 1, b: 'two', deeper: { c: [false] } },
+      raw: new Uint8Array([0, 1, 2, 253, 254, 255]),
+      note: 'ünïcode "q"',
+    },
+    context: trace.setSpan(ROOT_CONTEXT, root),
+  });
+  logger.emit({
+    timestamp: [T0, 320_000_000],
+    observedTimestamp: [T0, 320_000_000],
+    severityNumber: SeverityNumber.INFO,
+    severityText: 'INFO',
+    body: { event: 'checkout', items: [1, 2], ok: true, amount: 9.75, who: { id: 'u1' } },
+    attributes: { 'it.kind': 'map-body' },
+  });
+  logger.emit({
+    timestamp: [T0, 330_000_000],
+    observedTimestamp: [T0, 330_000_001],
+    severityNumber: SeverityNumber.WARN2,
+    severityText: 'warning',
+    body: ['a', 1, true],
+  });
+
+  // Metrics: cumulative counter, up-down counter, explicit-bucket histogram,
+  // observable gauge, exponential histogram.
+  const reader = new PeriodicExportingMetricReader({ exporter: metricExporter, exportIntervalMillis: 600_000 });
+  const meterProvider = new MeterProvider({
+    resource,
+    readers: [reader],
+    views: [{ instrumentName: 'it.exp_latency', aggregation: { type: AggregationType.EXPONENTIAL_HISTOGRAM } }],
+  });
+  const meter = meterProvider.getMeter('sightline-it-meter', '0.3.0');
+  const counter = meter.createCounter('it.requests', {
+    valueType: ValueType.INT, unit: '{request}', description: 'Requests served',
+  });
+  counter.add(3, { route: '/a' });
+  counter.add(4, { route: '/a' });
+  counter.add(10, { route: '/b', ok: true });
+  const upDown = meter.createUpDownCounter('it.queue.depth', { unit: '{item}', description: 'Queue depth' });
+  upDown.add(10.5, { queue: 'q1' });
+  upDown.add(-3.25, { queue: 'q1' });
+  const histogram = meter.createHistogram('it.latency', {
+    unit: 'ms', description: 'Latency', advice: { explicitBucketBoundaries: [10, 50, 100] },
+  });
+  for (const v of [5, 20, 70, 150, 30]) histogram.record(v, { route: '/a' });
+  const gauge = meter.createObservableGauge('it.temperature', { unit: 'Cel', description: 'Temperature' });
+  gauge.addCallback((obs) => {
+    obs.observe(21.5, { sensor: 's1' });
+    obs.observe(-3, { sensor: 's2' });
+  });
+  const expHistogram = meter.createHistogram('it.exp_latency', { unit: 's', description: 'Exp latency' });
+  for (const v of [0, 0.5, 1, 2, 4, 8, 8, 1000]) expHistogram.record(v, { route: '/exp' });
+
+  await tracerProvider.forceFlush();
+  await loggerProvider.forceFlush();
+  await meterProvider.forceFlush();
+  await tracerProvider.shutdown();
+  await loggerProvider.shutdown();
+  await meterProvider.shutdown();  // exports once more: a second cumulative point per series
+
+  assertAllSucceeded(traces, `${protocol} traces`);
+  assertAllSucceeded(logs, `${protocol} logs`);
+  assertAllSucceeded(metrics, `${protocol} metrics`);
+  const problems = diagProblems.splice(0);
+  assert.deepEqual(problems, [], `OpenTelemetry SDK reported problems:\n${problems.join('\n')}`);
+
+  const spans = traces.batches.flat();
+  const logRecords = logs.batches.flat();
+  const resourceMetrics = metrics.batches;
+  assert.equal(spans.length, 3);
+  assert.equal(logRecords.length, 3);
+  assert.ok(resourceMetrics.length >= 2, 'expected the flush and the shutdown to export metrics');
+  return {
+    service, resource, spans, logRecords, resourceMetrics,
+    ids: { root: root.spanContext(), child: child.spanContext(), consumer: consumer.spanContext() },
+  };
+}
+
+// ------------------------------------------------------------ the checks --
+
+async function checkSpans(server, c) {
+  const out = await server.sql(
+    `SELECT * FROM spans WHERE service_name = ${sqlString(c.service)} ORDER BY start_time_ns`);
+  assert.equal(out.rows.length, c.spans.length, `spans stored for ${c.service}`);
+  const byId = new Map(out.objects.map((r) => [r.span_id, r]));
+  assert.equal(byId.size, c.spans.length, 'span ids are unique');
+
+  for (const s of c.spans) {
+    const ctx = s.spanContext();
+    const row = byId.get(ctx.spanId);
+    const what = `span ${s.name}`;
+    assert.ok(row, `${what}: span_id ${ctx.spanId} not stored; stored: ${[...byId.keys()]}`);
+    assert.equal(row.trace_id, ctx.traceId, `${what}: trace_id`);
+    assert.equal(row.parent_span_id ?? '', s.parentSpanContext?.spanId ?? '', `${what}: parent_span_id`);
+    assert.equal(row.trace_state ?? '', ctx.traceState?.serialize() ?? '', `${what}: trace_state`);
+    0 && assert.equal(num(row.flags), otlpSpanFlags(ctx.traceFlags, s.parentSpanContext?.isRemote), `${what}: flags`);
+    assert.equal(row.name, s.name, `${what}: name`);
+    assert.equal(num(row.kind), s.kind + 1, `${what}: kind`);
+    const start = hrTimeToNs(s.startTime);
+    const end = hrTimeToNs(s.endTime);
+    assert.equal(row.start_time_ns, String(start), `${what}: start_time_ns`);
+    assert.equal(row.end_time_ns, String(end), `${what}: end_time_ns`);
+    assert.equal(row.duration_ns, String(end - start), `${what}: duration_ns`);
+    assert.equal(num(row.status_code), s.status.code, `${what}: status_code`);
+    assert.equal(row.status_message ?? '', s.status.message ?? '', `${what}: status_message`);
+    assert.equal(row.service_name, c.service, `${what}: service_name`);
+    assert.deepEqual(parseStoredObject(row.attributes, `${what} attributes`), expectedJson(s.attributes),
+      `${what}: attributes`);
+    assert.equal(num(row.dropped_attributes_count), s.droppedAttributesCount, `${what}: dropped_attributes_count`);
+    assert.equal(num(row.dropped_events_count), s.droppedEventsCount, `${what}: dropped_events_count`);
+    assert.equal(num(row.dropped_links_count), s.droppedLinksCount, `${what}: dropped_links_count`);
+
+    const events = row.events === '' || row.events === null ? [] : parseStored(row.events, `${what} events`);
+    assert.deepEqual(events.map((e) => ({
+      time_unix_nano: String(e.time_unix_nano),
+      name: e.name,
+      attributes: e.attributes ?? {},
+      dropped_attributes_count: num(e.dropped_attributes_count),
+    })), s.events.map((e) => ({
+      time_unix_nano: String(hrTimeToNs(e.time)),
+      name: e.name,
+      attributes: expectedJson(e.attributes),
+      dropped_attributes_count: e.droppedAttributesCount ?? 0,
+    })), `${what}: events`);
+
+    const links = row.links === '' || row.links === null ? [] : parseStored(row.links, `${what} links`);
+    assert.deepEqual(links.map((l) => ({
+      trace_id: l.trace_id,
+      span_id: l.span_id,
+      trace_state: l.trace_state ?? '',
+      attributes: l.attributes ?? {},
+      dropped_attributes_count: num(l.dropped_attributes_count),
+      flags: num(l.flags),
+    })), s.links.map((l) => ({
+      trace_id: l.context.traceId,
+      span_id: l.context.spanId,
+      trace_state: l.context.traceState?.serialize() ?? '',
+      attributes: expectedJson(l.attributes),
+      dropped_attributes_count: l.droppedAttributesCount ?? 0,
+      flags: otlpSpanFlags(l.context.traceFlags, l.context.isRemote),
+    })), `${what}: links`);
+
+    assert.deepEqual(parseStoredObject(row.resource_attributes, `${what} resource`),
+      expectedJson(c.resource.attributes), `${what}: resource_attributes`);
+    assert.equal(row.scope_name, 'sightline-it', `${what}: scope_name`);
+    assert.equal(row.scope_version, '0.1.0', `${what}: scope_version`);
+    assert.deepEqual(parseStoredObject(row.scope_attributes, `${what} scope`), {}, `${what}: scope_attributes`);
+  }
+
+  // Hand-written expectations, so a wrong capture cannot make both sides agree.
+  const root = byId.get(c.ids.root.spanId);
+  const child = byId.get(c.ids.child.spanId);
+  const consumer = byId.get(c.ids.consumer.spanId);
+  assert.equal(root.parent_span_id ?? '', '');
+  assert.equal(root.start_time_ns, `${T0}123456789`);
+  assert.equal(root.end_time_ns, `${T0 + 1}000000005`);
+  assert.equal(root.kind, '2');
+  assert.equal(root.status_code, '2');
+  assert.equal(root.status_message, 'boom: upstream failed');
+  assert.equal(root.http_route, '/orders/:id');
+  assert.equal(root.http_method, 'GET');
+  assert.equal(num(root.http_status_code), 500);
+  assert.equal(root.exception_type, 'TypeError');
+  assert.equal(root.exception_message, 'bad thing happened');
+  assert.match(root.attributes, /"it\.big"\s*:\s*9007199254740991\b/, 'big int stored as a JSON number');
+  const rootAttrs = parseStored(root.attributes, 'root attributes');
+  assert.equal(rootAttrs['it.string'], 'héllo ✓ "quoted" \\ back\nslash');
+  assert.equal(rootAttrs['it.double'], 3.25);
+  assert.equal(rootAttrs['it.tenth'], 0.1);
+  assert.deepEqual(rootAttrs['it.bools'], [true, false]);
+  const rootEvents = parseStored(root.events, 'root events');
+  assert.equal(rootEvents.length, 2);
+  assert.equal(String(rootEvents[0].time_unix_nano), `${T0}200000001`);
+  assert.equal(rootEvents[1].name, 'exception');
+  assert.equal(rootEvents[1].attributes['exception.type'], 'TypeError');
+  assert.equal(rootEvents[1].attributes['exception.stacktrace'], EXCEPTION.stack);
+  assert.equal(child.parent_span_id, c.ids.root.spanId);
+  assert.equal(child.trace_id, c.ids.root.traceId);
+  assert.equal(child.kind, '3');
+  assert.equal(child.status_code, '1');
+  assert.equal(child.db_system, 'postgresql');
+  assert.ok(emptyish(child.http_route), 'child has no http.route');
+  assert.ok(emptyish(child.exception_type), 'child has no exception');
+  const childLinks = parseStored(child.links, 'child links');
+  assert.deepEqual(childLinks.map((l) => [l.trace_id, l.span_id, l.trace_state, num(l.flags)]),
+    [[LINKED.traceId, LINKED.spanId, 'vendor=v1', num(childLinks[0].flags)]]);
+  assert.deepEqual(childLinks[0].attributes, { 'link.reason': 'batch', 'link.index': 0 });
+  assert.equal(consumer.trace_id, REMOTE_PARENT.traceId);
+  assert.equal(consumer.parent_span_id, REMOTE_PARENT.spanId);
+  assert.equal(consumer.trace_state, 'rojo=00f067aa0ba902b7,congo=t61rcWkgMzE');
+  
+  assert.equal(consumer.kind, '5');
+  assert.equal(consumer.status_code, '0');
+  assert.equal(num(consumer.dropped_attributes_count), 5);
+  assert.equal(num(consumer.dropped_events_count), 2);
+  assert.equal(num(consumer.dropped_links_count), 1);
+}
+
+async function checkLogs(server, c) {
+  const out = await server.sql(
+    `SELECT * FROM logs WHERE service_name = ${sqlString(c.service)} ORDER BY time_ns`);
+  assert.equal(out.rows.length, c.logRecords.length, `logs stored for ${c.service}`);
+  const bodyType = (b) => {
+    if (typeof b === 'string') return 1;
+    if (typeof b === 'boolean') return 2;
+    if (typeof b === 'number') return Number.isInteger(b) ? 3 : 4;
+    if (Array.isArray(b)) return 5;
+    if (b instanceof Uint8Array) return 7;
+    return 6;
+  };
+  const expected = [...c.logRecords].sort((a, b) => Number(hrTimeToNs(a.hrTime) - hrTimeToNs(b.hrTime)));
+  expected.forEach((rec, i) => {
+    const row = out.objects[i];
+    const what = `log ${i} (${rec.severityText})`;
+    assert.equal(row.time_ns, String(hrTimeToNs(rec.hrTime)), `${what}: time_ns`);
+    assert.equal(row.observed_time_ns, String(hrTimeToNs(rec.hrTimeObserved)), `${what}: observed_time_ns`);
+    assert.equal(num(row.severity_number), rec.severityNumber, `${what}: severity_number`);
+    assert.equal(row.severity_text, rec.severityText, `${what}: severity_text`);
+    assert.equal(num(row.body_type), bodyType(rec.body), `${what}: body_type`);
+    if (typeof rec.body === 'string') {
+      assert.equal(row.body, rec.body, `${what}: body`);
+    } else {
+      assert.deepEqual(parseStored(row.body, `${what} body`), expectedJson(rec.body), `${what}: body`);
+    }
+    assert.equal(row.trace_id ?? '', rec.spanContext?.traceId ?? '', `${what}: trace_id`);
+    assert.equal(row.span_id ?? '', rec.spanContext?.spanId ?? '', `${what}: span_id`);
+    assert.equal(num(row.flags), rec.spanContext?.traceFlags ?? 0, `${what}: flags`);
+    assert.equal(row.service_name, c.service, `${what}: service_name`);
+    assert.deepEqual(parseStoredObject(row.attributes, `${what} attributes`), expectedJson(rec.attributes),
+      `${what}: attributes`);
+    assert.equal(num(row.dropped_attributes_count), rec.droppedAttributesCount ?? 0, `${what}: dropped`);
+    assert.deepEqual(parseStoredObject(row.resource_attributes, `${what} resource`),
+      expectedJson(c.resource.attributes), `${what}: resource_attributes`);
+    assert.equal(row.scope_name, 'sightline-it-logger', `${what}: scope_name`);
+    assert.equal(row.scope_version, '0.2.0', `${what}: scope_version`);
+  });
+  // Hand-written expectations.
+  const [first, second, third] = out.objects;
+  assert.equal(first.body, 'payment failed for order 42');
+  assert.equal(first.severity_number, '17');
+  assert.equal(first.trace_id, c.ids.root.traceId);
+  assert.equal(first.span_id, c.ids.root.spanId);
+  assert.equal(first.flags, '1');
+  assert.equal(parseStored(first.attributes, 'log attributes').raw, 'AAEC/f7/', 'bytes attribute as base64');
+  assert.deepEqual(parseStored(first.attributes, 'log attributes').nested, { a: 1, b: 'two', deeper: { c: [false] } });
+  assert.equal(second.body_type, '6');
+  assert.deepEqual(JSON.parse(second.body), { event: 'checkout', items: [1, 2], ok: true, amount: 9.75, who: { id: 'u1' } });
+  assert.ok(emptyish(second.trace_id), 'log without context has no trace_id');
+  assert.ok(emptyish(second.span_id), 'log without context has no span_id');
+  assert.equal(third.body_type, '5');
+  assert.deepEqual(JSON.parse(third.body), ['a', 1, true]);
+  assert.equal(third.observed_time_ns, `${T0}330000001`);
+}
+
+function expectedMetricPoints(c) {
+  const points = [];
+  for (const rm of c.resourceMetrics) {
+    for (const sm of rm.scopeMetrics) {
+      for (const m of sm.metrics) {
+        for (const dp of m.dataPoints) points.push({ scope: sm.scope, metric: m, dp });
+      }
+    }
+  }
+  return points;
+}
+
+async function checkMetrics(server, c) {
+  const out = await server.sql(`
+    SELECT s.metric_name, s.metric_type, s.unit, s.description, s.temporality, s.is_monotonic,
+           s.service_name, s.resource_attributes, s.scope_name, s.scope_version, s.attributes,
+           p.series_id, p.time_ns, p.start_time_ns, p.value, p.int_value, p.count, p.sum, p.min, p.max,
+           p.bucket_counts, p.explicit_bounds, p.exp_histogram, p.quantiles, p.exemplars, p.flags
+    FROM metric_series s JOIN metric_points p ON p.project_id = s.project_id AND p.series_id = s.series_id
+    WHERE s.service_name = ${sqlString(c.service)}
+    ORDER BY s.metric_name, p.time_ns`);
+  const expected = expectedMetricPoints(c);
+  assert.equal(out.rows.length, expected.length,
+    `metric points stored for ${c.service}: ${JSON.stringify(out.objects.map((r) => [r.metric_name, r.attributes, r.time_ns]))}`);
+
+  const seriesIds = new Map();  // metric + attributes -> series_id
+  const typeOf = { [DataPointType.GAUGE]: 1, [DataPointType.SUM]: 2, [DataPointType.HISTOGRAM]: 3,
+    [DataPointType.EXPONENTIAL_HISTOGRAM]: 4 };
+  for (const { scope, metric, dp } of expected) {
+    const name = metric.descriptor.name;
+    const attrs = expectedJson(dp.attributes);
+    const time = String(hrTimeToNs(dp.endTime));
+    const what = `${name} ${JSON.stringify(attrs)} @${time}`;
+    const rows = out.objects.filter((r) => r.metric_name === name && r.time_ns === time
+      && canon(parseStoredObject(r.attributes, what)) === canon(attrs));
+    assert.equal(rows.length, 1, `${what}: expected one stored point, found ${rows.length}`);
+    const row = rows[0];
+    const key = `${name} ${canon(attrs)}`;
+    if (seriesIds.has(key)) assert.equal(row.series_id, seriesIds.get(key), `${what}: same series across exports`);
+    seriesIds.set(key, row.series_id);
+
+    assert.equal(num(row.metric_type), typeOf[metric.dataPointType], `${what}: metric_type`);
+    assert.equal(row.unit, metric.descriptor.unit, `${what}: unit`);
+    assert.equal(row.description, metric.descriptor.description, `${what}: description`);
+    const temporality = metric.dataPointType === DataPointType.GAUGE ? 0
+      : (metric.aggregationTemporality === AggregationTemporality.CUMULATIVE ? 2 : 1);
+    assert.equal(num(row.temporality), temporality, `${what}: temporality`);
+    assert.equal(boolCell(row.is_monotonic), metric.dataPointType === DataPointType.SUM && metric.isMonotonic,
+      `${what}: is_monotonic`);
+    assert.equal(row.service_name, c.service, `${what}: service_name`);
+    assert.deepEqual(parseStoredObject(row.resource_attributes, what), expectedJson(c.resource.attributes),
+      `${what}: resource_attributes`);
+    assert.equal(row.scope_name, scope.name, `${what}: scope_name`);
+    assert.equal(row.scope_version, scope.version, `${what}: scope_version`);
+    assert.equal(row.start_time_ns, String(hrTimeToNs(dp.startTime)), `${what}: start_time_ns`);
+
+    switch (metric.dataPointType) {
+      case DataPointType.GAUGE:
+      case DataPointType.SUM:
+        assert.equal(num(row.value), dp.value, `${what}: value`);
+        if (metric.descriptor.valueType === ValueType.INT) {
+          assert.equal(row.int_value, String(dp.value), `${what}: int_value`);
+        }
+        break;
+      case DataPointType.HISTOGRAM:
+        assert.equal(num(row.count), dp.value.count, `${what}: count`);
+        assert.equal(num(row.sum), dp.value.sum, `${what}: sum`);
+        assert.equal(num(row.min), dp.value.min, `${what}: min`);
+        assert.equal(num(row.max), dp.value.max, `${what}: max`);
+        assert.deepEqual(parseStored(row.bucket_counts, `${what} bucket_counts`), dp.value.buckets.counts,
+          `${what}: bucket_counts`);
+        assert.deepEqual(parseStored(row.explicit_bounds, `${what} explicit_bounds`), dp.value.buckets.boundaries,
+          `${what}: explicit_bounds`);
+        break;
+      case DataPointType.EXPONENTIAL_HISTOGRAM: {
+        assert.equal(num(row.count), dp.value.count, `${what}: count`);
+        assert.equal(num(row.sum), dp.value.sum, `${what}: sum`);
+        assert.equal(num(row.min), dp.value.min, `${what}: min`);
+        assert.equal(num(row.max), dp.value.max, `${what}: max`);
+        const eh = parseStored(row.exp_histogram, `${what} exp_histogram`);
+        assert.equal(eh.scale, dp.value.scale, `${what}: scale`);
+        assert.equal(eh.zero_count, dp.value.zeroCount, `${what}: zero_count`);
+        assert.equal(eh.positive.offset, dp.value.positive.offset, `${what}: positive.offset`);
+        assert.deepEqual(eh.positive.bucket_counts, dp.value.positive.bucketCounts, `${what}: positive buckets`);
+        assert.equal(eh.negative?.offset ?? 0, dp.value.negative.offset, `${what}: negative.offset`);
+        assert.deepEqual(eh.negative?.bucket_counts ?? [], dp.value.negative.bucketCounts, `${what}: negative buckets`);
+        break;
+      }
+      default:
+        assert.fail(`unexpected data point type ${metric.dataPointType}`);
+    }
+  }
+
+  // Hand-written expectations on the last (shutdown) export.
+  const last = (name, attrs) => {
+    const rows = out.objects.filter((r) => r.metric_name === name
+      && canon(parseStoredObject(r.attributes, name)) === canon(attrs));
+    assert.ok(rows.length >= 1, `${name} ${JSON.stringify(attrs)} stored`);
+    return rows[rows.length - 1];
+  };
+  const a = last('it.requests', { route: '/a' });
+  assert.equal(a.metric_type, '2');
+  assert.equal(a.temporality, '2');
+  assert.equal(boolCell(a.is_monotonic), true);
+  assert.equal(num(a.value), 7);
+  assert.equal(a.int_value, '7');
+  assert.equal(num(last('it.requests', { route: '/b', ok: true }).value), 10);
+  const q = last('it.queue.depth', { queue: 'q1' });
+  assert.equal(boolCell(q.is_monotonic), false);
+  assert.equal(q.temporality, '2');
+  assert.equal(num(q.value), 7.25);
+  const h = last('it.latency', { route: '/a' });
+  assert.equal(h.metric_type, '3');
+  assert.equal(h.temporality, '2');
+  assert.deepEqual(JSON.parse(h.bucket_counts), [1, 2, 1, 1]);
+  assert.deepEqual(JSON.parse(h.explicit_bounds), [10, 50, 100]);
+  assert.equal(num(h.count), 5);
+  assert.equal(num(h.sum), 275);
+  assert.equal(num(h.min), 5);
+  assert.equal(num(h.max), 150);
+  const g = last('it.temperature', { sensor: 's1' });
+  assert.equal(g.metric_type, '1');
+  assert.equal(num(g.value), 21.5);
+  assert.equal(num(last('it.temperature', { sensor: 's2' }).value), -3);
+  const e = last('it.exp_latency', { route: '/exp' });
+  assert.equal(e.metric_type, '4');
+  assert.equal(num(e.count), 8);
+  assert.equal(num(e.sum), 1023.5);
+  assert.equal(JSON.parse(e.exp_histogram).zero_count, 1);
+}
+
+// ------------------------------------------------------------- the suite --
+
+for (const engine of ENGINES) {
+  describe(`OpenTelemetry JS SDK -> sightline (${engine})`, { timeout: 120_000 }, () => {
+    let server;
+    const cases = {};
+
+    before(async () => { server = await startServer({ engine }); });
+    after(async () => { await server?.cleanup(); });
+
+    for (const protocol of PROTOCOLS) {
+      const port = usesApiPort(engine, protocol) ? 'API port /api/otel' : 'OTLP port';
+      it(`exports traces, logs and metrics as ${protocol} + gzip on the ${port}`, { timeout: 60_000 }, async () => {
+        cases[protocol] = await exportAll(server, engine, protocol);
+      });
+    }
+
+    it('counts what it stored in deep health', async () => {
+      const health = await server.deepHealth();
+      assert.equal(health.status, 'ok');
+      assert.equal(health.storage, engine);
+      const done = PROTOCOLS.map((p) => cases[p]);
+      assert.ok(done.every(Boolean), 'all exports ran');
+      assert.equal(health.rows.spans, done.reduce((n, c) => n + c.spans.length, 0), 'rows.spans');
+      assert.equal(health.rows.logs, done.reduce((n, c) => n + c.logRecords.length, 0), 'rows.logs');
+      assert.equal(health.rows.metric_points, done.reduce((n, c) => n + expectedMetricPoints(c).length, 0),
+        'rows.metric_points');
+    });
+
+    it('stops cleanly on SIGTERM (exit 0)', async () => {
+      await server.stop();
+    });
+
+    for (const protocol of PROTOCOLS) {
+      it(`stored spans match the SDK (${protocol})`, async () => {
+        assert.ok(cases[protocol], 'export ran');
+        await checkSpans(server, cases[protocol]);
+      });
+      it(`stored logs match the SDK (${protocol})`, async () => {
+        assert.ok(cases[protocol], 'export ran');
+        await checkLogs(server, cases[protocol]);
+      });
+      it(`stored metrics match the SDK (${protocol})`, async () => {
+        assert.ok(cases[protocol], 'export ran');
+        await checkMetrics(server, cases[protocol]);
+      });
+    }
+  });
+}
+after(() => { setTimeout(() => { console.log('RES', process.getActiveResourcesInfo()); }, 500).unref(); });
