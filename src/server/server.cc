@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "common/json_writer.h"
+#include "server/ui_assets.h"
 
 namespace sightline {
 
@@ -235,7 +236,15 @@ std::optional<HttpResponse> Server::Route(const std::string& method, const std::
   if (path == "/metrics") {
     return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", PrometheusText(), {}, false};
   }
-  return std::nullopt;
+  if (path.starts_with("/api/")) return std::nullopt;
+  // The web UI: a hashed asset, else index.html so deep links reach the client-side router.
+  const UiAsset* asset = FindUiAsset(path);
+  bool hashed = asset != nullptr && path.starts_with("/assets/");
+  if (asset == nullptr) asset = FindUiAsset("/index.html");
+  if (asset == nullptr) return std::nullopt;
+  HttpResponse r{200, asset->content_type, std::string(reinterpret_cast<const char*>(asset->data), asset->size), {}, false};
+  r.headers.emplace_back("Cache-Control", hashed ? "public, max-age=31536000, immutable" : "no-cache");
+  return r;
 }
 
 }  // namespace sightline
