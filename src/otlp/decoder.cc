@@ -152,9 +152,8 @@ struct Context {
   void SetScope(const otlp_common::InstrumentationScope& scope) {
     scope_name = scope.name();
     scope_version = scope.version();
-    // InstrumentationScope.attributes arrived after OTLP 0.19 (our .proto
-    // version): protobuf skips them, the column stays for newer decoders.
-    scope_json = "{}";
+    scope_json.clear();
+    AppendAttributesJson(&scope_json, scope.attributes());
   }
 };
 
@@ -227,6 +226,8 @@ bool AppendSpan(const otlp_trace::Span& span, const Context& ctx, IdReader* ids,
       WriteAttributes(&w, l.attributes());
       w.Key("dropped_attributes_count");
       w.Uint(l.dropped_attributes_count());
+      w.Key("flags");
+      w.Uint(l.flags());
       w.EndObject();
     }
     w.EndArray();
@@ -235,7 +236,7 @@ bool AppendSpan(const otlp_trace::Span& span, const Context& ctx, IdReader* ids,
   out->span_id.Append(span_hex);
   out->parent_span_id.Append(parent_hex);
   out->trace_state.Append(span.trace_state());
-  out->flags.push_back(0);  // Span.flags arrived after OTLP 0.19; kept as a column for newer decoders
+  out->flags.push_back(span.flags());
   out->name.Append(span.name());
   out->kind.push_back(static_cast<int32_t>(span.kind()));
   out->start_time_ns.push_back(ToSigned(span.start_time_unix_nano()));

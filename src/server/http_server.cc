@@ -6,11 +6,14 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/as_tuple.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
+#include <cstdint>
+#include <limits>
 
 #include "common/json_writer.h"
 
@@ -144,7 +147,9 @@ class HttpServer::Impl {
     for (;;) {
       http::request_parser<http::string_body> parser;
       parser.header_limit(16 * 1024);
-      parser.body_limit(64 * 1024);
+      // Body limits are set per route once the headers are known; a limit here
+      // would fail the header read itself for a large Content-Length.
+      parser.body_limit(std::numeric_limits<std::uint64_t>::max());
       stream.expires_after(std::chrono::milliseconds(options_.header_timeout_ms));
       auto [ec, n] = co_await http::async_read_header(stream, buffer, parser, kNoThrow);
       if (ec) {
@@ -168,6 +173,7 @@ class HttpServer::Impl {
       if (IngestPath(path, api_port, &signal)) {
         res = co_await Ingest(stream, buffer, parser, signal, &ticket);
       } else {
+        parser.body_limit(64 * 1024);
         stream.expires_after(std::chrono::milliseconds(options_.body_timeout_ms));
         auto [ec2, n2] = co_await http::async_read(stream, buffer, parser, kNoThrow);
         if (ec2) {
@@ -182,11 +188,36 @@ class HttpServer::Impl {
         }
       }
       bool ok = co_await Write(stream, res, version, keep_alive && !res.close);
+      if (ok && res.close && !parser.is_done()) {
+        co_await DrainUnreadBody(stream);
+        co_return;
+      }
       if (!ok || !keep_alive || res.close) break;
     }
     boost::system::error_code ec;
     stream.socket().shutdown(tcp::socket::shutdown_send, ec);
   }
+
+  // A response sent before the body was read (401, 413, 415, 503) is lost if
+  // the socket is closed while the client is still sending: the kernel answers
+  // unread data with a reset. So: stop sending, then read and discard for a
+  // bounded time and size, then close (a "lingering close", as in Apache).
+  asio::awaitable<void> DrainUnreadBody(beast::tcp_stream& stream) {
+    boost::system::error_code ec;
+    stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+    std::vector<char> scratch(64 * 1024);
+    size_t drained = 0;
+    const size_t limit = ingest_->options().max_body_bytes;
+    stream.expires_after(std::chrono::milliseconds(kLingerMs));
+    while (drained < limit) {
+      auto [rec, n] = co_await stream.async_read_some(asio::buffer(scratch), kNoThrow);
+      if (rec) break;
+      drained += n;
+    }
+    stream.socket().close(ec);
+  }
+
+  static constexpr int kLingerMs = 2000;
 
   asio::awaitable<bool> Write(beast::tcp_stream& stream, const HttpResponse& r, unsigned version, bool keep_alive) {
     http::response<http::string_body> res{static_cast<http::status>(r.status), version};
@@ -248,8 +279,25 @@ class HttpServer::Impl {
     *ticket = std::move(admitted.value());
 
     parser.body_limit(max_body);
-    stream.expires_after(std::chrono::milliseconds(options_.body_timeout_ms));
+    // The body timeout cancels the read instead of closing the socket (as
+    // the stream's own expiry would), so the client still gets its 408.
+    struct BodyDeadline {
+      bool read_done = false;
+      bool fired = false;
+    };
+    auto deadline = std::make_shared<BodyDeadline>();
+    asio::steady_timer timer(stream.get_executor(), std::chrono::milliseconds(options_.body_timeout_ms));
+    timer.async_wait([deadline, socket = &stream.socket()](boost::system::error_code tec) {
+      if (tec || deadline->read_done) return;  // the strand orders this after read_done is set
+      deadline->fired = true;
+      boost::system::error_code ignored;
+      socket->cancel(ignored);
+    });
+    stream.expires_never();
     auto [ec, n] = co_await http::async_read(stream, buffer, parser, kNoThrow);
+    deadline->read_done = true;
+    timer.cancel();
+    if (deadline->fired) ec = beast::error::timeout;
     if (ec == http::error::body_limit) {
       co_return finish(
           Error(format, Status::PayloadTooLarge("body exceeds the limit of " + std::to_string(max_body) + " bytes"), true));

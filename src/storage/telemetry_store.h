@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <variant>
 #include <memory>
 #include <string>
 #include <vector>
@@ -52,6 +53,41 @@ class SignalSink {
   virtual Status WriteMetrics(const std::vector<const MetricBatch*>& batches);
 };
 
+//! A value bound to a `?` placeholder.
+using SqlParam = std::variant<int64_t, double, std::string>;
+
+//! The current row of a query result, valid only inside the row callback.
+class RowView {
+ public:
+  virtual ~RowView() = default;
+  virtual bool IsNull(int col) const = 0;
+  virtual int64_t GetInt(int col) const = 0;
+  virtual double GetDouble(int col) const = 0;
+  virtual std::string GetString(int col) const = 0;
+};
+using RowCallback = std::function<void(const RowView&)>;
+
+//! What differs between engines' SQL, for the query service.
+struct SqlDialect {
+  //! quantile_cont(x, q) with linear interpolation; else percentiles are computed in C++.
+  bool has_quantile_cont = false;
+  //! Case-insensitive LIKE operator ("ILIKE", or "LIKE" where LIKE already is).
+  const char* ilike = "LIKE";
+  //! Function taking (json_text, '$."key"') and returning the value as text.
+  const char* json_text = "json_extract";
+};
+
+//! A read connection leased from the store's pool; returned on destruction.
+//! Query() runs on the caller's thread; Interrupt() may be called from any
+//! thread while it runs and makes it return Cancelled promptly, leaving the
+//! connection usable.
+class ReadConnection {
+ public:
+  virtual ~ReadConnection() = default;
+  virtual Status Query(const std::string& sql, const std::vector<SqlParam>& params, const RowCallback& on_row) = 0;
+  virtual void Interrupt() = 0;
+};
+
 //! One open telemetry database. Thread-safe: sinks may be used from their own
 //! threads concurrently with Stats() and ExecuteSql().
 class TelemetryStore {
@@ -63,6 +99,12 @@ class TelemetryStore {
   virtual StoreStats Stats() = 0;
   //! Runs one SQL statement on a read connection (diagnostics and tests).
   virtual Result<SqlResult> ExecuteSql(const std::string& sql) = 0;
+  //! Leases a pooled read connection, waiting up to wait_ms for one to free
+  //! up (Unavailable after that). The lease returns it to the pool.
+  virtual Result<std::unique_ptr<ReadConnection>> AcquireReader(int64_t wait_ms) {
+    return Status::Internal(std::string(name()) + " has no read pool yet");
+  }
+  virtual SqlDialect dialect() const { return SqlDialect{}; }
   //! Flushes and closes. Sinks must be destroyed first.
   virtual Status Close() = 0;
 };

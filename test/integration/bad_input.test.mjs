@@ -3,6 +3,7 @@
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import net from 'node:net';
 import zlib from 'node:zlib';
 
@@ -57,6 +58,13 @@ function paddedProto(size) {
   const pad = size - validProto.length - 6;
   return Buffer.concat([validProto, Buffer.from([0x7a, ...varint(pad)]), Buffer.alloc(pad, 0x61)]);
 }
+
+//! zstd via the zstd CLI (Node 20's zlib has none); null when it is not installed.
+function zstd(buf) {
+  const r = spawnSync('zstd', ['-q', '-c'], { input: buf, maxBuffer: 64 << 20 });
+  return r.status === 0 ? r.stdout : null;
+}
+const HAVE_ZSTD = zstd(Buffer.from('x')) !== null;
 
 function post(url, body, headers) {
   return request(url, { method: 'POST', body, headers: { ...headers, 'Content-Length': body.length } });
@@ -156,6 +164,14 @@ describe('bad OTLP/HTTP input (duckdb)', { timeout: 120_000 }, () => {
     assertJsonError(res, /large|limit|size|exceed/i, 'JSON gzip bomb');
   });
 
+  it('corrupt zstd -> 400', { skip: !HAVE_ZSTD && 'zstd CLI not installed' }, async () => {
+    const z = zstd(paddedProto(64 * 1024));
+    z[z.length >> 1] ^= 0xff;
+    const res = await post(traces, z.subarray(0, z.length - 8),
+      { ...auth, 'Content-Type': PROTO, 'Content-Encoding': 'zstd' });
+    assertStatus(res, 400, 'corrupt zstd');
+  });
+
   it('text/plain -> 415', async () => {
     const res = await post(traces, validJson, { ...auth, 'Content-Type': 'text/plain' });
     assertStatus(res, 415, 'text/plain');
@@ -185,7 +201,7 @@ describe('bad OTLP/HTTP input (duckdb)', { timeout: 120_000 }, () => {
     assertStatus(res, 413, 'oversized chunked body');
   });
 
-  it('a body that trickles past --body-timeout-ms -> 408 or closed, and the server keeps serving', async () => {
+  it('a body that trickles past --body-timeout-ms -> 408 or closed, and the server keeps serving', async (t) => {
     const started = Date.now();
     const outcome = await new Promise((resolve) => {
       const sock = net.connect({ host: HOST, port: server.otlpPort });
@@ -212,6 +228,7 @@ describe('bad OTLP/HTTP input (duckdb)', { timeout: 120_000 }, () => {
       sock.on('error', () => finish('closed'));
       guard = setTimeout(() => finish('still open'), BODY_TIMEOUT_MS + 6000);
     });
+    t.diagnostic(`trickle: ${outcome.how} after ${outcome.ms} ms: ${outcome.data.split('\r\n')[0]}`);
     assert.notEqual(outcome.how, 'still open',
       `the server kept a trickling request open for ${outcome.ms} ms (body timeout ${BODY_TIMEOUT_MS} ms)`);
     if (outcome.how === 'response') {
@@ -258,15 +275,27 @@ describe('bad OTLP/HTTP input (duckdb)', { timeout: 120_000 }, () => {
     const body = JSON.parse(resJson.body.toString());
     assert.ok(body.partialSuccess === undefined || !body.partialSuccess.rejectedSpans
       || Number(body.partialSuccess.rejectedSpans) === 0, `nothing rejected: ${resJson.body}`);
+    let expectedSpans = 4;
+    if (HAVE_ZSTD) {
+      const resZstd = await post(traces, zstd(encodeTraceRequestProto(makeSpanBatch(runTag, 3, 2))),
+        { ...auth, 'Content-Type': PROTO, 'Content-Encoding': 'zstd' });
+      assert.equal(resZstd.status, 200, `valid zstd request: ${resZstd.status} ${resZstd.body}`);
+      expectedSpans += 2;
+    }
     const health = await server.deepHealth();
-    assert.equal(health.rows.spans, 4);
+    assert.equal(health.rows.spans, expectedSpans);
     assert.ok(health.gate && typeof health.gate.rejections === 'number', 'deep health reports gate rejections');
+    const metrics = await request(`${server.apiUrl}/metrics`);
+    assert.equal(metrics.status, 200, 'GET /metrics');
+    assert.match(metrics.headers['content-type'] ?? '', /^text\/plain/, '/metrics is Prometheus text');
+    assert.match(metrics.body.toString(), /^# (HELP|TYPE) /m, '/metrics has HELP/TYPE lines');
   });
 
   it('stops cleanly and kept exactly the valid spans', async () => {
     await server.stop();
     const out = await server.sql('SELECT span_id FROM spans ORDER BY span_id');
-    const want = [...makeSpanBatch(runTag, 1, 1).spanIds, ...makeSpanBatch(runTag, 2, 3).spanIds].sort();
+    const want = [...makeSpanBatch(runTag, 1, 1).spanIds, ...makeSpanBatch(runTag, 2, 3).spanIds,
+      ...(HAVE_ZSTD ? makeSpanBatch(runTag, 3, 2).spanIds : [])].sort();
     assert.deepEqual(out.rows.map((r) => r[0]), want);
   });
 });

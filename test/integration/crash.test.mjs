@@ -68,7 +68,7 @@ for (const engine of ENGINES) {
     before(async () => { server = await startServer({ engine }); });
     after(async () => { await server?.cleanup(); });
 
-    it('ingests from concurrent senders, then is killed with SIGKILL', async () => {
+    it('ingests from concurrent senders, then is killed with SIGKILL', async (t) => {
       const senders = startSenders(server, runTag, state);
       const started = Date.now();
       while (Date.now() - started < KILL_AFTER_MS
@@ -81,7 +81,7 @@ for (const engine of ENGINES) {
       senders.stop();
       await senders.done;
       ackedBeforeKill = state.acked.size;
-      console.log(`# ${engine}: ${state.next} requests sent, ${ackedBeforeKill} acknowledged before the kill`);
+      t.diagnostic(`${state.next} requests sent, ${ackedBeforeKill} acknowledged before the kill`);
       assert.deepEqual(state.httpErrors, [], 'no HTTP errors besides 503 before the kill');
       assert.ok(ackedBeforeKill >= MIN_ACKS_BEFORE_KILL,
         `only ${ackedBeforeKill} requests acknowledged before the kill; transport errors: ${state.transportErrors.slice(0, 3)}`);
@@ -103,7 +103,7 @@ for (const engine of ENGINES) {
       assert.ok(state.acked.size > ackedBeforeKill, 'requests are acknowledged after the restart');
     });
 
-    it('stops cleanly; every acknowledged span is stored, once', async () => {
+    it('stops cleanly; every acknowledged span is stored, once', async (t) => {
       await server.stop();
       const out = await server.sql('SELECT span_id FROM spans');
       const stored = out.rows.map((r) => r[0]);
@@ -118,7 +118,7 @@ for (const engine of ENGINES) {
       const sentIds = new Set([...state.sent.values()].flat());
       const unknown = stored.filter((id) => !sentIds.has(id));
       assert.deepEqual(unknown.slice(0, 10), [], 'stored spans that were never sent');
-      console.log(`# ${engine}: ${ackedIds.length} acknowledged spans, ${stored.length} stored`);
+      t.diagnostic(`${ackedIds.length} acknowledged spans, ${stored.length} stored`);
     });
   });
 }

@@ -32,7 +32,7 @@ describe('overload: admission control under a burst (duckdb)', { timeout: 180_00
   });
   after(async () => { await server?.cleanup(); });
 
-  it(`sheds a burst of ${REQUESTS} x ${SPANS_PER_REQUEST} spans, ${CONCURRENCY} concurrent, with 503 + Retry-After`, async () => {
+  it(`sheds a burst of ${REQUESTS} x ${SPANS_PER_REQUEST} spans, ${CONCURRENCY} concurrent, with 503 + Retry-After`, async (t) => {
     const url = `${server.otlpUrl}/v1/traces`;
     const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
     const rssTimer = setInterval(() => { peakRss = Math.max(peakRss, server.rssBytes() ?? 0); }, 25);
@@ -78,7 +78,7 @@ describe('overload: admission control under a burst (duckdb)', { timeout: 180_00
     const elapsed = Date.now() - started;
     const summary = `${elapsed} ms, body ${(bodyBytes / 1024).toFixed(0)} KiB, statuses ${JSON.stringify(Object.fromEntries(statuses))}, `
       + `peak RSS ${(peakRss / 2 ** 20).toFixed(0)} MiB`;
-    console.log(`# overload: ${summary}`);
+    t.diagnostic(summary);
     assert.equal(next, REQUESTS, `burst did not finish within ${BURST_DEADLINE_MS} ms (${summary})`);
     assert.deepEqual(otherErrors.slice(0, 20), [], `only 200 and 503 are acceptable (${summary})`);
     assert.ok(rejected > 0, `expected some 503s under the small limits (${summary})`);

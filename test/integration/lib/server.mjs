@@ -29,14 +29,20 @@ export const ENGINES = (process.env.SIGHTLINE_IT_ENGINES || 'duckdb,sqlite')
 
 const KEEP = !!process.env.SIGHTLINE_IT_KEEP;  // keep temp dirs for a post-mortem
 
-const live = new Set();
+const live = new Set();      // running server processes
+const tempDirs = new Set();  // temp dirs not yet removed
 process.on('exit', () => {
   for (const child of live) {
     try { child.kill('SIGKILL'); } catch { /* already gone */ }
   }
+  if (!KEEP) {
+    for (const dir of tempDirs) {
+      try { fs.rmSync(dir, { recursive: true, force: true, maxRetries: 3 }); } catch { /* best effort */ }
+    }
+  }
 });
-for (const sig of ['SIGINT', 'SIGTERM']) {
-  process.on(sig, () => process.exit(130));
+for (const [sig, code] of [['SIGINT', 130], ['SIGTERM', 143]]) {
+  process.on(sig, () => process.exit(code));
 }
 
 export function sleep(ms) {
@@ -62,7 +68,9 @@ export async function freePort() {
 }
 
 export async function makeTempDir(prefix = 'sightline-it-') {
-  return fsp.mkdtemp(path.join(os.tmpdir(), prefix));
+  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), prefix));
+  tempDirs.add(dir);
+  return dir;
 }
 
 //! A plain HTTP request to the server. Resolves {status, headers, body: Buffer}
@@ -214,8 +222,10 @@ export class Server {
       throw new Error(`server had already exited (code ${this.exit.code}, signal ${this.exit.signal})\n${this.logTail()}`);
     }
     this.child.kill('SIGTERM');
-    const timer = sleep(timeoutMs).then(() => null);
-    const exit = await Promise.race([this.exited, timer]);
+    let timer;
+    const timeout = new Promise((resolve) => { timer = setTimeout(() => resolve(null), timeoutMs); });
+    const exit = await Promise.race([this.exited, timeout]);
+    clearTimeout(timer);
     if (exit === null) {
       await this.kill9();
       throw new Error(`server did not exit within ${timeoutMs} ms of SIGTERM\n${this.logTail()}`);
@@ -241,8 +251,12 @@ export class Server {
   //! Kills a still running server and removes the temp dir (unless SIGHTLINE_IT_KEEP).
   async cleanup() {
     if (this.alive()) await this.kill9();
-    if (!KEEP) await fsp.rm(this.dir, { recursive: true, force: true });
-    else console.log(`# kept ${this.dir}`);
+    if (KEEP) {
+      console.log(`# kept ${this.dir}`);
+      return;
+    }
+    await fsp.rm(this.dir, { recursive: true, force: true });
+    tempDirs.delete(this.dir);
   }
 
   //! Peak-friendly resident set size of the server in bytes (VmRSS), or null.
