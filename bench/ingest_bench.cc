@@ -1,1 +1,224 @@
-int main(){return 0;}
+// Micro benchmarks of the ingest path's CPU-bound steps, on the same data the
+// `sightline bench ingest` load generator sends (src/bench/load_generator.h):
+//
+//   BM_DecodeSpans/1000     gunzip + DecodeSpans of a 1,000-span request
+//   BM_DecodeLogs/1000      gunzip + DecodeLogs of 1,000 log records
+//   BM_DecodeMetrics/1000   gunzip + DecodeMetrics of 1,000 metric points
+//   BM_Gunzip/1000          the gunzip step alone (spans)
+//   BM_WriteSpans/<engine>  SignalSink::WriteSpans of one 16,384-row batch,
+//                           one commit, on a file-backed store in a temp dir
+//   BM_WriteLogs, BM_WriteMetrics  the same for the other signals
+//
+// items_per_second is spans / log records / metric points per second.
+// Run: build/ingest_bench [--benchmark_filter=Decode] [--benchmark_min_time=2]
+
+#include <benchmark/benchmark.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "bench/load_generator.h"
+#include "otlp/compression.h"
+#include "otlp/decoder.h"
+#include "storage/telemetry_store.h"
+
+namespace sightline {
+namespace {
+
+bench::LoadGenerator Generator(size_t batch) {
+  bench::GeneratorOptions o;
+  o.batch = batch;
+  o.seed = 42;
+  o.base_time_ns = 1700000000ll * 1000000000ll;
+  // One resource block per request, as an SDK sends it.
+  o.sdk_batch_limit = batch;
+  return bench::LoadGenerator(o);
+}
+
+template <typename Decode>
+void DecodeBenchmark(benchmark::State& state, Signal signal, Decode decode) {
+  auto gen = Generator(static_cast<size_t>(state.range(0)));
+  bench::Payload p = gen.Build(signal, 0);
+  std::string inflated;
+  size_t items = 0;
+  for (auto _ : state) {
+    Status st = Decompress(ContentEncoding::kGzip, p.body, 64 << 20, &inflated);
+    if (!st.ok()) state.SkipWithError(st.message().c_str());
+    items += decode(inflated);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(items));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(p.raw_bytes));
+  state.counters["wire_bytes"] = static_cast<double>(p.body.size());
+}
+
+void BM_DecodeSpans(benchmark::State& state) {
+  DecodeBenchmark(state, Signal::kSpans, [](const std::string& body) {
+    SpanBatch b;
+    Rejections r;
+    (void)DecodeSpans(body, PayloadFormat::kProtobuf, &b, &r);
+    return b.rows();
+  });
+}
+BENCHMARK(BM_DecodeSpans)->Arg(1000);
+
+void BM_DecodeLogs(benchmark::State& state) {
+  DecodeBenchmark(state, Signal::kLogs, [](const std::string& body) {
+    LogBatch b;
+    Rejections r;
+    (void)DecodeLogs(body, PayloadFormat::kProtobuf, 1, &b, &r);
+    return b.rows();
+  });
+}
+BENCHMARK(BM_DecodeLogs)->Arg(1000);
+
+void BM_DecodeMetrics(benchmark::State& state) {
+  DecodeBenchmark(state, Signal::kMetrics, [](const std::string& body) {
+    MetricBatch b;
+    Rejections r;
+    (void)DecodeMetrics(body, PayloadFormat::kProtobuf, &b, &r);
+    return b.rows();
+  });
+}
+BENCHMARK(BM_DecodeMetrics)->Arg(1000);
+
+void BM_Gunzip(benchmark::State& state) {
+  auto gen = Generator(static_cast<size_t>(state.range(0)));
+  bench::Payload p = gen.Build(Signal::kSpans, 0);
+  std::string inflated;
+  for (auto _ : state) {
+    Status st = Decompress(ContentEncoding::kGzip, p.body, 64 << 20, &inflated);
+    benchmark::DoNotOptimize(inflated.data());
+    if (!st.ok()) state.SkipWithError(st.message().c_str());
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * state.range(0));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(p.raw_bytes));
+}
+BENCHMARK(BM_Gunzip)->Arg(1000);
+
+//! Building one 1,000-item request with the load generator, at gzip level range(0).
+void BM_GeneratePayload(benchmark::State& state, Signal signal) {
+  bench::GeneratorOptions o;
+  o.batch = 1000;
+  o.gzip_level = static_cast<int>(state.range(0));
+  bench::LoadGenerator gen(o);
+  uint64_t index = 0;
+  for (auto _ : state) {
+    bench::Payload p = gen.Build(signal, index++);
+    benchmark::DoNotOptimize(p.body.data());
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * 1000);
+}
+BENCHMARK_CAPTURE(BM_GeneratePayload, spans, Signal::kSpans)->Arg(0)->Arg(1)->Arg(6);
+BENCHMARK_CAPTURE(BM_GeneratePayload, logs, Signal::kLogs)->Arg(0)->Arg(1)->Arg(6);
+BENCHMARK_CAPTURE(BM_GeneratePayload, metrics, Signal::kMetrics)->Arg(0)->Arg(1)->Arg(6);
+
+//! A store in a fresh temp directory, removed afterwards.
+class TempStore {
+ public:
+  explicit TempStore(const std::string& engine, StoreOptions o = {}) {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "sightline-ingest-bench-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) != nullptr) dir_ = tmpl;
+    RegisterBuiltinStores();
+    o.data_dir = dir_;
+    auto s = StoreRegistry::Instance().Open(engine, o);
+    if (s.ok()) store_ = std::move(s.value());
+    else error_ = s.status().ToString();
+  }
+  ~TempStore() {
+    if (store_) (void)store_->Close();
+    store_.reset();
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+  TelemetryStore* get() { return store_.get(); }
+  const std::string& error() const { return error_; }
+
+ private:
+  std::string dir_;
+  std::string error_;
+  std::unique_ptr<TelemetryStore> store_;
+};
+
+template <typename Batch>
+std::unique_ptr<Batch> DecodedBatch(Signal signal, size_t rows) {
+  bench::GeneratorOptions o;
+  o.batch = rows;
+  o.seed = 7;
+  o.gzip_level = 0;
+  o.base_time_ns = 1700000000ll * 1000000000ll;
+  bench::LoadGenerator gen(o);
+  uint32_t items = 0;
+  std::string raw = gen.BuildRaw(signal, 0, &items);
+  auto b = std::make_unique<Batch>();
+  b->project_id = 1;
+  Rejections r;
+  if constexpr (std::is_same_v<Batch, SpanBatch>) (void)DecodeSpans(raw, PayloadFormat::kProtobuf, b.get(), &r);
+  else if constexpr (std::is_same_v<Batch, LogBatch>) (void)DecodeLogs(raw, PayloadFormat::kProtobuf, 1, b.get(), &r);
+  else (void)DecodeMetrics(raw, PayloadFormat::kProtobuf, b.get(), &r);
+  return b;
+}
+
+//! One 16,384-row batch per commit; rows accumulate in the table across
+//! iterations, as they do in a server.
+template <typename Batch>
+void WriteBenchmark(benchmark::State& state, const std::string& engine, Signal signal, StoreOptions options = {}) {
+  constexpr size_t kRows = 16384;
+  auto batch = DecodedBatch<Batch>(signal, kRows);
+  TempStore store(engine, options);
+  if (store.get() == nullptr) {
+    state.SkipWithError(store.error().c_str());
+    return;
+  }
+  auto sink = store.get()->NewSink(signal);
+  if (!sink.ok()) {
+    state.SkipWithError(sink.status().ToString().c_str());
+    return;
+  }
+  std::vector<const Batch*> group = {batch.get()};
+  for (auto _ : state) {
+    Status st;
+    if constexpr (std::is_same_v<Batch, SpanBatch>) st = sink.value()->WriteSpans(group);
+    else if constexpr (std::is_same_v<Batch, LogBatch>) st = sink.value()->WriteLogs(group);
+    else st = sink.value()->WriteMetrics(group);
+    if (!st.ok()) {
+      state.SkipWithError(st.ToString().c_str());
+      break;
+    }
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(batch->rows()));
+  sink.value().reset();
+}
+
+StoreOptions WithCheckpointThreshold(const char* threshold) {
+  StoreOptions o;
+  o.checkpoint_threshold = threshold;
+  return o;
+}
+
+void BM_WriteSpans(benchmark::State& state, const char* engine, const char* checkpoint_threshold) {
+  WriteBenchmark<SpanBatch>(state, engine, Signal::kSpans, WithCheckpointThreshold(checkpoint_threshold));
+}
+void BM_WriteLogs(benchmark::State& state, const char* engine, const char* checkpoint_threshold) {
+  WriteBenchmark<LogBatch>(state, engine, Signal::kLogs, WithCheckpointThreshold(checkpoint_threshold));
+}
+void BM_WriteMetrics(benchmark::State& state, const char* engine, const char* checkpoint_threshold) {
+  WriteBenchmark<MetricBatch>(state, engine, Signal::kMetrics, WithCheckpointThreshold(checkpoint_threshold));
+}
+// "duckdb" runs DuckDB's default checkpoint_threshold (16 MB): a checkpoint
+// inside about every other commit. "duckdb_ckpt1GB" shows what rarer
+// checkpoints are worth (--duckdb-checkpoint-threshold=1GB on the server).
+BENCHMARK_CAPTURE(BM_WriteSpans, duckdb, "duckdb", "")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_WriteSpans, duckdb_ckpt1GB, "duckdb", "1GB")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_WriteSpans, sqlite, "sqlite", "")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_WriteLogs, duckdb, "duckdb", "")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_WriteLogs, duckdb_ckpt1GB, "duckdb", "1GB")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_WriteLogs, sqlite, "sqlite", "")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_WriteMetrics, duckdb, "duckdb", "")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_WriteMetrics, duckdb_ckpt1GB, "duckdb", "1GB")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_WriteMetrics, sqlite, "sqlite", "")->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+}  // namespace sightline
+
+BENCHMARK_MAIN();

@@ -58,7 +58,12 @@ int Serve(ServerOptions options) {
     std::printf("  Ingest token of project 'default' (shown once, stored hashed):\n    %s\n", s.minted_token().c_str());
     std::printf("  export OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:%d\n", s.otlp_port());
     std::printf("  export OTEL_EXPORTER_OTLP_HEADERS=\"Authorization=Bearer %s\"\n", s.minted_token().c_str());
-  } else {
+  }
+  if (!s.minted_admin_password().empty()) {
+    std::printf("  UI login: admin / %s  (shown once; set SIGHTLINE_ADMIN_PASSWORD to choose it)\n",
+                s.minted_admin_password().c_str());
+  }
+  if (s.minted_token().empty()) {
     std::printf("  Ingest tokens are stored hashed; mint one with: sightline token create --project default --data %s\n",
                 data.c_str());
   }
@@ -159,6 +164,15 @@ int main(int argc, char** argv) {
   serve->add_option("--max-group-rows", so.writer.max_group_rows, "Most rows one group commit takes")
       ->envname("SIGHTLINE_MAX_GROUP_ROWS")
       ->capture_default_str();
+  serve->add_option("--query-timeout-ms", so.api.query_timeout_ms, "Deadline of one dashboard query (504 after)")
+      ->envname("SIGHTLINE_QUERY_TIMEOUT_MS")
+      ->capture_default_str();
+  serve->add_option("--read-connections", so.read_connections, "Engine read connections (concurrent dashboard queries)")
+      ->envname("SIGHTLINE_READ_CONNECTIONS")
+      ->capture_default_str();
+  serve->add_option("--admin-password", so.admin_password,
+                    "Password of the UI user 'admin' (set on every start that gives it; else generated once)")
+      ->envname("SIGHTLINE_ADMIN_PASSWORD");
   serve->add_option("--ingest-token", so.ingest_token,
                     "Token of the 'default' project, set on first start (stored hashed; for automation)")
       ->envname("SIGHTLINE_INGEST_TOKEN");

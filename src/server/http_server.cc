@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <mutex>
 
 #include "common/json_writer.h"
 
@@ -87,9 +88,15 @@ Status ParseHostPort(const std::string& s, std::string* host, int* port) {
 
 class HttpServer::Impl {
  public:
-  Impl(asio::io_context* ioc, asio::thread_pool* pool, IngestService* ingest, SimpleRoutes routes,
-       HttpServerOptions options)
-      : ioc_(ioc), pool_(pool), ingest_(ingest), routes_(std::move(routes)), options_(options) {}
+  Impl(asio::io_context* ioc, asio::thread_pool* pool, IngestService* ingest, ApiService* api,
+       asio::thread_pool* query_pool, SimpleRoutes routes, HttpServerOptions options)
+      : ioc_(ioc),
+        pool_(pool),
+        ingest_(ingest),
+        api_(api),
+        query_pool_(query_pool),
+        routes_(std::move(routes)),
+        options_(options) {}
 
   Result<int> Listen(const std::string& host_port, bool api_port) {
     std::string host;
@@ -182,6 +189,13 @@ class HttpServer::Impl {
           } else {
             break;
           }
+        } else if (api_port && api_ != nullptr && path.starts_with("/api/v1/")) {
+          const auto& req = parser.get();
+          ApiRequest ar{std::string(req.method_string()), path, query,
+                        std::string(req[http::field::cookie]), std::string(req[http::field::authorization]),
+                        req.body()};
+          ApiCall call = api_->Prepare(ar);
+          res = call.immediate ? std::move(*call.immediate) : co_await RunQuery(stream, call);
         } else {
           auto r = routes_(std::string(parser.get().method_string()), path, query, api_port);
           res = r ? std::move(*r) : HttpResponse{404, "application/json", JsonError("no such path: " + path), {}, false};
@@ -196,6 +210,94 @@ class HttpServer::Impl {
     }
     boost::system::error_code ec;
     stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+  }
+
+  // Runs a query call on the query pool with a leased reader. The engine query
+  // is interrupted when the deadline passes or the client disconnects, and the
+  // reader goes back to the pool as soon as the query returns.
+  asio::awaitable<HttpResponse> RunQuery(beast::tcp_stream& stream, const ApiCall& call) {
+    struct Shared {
+      std::mutex mu;
+      ReadConnection* reader = nullptr;  // set while a query runs
+      bool cancelled = false;
+      bool deadline = false;
+      bool done = false;
+      void Cancel(bool by_deadline) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (done) return;
+        cancelled = true;
+        deadline |= by_deadline;
+        if (reader) reader->Interrupt();
+      }
+    };
+    auto shared = std::make_shared<Shared>();
+    const int64_t timeout_ms = api_->options().query_timeout_ms;
+    auto started = std::chrono::steady_clock::now();
+
+    // Deadline: interrupt, and keep interrupting every 50 ms in case the
+    // first one landed between two statements of the call.
+    auto timer = std::make_shared<asio::steady_timer>(stream.get_executor(), std::chrono::milliseconds(timeout_ms));
+    struct Rearm {
+      std::shared_ptr<Shared> shared;
+      std::shared_ptr<asio::steady_timer> timer;
+      void operator()(boost::system::error_code ec) const {
+        if (ec) return;
+        shared->Cancel(true);
+        {
+          std::lock_guard<std::mutex> lock(shared->mu);
+          if (shared->done) return;
+        }
+        timer->expires_after(std::chrono::milliseconds(50));
+        timer->async_wait(*this);
+      }
+    };
+    timer->async_wait(Rearm{shared, timer});
+    // Disconnect: the client sends nothing while it waits, so readability
+    // with no bytes available means the peer closed.
+    stream.socket().async_wait(tcp::socket::wait_read, [shared, socket = &stream.socket()](boost::system::error_code ec) {
+      if (ec) return;
+      {
+        std::lock_guard<std::mutex> lock(shared->mu);
+        if (shared->done) return;
+      }
+      boost::system::error_code aec;
+      if (socket->available(aec) == 0 || aec) shared->Cancel(false);
+    });
+
+    auto response = co_await AwaitCallback<std::shared_ptr<HttpResponse>>([&](auto done) {
+      asio::post(*query_pool_, [this, &call, shared, started, timeout_ms, done] {
+        auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+        auto reader = api_->store()->AcquireReader(std::max<int64_t>(0, timeout_ms - elapsed.count()));
+        if (!reader.ok()) {
+          done(std::make_shared<HttpResponse>(ApiService::JsonError(503, reader.status().message())));
+          return;
+        }
+        {
+          std::lock_guard<std::mutex> lock(shared->mu);
+          if (shared->cancelled) {
+            done(std::make_shared<HttpResponse>(ApiService::JsonError(504, "query passed its deadline while queued")));
+            return;
+          }
+          shared->reader = reader->get();
+        }
+        HttpResponse r = api_->Execute(call, reader->get());
+        {
+          std::lock_guard<std::mutex> lock(shared->mu);
+          shared->reader = nullptr;
+          shared->done = true;
+        }
+        reader->reset();  // back in the pool before the response is even written
+        done(std::make_shared<HttpResponse>(std::move(r)));
+      });
+    });
+    {
+      std::lock_guard<std::mutex> lock(shared->mu);
+      shared->done = true;
+    }
+    timer->cancel();
+    boost::system::error_code ec;
+    stream.socket().cancel(ec);  // ends the disconnect watch
+    co_return std::move(*response);
   }
 
   // A response sent before the body was read (401, 413, 415, 503) is lost if
@@ -348,14 +450,16 @@ class HttpServer::Impl {
   asio::io_context* ioc_;
   asio::thread_pool* pool_;
   IngestService* ingest_;
+  ApiService* api_;
+  asio::thread_pool* query_pool_;
   SimpleRoutes routes_;
   HttpServerOptions options_;
   std::vector<std::unique_ptr<tcp::acceptor>> acceptors_;
 };
 
-HttpServer::HttpServer(asio::io_context* ioc, asio::thread_pool* decode_pool, IngestService* ingest,
-                       SimpleRoutes routes, HttpServerOptions options)
-    : impl_(std::make_unique<Impl>(ioc, decode_pool, ingest, std::move(routes), options)) {}
+HttpServer::HttpServer(asio::io_context* ioc, asio::thread_pool* decode_pool, IngestService* ingest, ApiService* api,
+                       asio::thread_pool* query_pool, SimpleRoutes routes, HttpServerOptions options)
+    : impl_(std::make_unique<Impl>(ioc, decode_pool, ingest, api, query_pool, std::move(routes), options)) {}
 
 HttpServer::~HttpServer() = default;
 

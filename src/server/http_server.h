@@ -20,16 +20,11 @@
 
 #include "common/status.h"
 #include "ingest/ingest_service.h"
+#include "server/api_service.h"
+#include "server/http_server_types.h"
 
 namespace sightline {
 
-struct HttpResponse {
-  int status = 200;
-  std::string content_type = "application/json";
-  std::string body;
-  std::vector<std::pair<std::string, std::string>> headers;
-  bool close = false;  // send Connection: close and end the connection
-};
 
 //! A non-ingest route: GET path → response, or nullopt for 404.
 using SimpleRoutes = std::function<std::optional<HttpResponse>(const std::string& method, const std::string& path,
@@ -45,8 +40,9 @@ struct HttpServerOptions {
 //! sessions; StopAccepting() closes the listeners (in-flight requests finish).
 class HttpServer {
  public:
+  //! `api` may be null (no query API); query calls run on `query_pool`.
   HttpServer(boost::asio::io_context* ioc, boost::asio::thread_pool* decode_pool, IngestService* ingest,
-             SimpleRoutes routes, HttpServerOptions options);
+             ApiService* api, boost::asio::thread_pool* query_pool, SimpleRoutes routes, HttpServerOptions options);
   ~HttpServer();
 
   //! Binds host:port ("0.0.0.0:4318", "[::1]:0"); returns the bound port.

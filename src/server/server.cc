@@ -51,9 +51,24 @@ Status Server::Open() {
     minted_token_ = *minted;
   }
 
+  // The UI's admin user: its password comes from SIGHTLINE_ADMIN_PASSWORD
+  // (reset on every start that sets it) or is generated once and printed.
+  if (!options_.admin_password.empty()) {
+    SL_RETURN_IF_ERROR(state_->SetUserPassword("admin", options_.admin_password));
+  } else {
+    auto has_admin = state_->HasUser("admin");
+    if (!has_admin.ok()) return has_admin.status();
+    if (!*has_admin) {
+      minted_admin_password_ = StateStore::RandomHex(12);
+      if (minted_admin_password_.empty()) return Status::Internal("no randomness for a password");
+      SL_RETURN_IF_ERROR(state_->SetUserPassword("admin", minted_admin_password_));
+    }
+  }
+
   RegisterBuiltinStores();
   StoreOptions store_options = options_.store;
   store_options.data_dir = options_.data_dir;
+  store_options.read_connections = options_.read_connections;
   auto store = StoreRegistry::Instance().Open(options_.storage, store_options);
   if (!store.ok()) return store.status();
   store_ = std::move(store.value());
@@ -71,8 +86,10 @@ Status Server::Open() {
   int decode_threads = options_.decode_threads > 0 ? options_.decode_threads
                                                    : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   decode_pool_ = std::make_unique<boost::asio::thread_pool>(decode_threads);
+  api_ = std::make_unique<ApiService>(options_.api, state_.get(), store_.get());
+  query_pool_ = std::make_unique<boost::asio::thread_pool>(std::max(1, options_.read_connections));
   http_ = std::make_unique<HttpServer>(
-      &ioc_, decode_pool_.get(), ingest_.get(),
+      &ioc_, decode_pool_.get(), ingest_.get(), api_.get(), query_pool_.get(),
       [this](const std::string& m, const std::string& p, const std::string& q, bool api) { return Route(m, p, q, api); },
       options_.http);
   auto otlp = http_->Listen(options_.otlp_http, /*api_port=*/false);
@@ -110,6 +127,7 @@ Status Server::Stop() {
   for (auto& t : io_threads_) t.join();
   io_threads_.clear();
   if (decode_pool_) decode_pool_->join();
+  if (query_pool_) query_pool_->join();
   http_.reset();
   for (auto& w : writers_) w.reset();
   Status st;

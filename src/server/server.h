@@ -21,6 +21,7 @@
 #include "common/status.h"
 #include "ingest/admission_gate.h"
 #include "ingest/ingest_service.h"
+#include "server/api_service.h"
 #include "server/http_server.h"
 #include "server/self_metrics.h"
 #include "state/state_store.h"
@@ -42,6 +43,9 @@ struct ServerOptions {
   int io_threads = 2;
   int decode_threads = 0;  // 0 = one per core
   int shutdown_timeout_ms = 30000;
+  ApiOptions api;
+  int read_connections = 4;  // query pool and engine read connections
+  std::string admin_password;  // SIGHTLINE_ADMIN_PASSWORD: sets the UI admin's password
   std::string ingest_token;  // SIGHTLINE_INGEST_TOKEN: the default project's token on first start
 };
 
@@ -58,6 +62,8 @@ class Server {
   int api_port() const { return api_port_; }
   //! Plaintext of a token minted at this start (first start only), else "".
   const std::string& minted_token() const { return minted_token_; }
+  //! The admin password generated at first start (when none was configured), else "".
+  const std::string& minted_admin_password() const { return minted_admin_password_; }
 
   std::string DeepHealthJson();
   std::string PrometheusText();
@@ -76,6 +82,8 @@ class Server {
   std::unique_ptr<AdmissionGate> gate_;
   SelfMetrics metrics_;
   std::unique_ptr<IngestService> ingest_;
+  std::unique_ptr<ApiService> api_;
+  std::unique_ptr<boost::asio::thread_pool> query_pool_;
   boost::asio::io_context ioc_;
   std::unique_ptr<boost::asio::thread_pool> decode_pool_;
   std::unique_ptr<HttpServer> http_;
@@ -85,6 +93,7 @@ class Server {
   int otlp_port_ = 0;
   int api_port_ = 0;
   std::string minted_token_;
+  std::string minted_admin_password_;
 };
 
 //! Resident set size of this process in bytes (from /proc/self/statm).

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/mutex.h"
 #include "common/status.h"
@@ -34,6 +35,29 @@ class StateStore {
   Result<int64_t> CountTokens(const std::string& project) EXCLUDES(mu_);
 
   static std::string HashToken(const std::string& token);
+  //! `bytes` random bytes as hex ("" if the system has no randomness).
+  static std::string RandomHex(size_t bytes);
+
+  // --- UI users and sessions ---
+  //! Creates the user, or resets the password of an existing one. Passwords
+  //! are stored as PBKDF2-HMAC-SHA256 (salted, 100k iterations).
+  Status SetUserPassword(const std::string& username, const std::string& password) EXCLUDES(mu_);
+  Result<bool> HasUser(const std::string& username) EXCLUDES(mu_);
+  //! True when the password matches.
+  Result<bool> CheckPassword(const std::string& username, const std::string& password) EXCLUDES(mu_);
+  //! A new session id (random, returned in plaintext once; stored hashed).
+  Result<std::string> CreateSession(const std::string& username, int64_t ttl_seconds) EXCLUDES(mu_);
+  //! The user of a live session, or nullopt.
+  Result<std::optional<std::string>> LookupSession(const std::string& session_id) EXCLUDES(mu_);
+  Status DeleteSession(const std::string& session_id) EXCLUDES(mu_);
+
+  struct Project {
+    int64_t id;
+    std::string name;
+  };
+  Result<std::vector<Project>> ListProjects() EXCLUDES(mu_);
+  //! Id of an existing project, or nullopt.
+  Result<std::optional<int64_t>> FindProject(const std::string& name) EXCLUDES(mu_);
 
  private:
   explicit StateStore(sqlite3* db) : db_(db) {}

@@ -25,6 +25,7 @@ struct StoreOptions {
   std::string memory_limit;        // DuckDB memory_limit, e.g. "2GB"; "" = engine default
   std::string checkpoint_threshold;  // DuckDB checkpoint_threshold, e.g. "256MB"
   int threads = 0;                 // DuckDB worker threads; 0 = engine default
+  int read_connections = 4;        // size of the read pool (AcquireReader)
 };
 
 //! Gauges for /api/health/deep and /metrics.
@@ -75,6 +76,8 @@ struct SqlDialect {
   const char* ilike = "LIKE";
   //! Function taking (json_text, '$."key"') and returning the value as text.
   const char* json_text = "json_extract";
+  //! Integer division operator ("//" in DuckDB, where "/" is floating point).
+  const char* int_div = "/";
 };
 
 //! A read connection leased from the store's pool; returned on destruction.

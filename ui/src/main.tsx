@@ -1,7 +1,7 @@
 import { render } from 'preact';
+import { App } from './app';
+import { applyTheme } from './lib/theme';
+import './style.css';
 
-function App() {
-  return <main>Sightline</main>;
-}
-
+applyTheme();
 render(<App />, document.getElementById('app')!);

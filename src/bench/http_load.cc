@@ -1,0 +1,291 @@
+#include "bench/http_load.h"
+
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <atomic>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <cmath>
+#include <mutex>
+#include <thread>
+
+namespace sightline::bench {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+Result<HttpEndpoint> ParseLoopbackUrl(const std::string& url) {
+  std::string rest = url;
+  if (rest.starts_with("http://")) rest = rest.substr(7);
+  else if (rest.find("://") != std::string::npos) {
+    return Status::InvalidArgument("endpoint '" + url + "': only http:// is supported");
+  }
+  while (!rest.empty() && rest.back() == '/') rest.pop_back();
+  if (rest.find('/') != std::string::npos) {
+    return Status::InvalidArgument("endpoint '" + url + "': give the base URL (http://HOST:PORT), not a path");
+  }
+  HttpEndpoint ep;
+  size_t colon = rest.rfind(':');
+  if (colon == std::string::npos || colon + 1 >= rest.size()) {
+    return Status::InvalidArgument("endpoint '" + url + "' has no port (want http://127.0.0.1:4318)");
+  }
+  ep.host = rest.substr(0, colon);
+  if (ep.host.size() >= 2 && ep.host.front() == '[' && ep.host.back() == ']') ep.host = ep.host.substr(1, ep.host.size() - 2);
+  try {
+    size_t used = 0;
+    ep.port = std::stoi(rest.substr(colon + 1), &used);
+    if (used != rest.size() - colon - 1 || ep.port <= 0 || ep.port > 65535) throw std::out_of_range("port");
+  } catch (const std::exception&) {
+    return Status::InvalidArgument("endpoint '" + url + "' has no valid port");
+  }
+  if (ep.host == "localhost") ep.host = "127.0.0.1";
+  boost::system::error_code ec;
+  auto addr = asio::ip::make_address(ep.host, ec);
+  if (ec || !addr.is_loopback()) {
+    return Status::InvalidArgument("endpoint '" + url + "': the benchmark only sends to loopback addresses (127.0.0.1, ::1)");
+  }
+  return ep;
+}
+
+double Percentile(std::vector<float>* values, double p) {
+  if (values->empty()) return 0;
+  std::sort(values->begin(), values->end());
+  double rank = std::ceil(p / 100.0 * static_cast<double>(values->size()));
+  size_t i = rank < 1 ? 0 : static_cast<size_t>(rank) - 1;
+  return (*values)[std::min(i, values->size() - 1)];
+}
+
+namespace {
+
+tcp::endpoint ToTcp(const HttpEndpoint& ep) {
+  return tcp::endpoint(asio::ip::make_address(ep.host), static_cast<unsigned short>(ep.port));
+}
+
+//! One worker's connection; reconnects after an error or a `Connection: close`.
+class Connection {
+ public:
+  Connection(asio::io_context* ioc, const HttpEndpoint& ep) : socket_(*ioc), endpoint_(ToTcp(ep)) {}
+
+  bool Connect() {
+    boost::system::error_code ec;
+    socket_.close(ec);
+    buffer_.clear();
+    socket_.connect(endpoint_, ec);
+    if (ec) return false;
+    socket_.set_option(tcp::no_delay(true), ec);
+    return true;
+  }
+  bool connected() const { return socket_.is_open(); }
+  //! The OS handle, for the watchdog's shutdown(2) (-1 when closed).
+  int native_handle() { return socket_.is_open() ? socket_.native_handle() : -1; }
+
+  //! Sends one request and reads its response; 0 on a transport error.
+  int Exchange(http::request<http::span_body<const char>>& req, bool* keep_alive) {
+    boost::system::error_code ec;
+    http::write(socket_, req, ec);
+    if (ec) return Fail();
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(1 << 20);
+    http::read(socket_, buffer_, parser, ec);
+    if (ec) return Fail();
+    *keep_alive = parser.get().keep_alive();
+    return static_cast<int>(parser.get().result_int());
+  }
+
+ private:
+  int Fail() {
+    boost::system::error_code ignored;
+    socket_.close(ignored);
+    return 0;
+  }
+
+  tcp::socket socket_;
+  tcp::endpoint endpoint_;
+  beast::flat_buffer buffer_;
+};
+
+//! What the watchdog sees of a worker: its socket and since when its
+//! current request has been waiting (0 = idle).
+struct InFlight {
+  std::atomic<int> fd{-1};
+  std::atomic<int64_t> since_ns{0};
+};
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
+
+struct WorkerResult {
+  std::array<SignalLoadResult, kSignalCount> signals;
+  uint64_t built = 0;
+  double build_cpu = 0;
+};
+
+}  // namespace
+
+Result<HttpLoadResult> RunHttpLoad(const HttpLoadOptions& options, const PayloadPool& pool) {
+  const int workers_n = std::max(1, options.connections);
+  std::vector<WorkerResult> results(static_cast<size_t>(workers_n));
+  std::vector<InFlight> inflight(static_cast<size_t>(workers_n));
+  std::atomic<int> finished{0};
+  std::atomic<uint64_t> next{0};
+  std::atomic<int> connected{0}, failed_to_connect{0};
+  std::atomic<bool> go{false};
+  Clock::time_point start;  // written before go, read after
+  Clock::time_point deadline;
+  const bool by_requests = options.requests > 0;
+
+  auto worker = [&](int w) {
+    WorkerResult& out = results[static_cast<size_t>(w)];
+    InFlight& watch = inflight[static_cast<size_t>(w)];
+    asio::io_context ioc;
+    Connection conn(&ioc, options.endpoint);
+    if (conn.Connect()) connected++;
+    else failed_to_connect++;
+    while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+    if (!conn.connected()) {
+      finished++;
+      return;
+    }
+
+    Payload scratch;
+    http::request<http::span_body<const char>> req;
+    req.version(11);
+    req.method(http::verb::post);
+    req.set(http::field::host, options.endpoint.host + ":" + std::to_string(options.endpoint.port));
+    req.set(http::field::user_agent, "sightline-bench");
+    req.set(http::field::content_type, options.content_type);
+    if (!options.content_encoding.empty()) req.set(http::field::content_encoding, options.content_encoding);
+    if (!options.token.empty()) req.set(http::field::authorization, "Bearer " + options.token);
+    req.keep_alive(true);
+
+    for (;;) {
+      uint64_t i = next.fetch_add(1);
+      if (by_requests && i >= options.requests) break;
+      if (options.rate > 0) {
+        auto due = start + std::chrono::duration_cast<Clock::duration>(
+                               std::chrono::duration<double>(static_cast<double>(i) / options.rate));
+        if (!by_requests && due >= deadline) break;
+        std::this_thread::sleep_until(due);
+      } else if (!by_requests && Clock::now() >= deadline) {
+        break;
+      }
+      const Payload& p = pool.Get(i, &scratch, &out.build_cpu);
+      if (&p == &scratch) out.built++;
+      SignalLoadResult& r = out.signals[static_cast<int>(p.signal)];
+      req.target(OtlpPath(p.signal));
+      req.body() = boost::span<const char>(p.body.data(), p.body.size());
+      req.prepare_payload();
+      r.requests++;
+      r.items_sent += p.items;
+      r.wire_bytes_sent += p.body.size();
+      if (!conn.connected() && !conn.Connect()) {
+        r.status_counts[0]++;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        continue;
+      }
+      bool keep_alive = true;
+      auto sent = Clock::now();
+      watch.fd.store(conn.native_handle());
+      watch.since_ns.store(NowNs());
+      int status = conn.Exchange(req, &keep_alive);
+      watch.since_ns.store(0);
+      watch.fd.store(-1);
+      auto done = Clock::now();
+      r.status_counts[status]++;
+      if (status >= 200 && status < 300) {
+        r.ok_requests++;
+        r.items_accepted += p.items;
+        r.latencies_ms.push_back(std::chrono::duration<float, std::milli>(done - sent).count());
+      }
+      if (status != 0 && !keep_alive) conn.Connect();
+    }
+    finished++;
+  };
+
+  std::vector<std::thread> threads;
+  for (int w = 0; w < workers_n; ++w) threads.emplace_back(worker, w);
+  while (connected.load() + failed_to_connect.load() < workers_n) std::this_thread::yield();
+  if (connected.load() == 0) {
+    go = true;
+    for (auto& t : threads) t.join();
+    return Status::Unavailable("cannot connect to " + options.endpoint.host + ":" + std::to_string(options.endpoint.port));
+  }
+  double cpu0 = ProcessCpuSeconds();
+  start = Clock::now();
+  deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.duration_s));
+  go.store(true, std::memory_order_release);
+  // Watchdog: a request unanswered after request_timeout_s has its socket
+  // shut down, which fails it (status 0) and bounds the run.
+  const int64_t timeout_ns = static_cast<int64_t>(options.request_timeout_s * 1e9);
+  while (finished.load() < workers_n) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    int64_t now = NowNs();
+    for (InFlight& f : inflight) {
+      int64_t since = f.since_ns.load();
+      int fd = f.fd.load();
+      if (since != 0 && fd >= 0 && now - since > timeout_ns) ::shutdown(fd, SHUT_RDWR);
+    }
+  }
+  for (auto& t : threads) t.join();
+  HttpLoadResult out;
+  out.elapsed_s = std::chrono::duration<double>(Clock::now() - start).count();
+  out.client_cpu_s = ProcessCpuSeconds() - cpu0;
+  for (auto& w : results) {
+    out.payloads_built_during_run += w.built;
+    out.build_cpu_during_run_s += w.build_cpu;
+    for (int s = 0; s < kSignalCount; ++s) {
+      SignalLoadResult& a = out.signals[s];
+      SignalLoadResult& b = w.signals[s];
+      a.requests += b.requests;
+      a.ok_requests += b.ok_requests;
+      a.items_sent += b.items_sent;
+      a.items_accepted += b.items_accepted;
+      a.wire_bytes_sent += b.wire_bytes_sent;
+      for (auto [code, n] : b.status_counts) a.status_counts[code] += n;
+      a.latencies_ms.insert(a.latencies_ms.end(), b.latencies_ms.begin(), b.latencies_ms.end());
+    }
+  }
+  return out;
+}
+
+Result<int> HttpGet(const HttpEndpoint& endpoint, const std::string& target, std::string* body, int timeout_ms) {
+  // Asynchronous operations on one private io_context: tcp_stream's timeout
+  // applies to them, so a wedged server cannot hang the probe.
+  asio::io_context ioc;
+  beast::tcp_stream stream(ioc);
+  beast::flat_buffer buffer;
+  http::request<http::empty_body> req{http::verb::get, target, 11};
+  req.set(http::field::host, endpoint.host);
+  req.keep_alive(false);
+  http::response<http::string_body> res;
+  boost::system::error_code error;
+  stream.expires_after(std::chrono::milliseconds(timeout_ms));
+  stream.async_connect(ToTcp(endpoint), [&](boost::system::error_code ec) {
+    if (ec) {
+      error = ec;
+      return;
+    }
+    http::async_write(stream, req, [&](boost::system::error_code ec2, size_t) {
+      if (ec2) {
+        error = ec2;
+        return;
+      }
+      http::async_read(stream, buffer, res, [&](boost::system::error_code ec3, size_t) { error = ec3; });
+    });
+  });
+  ioc.run();
+  if (error) return Status::Unavailable("GET " + target + ": " + error.message());
+  *body = std::move(res.body());
+  return static_cast<int>(res.result_int());
+}
+
+}  // namespace sightline::bench

@@ -1,0 +1,85 @@
+#pragma once
+
+// The ingest benchmark's data: OTLP export requests of uniform-random data in
+// bounded ranges (the published baseline's method), built straight into wire
+// bytes — no protobuf message objects — so building is cheap next to what the
+// server does with them.
+//
+// Shape: 10 services, 5 endpoints each (http.route + http.request.method +
+// http.response.status_code); traces of 1..8 spans with parent links (a
+// SERVER root, then CLIENT database and INTERNAL children), ~5% of roots in
+// error with an "exception" event; log records with severities, a body of
+// words from a fixed list, and (80%) trace context; 200 metric series (10
+// services x 20: gauges, monotonic cumulative sums, explicit-bucket
+// histograms) with realistic label sets.
+//
+// Requests of up to `sdk_batch_limit` items look like one SDK's export (one
+// service, one resource); bigger ones look like a Collector's (every service,
+// one resource block each).
+//
+// Determinism and uniqueness: Build(signal, index) depends only on the
+// options and its arguments, so payloads can be built in parallel, in any
+// order, and rebuilt later (the raw-engine comparison does). Span ids and the
+// high half of trace ids are a bijective mix of (index, ordinal), so no two
+// items of a run share an id, however many payloads are built.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "storage/batch.h"
+
+namespace sightline::bench {
+
+enum class WireFormat { kProtobuf, kJson };
+
+struct GeneratorOptions {
+  uint64_t seed = 1;
+  size_t batch = 16384;          // items per request (spans, log records, metric points)
+  WireFormat format = WireFormat::kProtobuf;
+  int gzip_level = 6;            // libdeflate level; 0 sends the body uncompressed
+  int64_t base_time_ns = 0;      // data time of payload 0; 0 = now
+  size_t sdk_batch_limit = 1000; // at or below: one service per request
+};
+
+//! The largest batch Build() supports (ids reserve 24 bits for the ordinal).
+inline constexpr size_t kMaxGeneratorBatch = (1u << 24) - 1;
+
+//! One ready-to-send request body.
+struct Payload {
+  Signal signal = Signal::kSpans;
+  uint64_t index = 0;
+  std::string body;       // gzip-compressed unless gzip_level is 0
+  size_t raw_bytes = 0;   // the uncompressed protobuf / JSON size
+  uint32_t items = 0;
+};
+
+//! Thread-safe (const; per-thread compressor state).
+class LoadGenerator {
+ public:
+  explicit LoadGenerator(GeneratorOptions options);
+
+  const GeneratorOptions& options() const { return options_; }
+  //! The index-th request of a signal: compressed body, ready to send.
+  Payload Build(Signal signal, uint64_t index) const;
+  //! The uncompressed body of the same request; *items receives the item count.
+  std::string BuildRaw(Signal signal, uint64_t index, uint32_t* items) const;
+
+ private:
+  template <typename Emitter>
+  uint32_t Spans(Emitter* e, uint64_t index) const;
+  template <typename Emitter>
+  uint32_t Logs(Emitter* e, uint64_t index) const;
+  template <typename Emitter>
+  uint32_t Metrics(Emitter* e, uint64_t index) const;
+
+  GeneratorOptions options_;
+};
+
+//! Content-Type and Content-Encoding header values for these payloads.
+const char* ContentTypeFor(WireFormat format);
+const char* ContentEncodingFor(const GeneratorOptions& options);  // "gzip" or "" (none)
+//! OTLP/HTTP path: /v1/traces, /v1/logs, /v1/metrics.
+const char* OtlpPath(Signal signal);
+
+}  // namespace sightline::bench

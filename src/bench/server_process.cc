@@ -1,0 +1,250 @@
+#include "bench/server_process.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+extern char** environ;
+
+namespace sightline::bench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+//! A loopback TCP port that was free a moment ago (the kernel's choice).
+Result<int> FreeLoopbackPort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return Status::IoError(std::string("socket: ") + std::strerror(errno));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  int port = -1;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  ::close(fd);
+  if (port <= 0) return Status::IoError("cannot find a free loopback port");
+  return port;
+}
+
+std::string Tail(const std::string& path, size_t bytes) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::string s = ss.str();
+  return s.size() > bytes ? s.substr(s.size() - bytes) : s;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(const SpawnOptions& options) {
+  std::string data_dir = options.work_dir + "/data";
+  std::string log_path = options.work_dir + "/server.log";
+  Status last = Status::Internal("not started");
+  // A port found free can be taken before the child binds it: try again with new ones.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    auto otlp_port = FreeLoopbackPort();
+    auto api_port = FreeLoopbackPort();
+    if (!otlp_port.ok()) return otlp_port.status();
+    if (!api_port.ok()) return api_port.status();
+    if (*otlp_port == *api_port) continue;
+
+    std::vector<std::string> args = {"sightline",
+                                     "--log-level",
+                                     "warn",
+                                     "serve",
+                                     "--data",
+                                     data_dir,
+                                     "--storage",
+                                     options.engine,
+                                     "--otlp-http",
+                                     "127.0.0.1:" + std::to_string(*otlp_port),
+                                     "--listen",
+                                     "127.0.0.1:" + std::to_string(*api_port)};
+    args.insert(args.end(), options.extra_args.begin(), options.extra_args.end());
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    // The child's environment: ours without SIGHTLINE_* settings (they must
+    // not leak into the server under test), plus the token. Built here:
+    // after fork only async-signal-safe calls are allowed.
+    std::vector<std::string> env;
+    for (char** e = environ; *e != nullptr; ++e) {
+      if (std::strncmp(*e, "SIGHTLINE_", 10) != 0) env.emplace_back(*e);
+    }
+    env.push_back("SIGHTLINE_INGEST_TOKEN=" + options.token);
+    std::vector<char*> envp;
+    for (auto& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+
+    int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (log_fd < 0) return Status::IoError("cannot create " + log_path + ": " + std::strerror(errno));
+    pid_t pid = ::fork();
+    if (pid < 0) {
+      ::close(log_fd);
+      return Status::IoError(std::string("fork: ") + std::strerror(errno));
+    }
+    if (pid == 0) {
+      // Child: only async-signal-safe calls until exec.
+      ::dup2(log_fd, STDOUT_FILENO);
+      ::dup2(log_fd, STDERR_FILENO);
+      int null_fd = ::open("/dev/null", O_RDONLY);
+      if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
+      ::execve("/proc/self/exe", argv.data(), envp.data());
+      _exit(127);
+    }
+    ::close(log_fd);
+
+    std::unique_ptr<ServerProcess> server(new ServerProcess());
+    server->pid_ = pid;
+    server->otlp_ = HttpEndpoint{"127.0.0.1", *otlp_port};
+    server->api_ = HttpEndpoint{"127.0.0.1", *api_port};
+    server->log_path_ = log_path;
+    auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                       std::chrono::duration<double>(options.ready_timeout_s));
+    bool exited = false;
+    while (Clock::now() < deadline) {
+      int wstatus = 0;
+      if (::waitpid(pid, &wstatus, WNOHANG) == pid) {
+        exited = true;
+        server->pid_ = -1;
+        break;
+      }
+      std::string body;
+      auto code = HttpGet(server->api_, "/readyz", &body, 1000);
+      if (code.ok() && *code == 200) return server;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (!exited) {
+      double ignored = 0;
+      (void)server->Stop(10, &ignored);
+      return Status::Unavailable("spawned server not ready after " + std::to_string(options.ready_timeout_s) +
+                                 " s; log " + log_path + ":\n" + Tail(log_path, 2000));
+    }
+    last = Status::Unavailable("spawned server exited during start; log " + log_path + ":\n" + Tail(log_path, 2000));
+  }
+  return last;
+}
+
+ServerProcess::~ServerProcess() {
+  double ignored = 0;
+  (void)Stop(30, &ignored);
+}
+
+Status ServerProcess::Stop(double timeout_s, double* shutdown_seconds) {
+  *shutdown_seconds = 0;
+  if (pid_ <= 0) return Status::Ok();
+  auto started = Clock::now();
+  ::kill(pid_, SIGTERM);
+  auto deadline = started + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+  int wstatus = 0;
+  bool reaped = false;
+  while (Clock::now() < deadline) {
+    pid_t r = ::waitpid(pid_, &wstatus, WNOHANG);
+    if (r == pid_ || r < 0) {
+      reaped = r == pid_;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  Status st;
+  if (!reaped) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, &wstatus, 0);
+    st = Status::DeadlineExceeded("server did not stop within " + std::to_string(timeout_s) + " s of SIGTERM; killed");
+  } else if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
+    st = Status::Internal("server exited with status " + std::to_string(WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1) +
+                          " (log " + log_path_ + ")");
+  }
+  *shutdown_seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  pid_ = -1;
+  return st;
+}
+
+double ProcessCpuSecondsOf(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(f, line)) return -1;
+  // Fields after the command name, which is parenthesised and may hold spaces.
+  size_t close = line.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream rest(line.substr(close + 2));
+  std::string field;
+  unsigned long long utime = 0, stime = 0;
+  // rest starts at field 3 (state); utime is field 14, stime 15.
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i == 14) utime = std::stoull(field);
+    if (i == 15) stime = std::stoull(field);
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+uint64_t PeakRssBytesOf(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) {
+      std::istringstream in(line.substr(6));
+      uint64_t kb = 0;
+      in >> kb;
+      return kb * 1024;
+    }
+  }
+  return 0;
+}
+
+bool FindJsonNumber(const std::string& json, std::initializer_list<const char*> path, uint64_t* out) {
+  size_t pos = 0;
+  size_t n = 0;
+  for (const char* key : path) {
+    ++n;
+    std::string quoted = std::string("\"") + key + "\"";
+    for (;;) {
+      pos = json.find(quoted, pos);
+      if (pos == std::string::npos) return false;
+      pos += quoted.size();
+      while (pos < json.size() && (json[pos] == ' ' || json[pos] == ':')) ++pos;
+      bool last = n == path.size();
+      // An intermediate key must open an object, the last one a number.
+      if (pos < json.size() && (last ? (json[pos] >= '0' && json[pos] <= '9') : json[pos] == '{')) break;
+    }
+  }
+  auto r = std::from_chars(json.data() + pos, json.data() + json.size(), *out);
+  return r.ec == std::errc();
+}
+
+Result<DeepHealth> FetchDeepHealth(const HttpEndpoint& api) {
+  std::string body;
+  auto code = HttpGet(api, "/api/health/deep", &body, 10000);
+  if (!code.ok()) return code.status();
+  if (*code != 200) return Status::Unavailable("GET /api/health/deep: HTTP " + std::to_string(*code));
+  DeepHealth h;
+  const char* names[kSignalCount] = {"spans", "logs", "metric_points"};
+  const char* writers[kSignalCount] = {"spans", "logs", "metrics"};
+  for (int s = 0; s < kSignalCount; ++s) {
+    FindJsonNumber(body, {"rows", names[s]}, &h.rows[s]);
+    FindJsonNumber(body, {"writer_queue", writers[s], "commits"}, &h.commits[s]);
+  }
+  FindJsonNumber(body, {"rss_bytes"}, &h.rss_bytes);
+  FindJsonNumber(body, {"database_bytes"}, &h.database_bytes);
+  FindJsonNumber(body, {"wal_bytes"}, &h.wal_bytes);
+  FindJsonNumber(body, {"gate", "rejections"}, &h.gate_rejections);
+  return h;
+}
+
+}  // namespace sightline::bench

@@ -1,0 +1,95 @@
+// Debian's chromium driven by playwright-core: headless, a fresh profile dir,
+// and no network except 127.0.0.1.
+
+import fsp from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import assert from 'node:assert/strict';
+import { chromium } from 'playwright-core';
+
+export const CHROMIUM = process.env.SIGHTLINE_CHROMIUM || '/usr/bin/chromium';
+
+export const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  // Belt and braces: no name but 127.0.0.1 resolves.
+  '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1',
+];
+
+export async function launchBrowser({ colorScheme = 'light' } = {}) {
+  const userDataDir = await fsp.mkdtemp(path.join(os.tmpdir(), 'sightline-chromium-'));
+  const context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: CHROMIUM_ARGS,
+    viewport: { width: 1440, height: 900 },
+    colorScheme,
+    locale: 'en-US',
+    timezoneId: 'UTC',
+  });
+  context.setDefaultTimeout(15_000);
+  const blocked = [];
+  await context.route('**/*', (route) => {
+    const u = new URL(route.request().url());
+    if (u.protocol === 'data:' || u.protocol === 'blob:' || u.hostname === '127.0.0.1') return route.continue();
+    blocked.push(u.href);
+    return route.abort('blockedbyclient');
+  });
+  return {
+    context,
+    blocked,
+    async close() {
+      await context.close();
+      await fsp.rm(userDataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Retries `fn` until it stops throwing or `timeoutMs` passes (then rethrows its last error). */
+export async function eventually(fn, { timeoutMs = 10_000, intervalMs = 150 } = {}) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, intervalMs));
+    }
+  }
+}
+
+/** Visible text of the cells of each row matched by `rows`. */
+export async function rowCells(rows) {
+  return rows.evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.innerText.trim())));
+}
+
+/**
+ * Asserts the uPlot chart under `container` drew a canvas with a non-zero size
+ * and with series pixels (saturated colours, unlike the grey axes and grid).
+ */
+export async function assertChartDrawn(page, container) {
+  const info = await eventually(async () => {
+    const r = await page.locator(container).locator('canvas').first().evaluate((c) => {
+      const ctx = c.getContext('2d');
+      const { width, height } = c;
+      const data = ctx.getImageData(0, 0, width, height).data;
+      let colored = 0;
+      for (let i = 0; i < data.length; i += 4) {
+        const [r, g, b, a] = [data[i], data[i + 1], data[i + 2], data[i + 3]];
+        if (a > 0 && Math.max(r, g, b) - Math.min(r, g, b) > 40) colored++;
+      }
+      const box = c.getBoundingClientRect();
+      return { width, height, cssWidth: box.width, cssHeight: box.height, colored };
+    });
+    assert.ok(r.width > 0 && r.height > 0 && r.cssWidth > 0 && r.cssHeight > 0, `canvas size ${JSON.stringify(r)}`);
+    assert.ok(r.colored > 50, `chart in ${container} has no drawn series: ${JSON.stringify(r)}`);
+    return r;
+  });
+  return info;
+}

@@ -1,0 +1,180 @@
+// Small shared pieces: links that use the router, loading/empty/error states,
+// panels, sortable headers, key=value filter chips.
+import type { AnchorHTMLAttributes, ComponentChildren } from 'preact';
+import { navigate } from '../lib/router';
+
+export function Link(props: AnchorHTMLAttributes<HTMLAnchorElement> & { href: string; 'data-testid'?: string }) {
+  const { href, onClick, ...rest } = props;
+  return (
+    <a
+      href={href}
+      onClick={(e) => {
+        if (onClick) (onClick as (e: MouseEvent) => void)(e);
+        if (e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
+        e.preventDefault();
+        navigate(href);
+      }}
+      {...rest}
+    />
+  );
+}
+
+/** Clicking a table row navigates, unless the click was on a real link inside it or text was selected. */
+export function rowNav(href: string) {
+  return (e: MouseEvent) => {
+    const t = e.target as HTMLElement;
+    if (t.closest('a,button,input,select')) return;
+    if (window.getSelection()?.toString()) return;
+    if (e.metaKey || e.ctrlKey) {
+      window.open(href, '_blank');
+      return;
+    }
+    navigate(href);
+  };
+}
+
+export function Loading({ label = 'Loading…' }: { label?: string }) {
+  return (
+    <div class="state loading" data-testid="loading" role="status">
+      <span class="spinner" aria-hidden="true" />
+      {label}
+    </div>
+  );
+}
+
+export function Empty({ children }: { children: ComponentChildren }) {
+  return (
+    <div class="state empty" data-testid="empty">
+      {children}
+    </div>
+  );
+}
+
+export function ErrorBox({ message }: { message: string }) {
+  return (
+    <div class="state error" data-testid="error" role="alert">
+      <strong>Error:</strong> {message}
+    </div>
+  );
+}
+
+/** Renders the three states of an API call, or the children when data is there. */
+export function Async<T>(props: {
+  state: { data: T | undefined; error: string | undefined; loading: boolean };
+  children: (data: T) => ComponentChildren;
+  label?: string;
+}) {
+  const { data, error, loading } = props.state;
+  if (error && data === undefined) return <ErrorBox message={error} />;
+  if (data === undefined) return loading ? <Loading label={props.label} /> : null;
+  return (
+    <>
+      {error && <ErrorBox message={error} />}
+      {props.children(data)}
+    </>
+  );
+}
+
+export function Panel(props: {
+  title?: ComponentChildren;
+  actions?: ComponentChildren;
+  children: ComponentChildren;
+  busy?: boolean;
+  testid?: string;
+  class?: string;
+}) {
+  return (
+    <section class={`panel ${props.class ?? ''}`} data-testid={props.testid}>
+      {(props.title || props.actions) && (
+        <header class="panel-head">
+          <h2>{props.title}</h2>
+          {props.busy && <span class="spinner small" title="Refreshing" aria-label="Refreshing" />}
+          <div class="panel-actions">{props.actions}</div>
+        </header>
+      )}
+      <div class="panel-body">{props.children}</div>
+    </section>
+  );
+}
+
+export function SortHeader(props: {
+  label: string;
+  col: string;
+  sort: string;
+  order: 'asc' | 'desc';
+  onSort: (col: string, order: 'asc' | 'desc') => void;
+  numeric?: boolean;
+  defaultOrder?: 'asc' | 'desc';
+}) {
+  const active = props.sort === props.col;
+  const next = active ? (props.order === 'asc' ? 'desc' : 'asc') : props.defaultOrder ?? 'desc';
+  return (
+    <th
+      class={props.numeric ? 'num' : ''}
+      aria-sort={active ? (props.order === 'asc' ? 'ascending' : 'descending') : 'none'}
+    >
+      <button
+        type="button"
+        class={`sort ${active ? 'active' : ''}`}
+        data-testid={`sort-${props.col}`}
+        onClick={() => props.onSort(props.col, next)}
+      >
+        {props.label}
+        <span class="sort-mark" aria-hidden="true">
+          {active ? (props.order === 'asc' ? '▲' : '▼') : ''}
+        </span>
+      </button>
+    </th>
+  );
+}
+
+export const ATTR_RE = /^[^=\s][^=]*=.*$/;
+
+/** Editable list of key=value filters: chips for the set ones plus an input for one more. */
+export function AttrInput(props: {
+  chips: string[];
+  setChips: (v: string[]) => void;
+  text: string;
+  setText: (v: string) => void;
+  placeholder?: string;
+  testid?: string;
+}) {
+  const bad = props.text.trim() !== '' && !ATTR_RE.test(props.text.trim());
+  return (
+    <div class="attr-input">
+      {props.chips.map((c) => (
+        <span class="chip" key={c}>
+          {c}
+          <button
+            type="button"
+            aria-label={`Remove ${c}`}
+            onClick={() => props.setChips(props.chips.filter((x) => x !== c))}
+          >
+            ×
+          </button>
+        </span>
+      ))}
+      <input
+        type="text"
+        data-testid={props.testid}
+        class={bad ? 'invalid' : ''}
+        placeholder={props.placeholder ?? 'key=value'}
+        value={props.text}
+        title="An attribute filter: key=value"
+        onInput={(e) => props.setText(e.currentTarget.value)}
+      />
+    </div>
+  );
+}
+
+/** Chips plus the pending text, when it is a valid key=value. */
+export function attrList(chips: string[], text: string): string[] {
+  const t = text.trim();
+  const out = [...chips];
+  if (t && ATTR_RE.test(t) && !out.includes(t)) out.push(t);
+  return out;
+}
+
+export function ServiceDot({ color }: { color: string }) {
+  return <span class="dot" style={{ background: color }} aria-hidden="true" />;
+}

@@ -1,0 +1,104 @@
+// Fetch wrapper for the query API: JSON in and out, {"error"} messages
+// surfaced as ApiError, any 401 sends the user to the login page.
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { navigate } from './router';
+
+export class ApiError extends Error {
+  constructor(public status: number, message: string) {
+    super(message);
+  }
+}
+
+export type Params = Record<string, string | number | null | undefined | string[]>;
+
+export function apiUrl(path: string, params: Params = {}): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) {
+    if (v === null || v === undefined || v === '') continue;
+    if (Array.isArray(v)) for (const item of v) q.append(k, item);
+    else q.set(k, String(v));
+  }
+  const s = q.toString();
+  return `/api/v1/${path}${s ? `?${s}` : ''}`;
+}
+
+export function goToLogin() {
+  if (window.location.pathname === '/login') return;
+  const next = window.location.pathname + window.location.search;
+  navigate(`/login?next=${encodeURIComponent(next)}`, true);
+}
+
+export async function api<T>(path: string, params: Params = {}, init: RequestInit = {}): Promise<T> {
+  const res = await fetch(apiUrl(path, params), {
+    credentials: 'same-origin',
+    headers: { Accept: 'application/json', ...(init.body ? { 'Content-Type': 'application/json' } : {}) },
+    ...init,
+  });
+  const text = await res.text();
+  let body: unknown = null;
+  try {
+    body = text ? JSON.parse(text) : null;
+  } catch {
+    body = null;
+  }
+  if (!res.ok) {
+    const msg =
+      body && typeof body === 'object' && 'error' in body && typeof (body as { error: unknown }).error === 'string'
+        ? (body as { error: string }).error
+        : `HTTP ${res.status} ${res.statusText}`.trim();
+    if (res.status === 401 && path !== 'login') goToLogin();
+    throw new ApiError(res.status, msg);
+  }
+  if (body === null && text) throw new ApiError(res.status, 'The server sent a response that is not JSON');
+  return body as T;
+}
+
+export interface ApiState<T> {
+  data: T | undefined;
+  error: string | undefined;
+  loading: boolean;
+}
+
+/**
+ * Loads `path` with `params`; reloads when they change (dropping the old
+ * answer) or when `tick` changes (keeping the old answer on screen until the
+ * new one arrives). `path` null means "nothing to load yet".
+ */
+export function useApi<T>(path: string | null, params: Params, tick = 0): ApiState<T> {
+  const key = path === null ? '' : apiUrl(path, params);
+  const [state, setState] = useState<ApiState<T> & { key: string }>({
+    data: undefined,
+    error: undefined,
+    loading: path !== null,
+    key,
+  });
+  const keyRef = useRef(key);
+  useEffect(() => {
+    if (path === null) {
+      setState({ data: undefined, error: undefined, loading: false, key });
+      return;
+    }
+    const keyChanged = keyRef.current !== key;
+    keyRef.current = key;
+    const ctl = new AbortController();
+    setState((s) =>
+      keyChanged || s.key !== key
+        ? { data: undefined, error: undefined, loading: true, key }
+        : { ...s, loading: true },
+    );
+    api<T>(path, params, { signal: ctl.signal })
+      .then((data) => {
+        if (!ctl.signal.aborted) setState({ data, error: undefined, loading: false, key });
+      })
+      .catch((err: unknown) => {
+        if (ctl.signal.aborted) return;
+        const message = err instanceof Error ? err.message : String(err);
+        setState((s) => ({ data: s.key === key ? s.data : undefined, error: message, loading: false, key }));
+      });
+    return () => ctl.abort();
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [key, tick]);
+  // While a new key is loading, never show the answer of the old one.
+  if (state.key !== key) return { data: undefined, error: undefined, loading: path !== null };
+  return state;
+}

@@ -1,0 +1,261 @@
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { Chart } from '../components/Chart';
+import { LogList, logKey } from '../components/LogList';
+import { Async, AttrInput, attrList, Empty, ErrorBox, Loading, Panel } from '../components/ui';
+import { api, useApi } from '../lib/api';
+import { useApp, useScope } from '../lib/ctx';
+import { fmtCompact, fmtCount } from '../lib/format';
+import { SEVERITY_MIN_OPTIONS } from '../lib/otel';
+import { setParams } from '../lib/router';
+import { SEVERITY_COLORS } from '../lib/theme';
+import type { LogRow, SeriesAnswer } from '../lib/types';
+import { ServiceDatalist } from './Traces';
+
+const PAGE = 100;
+const TAIL_MS = 2000;
+const MAX_ROWS = 5000;
+const SEV_ORDER = ['FATAL', 'ERROR', 'WARN', 'INFO', 'DEBUG', 'TRACE'];
+
+type LogsAnswer = { logs: LogRow[]; next_cursor: string | null };
+
+function Volume({ filters }: { filters: Record<string, string | string[]> }) {
+  const { tick } = useApp();
+  const scope = useScope();
+  const st = useApi<SeriesAnswer<{ severity: string; values: (number | null)[] }>>('logs/volume', { ...scope, ...filters }, tick);
+  const series = useMemo(() => {
+    const s = [...(st.data?.series ?? [])];
+    s.sort((a, b) => SEV_ORDER.indexOf(a.severity) - SEV_ORDER.indexOf(b.severity));
+    return s.map((x) => ({ label: x.severity, values: x.values, color: SEVERITY_COLORS[x.severity] }));
+  }, [st.data]);
+  return (
+    <Panel title="Volume by severity" busy={st.loading} testid="logs-volume">
+      <Async state={st}>
+        {(d) =>
+          d.series.length === 0 || d.series.every((s) => s.values.every((v) => !v)) ? (
+            <Empty>No logs in this range.</Empty>
+          ) : (
+            <Chart
+              testid="logs-volume-chart"
+              buckets={d.buckets}
+              series={series}
+              kind="bars"
+              stacked
+              height={160}
+              yFormat={fmtCompact}
+              onZoom={(from, to) => setParams({ range: null, from, to })}
+            />
+          )
+        }
+      </Async>
+    </Panel>
+  );
+}
+
+export function LogsPage() {
+  const { loc, tick, project } = useApp();
+  const scope = useScope();
+  const q = loc.q;
+  const cur = {
+    severity_min: q.get('severity_min') ?? '',
+    service: q.get('service') ?? '',
+    q: q.get('q') ?? '',
+    trace_id: q.get('trace_id') ?? '',
+    attr: q.getAll('attr'),
+  };
+  const key = JSON.stringify(cur);
+  // eslint-disable-next-line react-hooks/exhaustive-deps
+  const filters = useMemo(() => cur, [key]);
+  const tail = q.get('tail') === '1';
+  const [form, setForm] = useState(cur);
+  const [attrText, setAttrText] = useState('');
+  useEffect(() => {
+    setForm(filters);
+    setAttrText('');
+  }, [filters]);
+
+  const first = useApi<LogsAnswer>('logs', { ...scope, ...filters, limit: PAGE }, tick);
+  const [older, setOlder] = useState<{ logs: LogRow[]; cursor: string | null | undefined; loading: boolean; error?: string }>({
+    logs: [],
+    cursor: undefined,
+    loading: false,
+  });
+  const [newer, setNewer] = useState<LogRow[]>([]);
+  const [tailError, setTailError] = useState<string | null>(null);
+  useEffect(() => {
+    setOlder({ logs: [], cursor: undefined, loading: false });
+    setNewer([]);
+  }, [first.data]);
+
+  const all = useMemo(() => {
+    const rows = [...newer, ...(first.data?.logs ?? []), ...older.logs];
+    const seen = new Set<string>();
+    return rows.filter((r) => {
+      const k = logKey(r);
+      if (seen.has(k)) return false;
+      seen.add(k);
+      return true;
+    });
+  }, [newer, first.data, older.logs]);
+  const cursor = older.cursor !== undefined ? older.cursor : first.data?.next_cursor ?? null;
+
+  // Live tail: every 2 s, fetch what arrived after the newest line shown.
+  const newestRef = useRef<number>(scope.from);
+  newestRef.current = all.length ? all[0].time_ms : Math.max(newestRef.current, scope.from);
+  const keysRef = useRef<Set<string>>(new Set());
+  keysRef.current = new Set(all.slice(0, 500).map(logKey));
+  useEffect(() => {
+    if (!tail || !first.data) return;
+    let stop = false;
+    let timer: ReturnType<typeof setTimeout>;
+    const poll = async () => {
+      try {
+        const to = Date.now() + 1000;
+        const from = Math.min(newestRef.current, to - 1);
+        const res = await api<LogsAnswer>('logs', { project, from, to, ...filters, limit: 500 });
+        if (stop) return;
+        const fresh = res.logs.filter((l) => !keysRef.current.has(logKey(l)));
+        if (fresh.length) setNewer((n) => [...fresh, ...n].slice(0, MAX_ROWS));
+        setTailError(null);
+      } catch (e) {
+        if (!stop) setTailError(e instanceof Error ? e.message : String(e));
+      }
+      if (!stop) timer = setTimeout(poll, TAIL_MS);
+    };
+    timer = setTimeout(poll, TAIL_MS);
+    return () => {
+      stop = true;
+      clearTimeout(timer);
+    };
+  }, [tail, filters, project, first.data]);
+
+  const loadMore = async () => {
+    if (!cursor) return;
+    setOlder((o) => ({ ...o, loading: true, error: undefined }));
+    try {
+      const res = await api<LogsAnswer>('logs', { ...scope, ...filters, limit: PAGE, cursor });
+      setOlder((o) => ({ logs: [...o.logs, ...res.logs], cursor: res.next_cursor ?? null, loading: false }));
+    } catch (e) {
+      setOlder((o) => ({ ...o, loading: false, error: e instanceof Error ? e.message : String(e) }));
+    }
+  };
+
+  const set = (k: keyof typeof form) => (e: Event) => setForm({ ...form, [k]: (e.currentTarget as HTMLInputElement).value });
+  return (
+    <div class="page">
+      <div class="page-head">
+        <h1>Logs</h1>
+        <label class={`toggle ${tail ? 'on' : ''}`} title="Poll for new lines every 2 seconds" data-testid="live-tail-toggle">
+          <input
+            type="checkbox"
+            data-testid="live-tail"
+            checked={tail}
+            onChange={(e) => setParams({ tail: e.currentTarget.checked ? '1' : null }, true)}
+          />
+          <span class="toggle-dot" aria-hidden="true" />
+          Live tail
+        </label>
+      </div>
+      <form
+        class="panel search-form"
+        data-testid="logs-form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          setParams({
+            severity_min: form.severity_min || null,
+            service: form.service.trim() || null,
+            q: form.q || null,
+            trace_id: form.trace_id.trim().toLowerCase() || null,
+            attr: attrList(form.attr, attrText),
+          });
+        }}
+      >
+        <label class="field">
+          <span>Severity</span>
+          <select
+            data-testid="logs-severity"
+            value={form.severity_min}
+            onChange={(e) => setParams({ severity_min: e.currentTarget.value || null })}
+          >
+            {SEVERITY_MIN_OPTIONS.map((o) => (
+              <option key={o.value} value={o.value}>
+                {o.label}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label class="field">
+          <span>Service</span>
+          <input list="log-services" data-testid="logs-service" value={form.service} onInput={set('service')} placeholder="any" />
+          <ServiceDatalist id="log-services" />
+        </label>
+        <label class="field grow">
+          <span>Text</span>
+          <input type="search" data-testid="logs-q" value={form.q} onInput={set('q')} placeholder="body contains…" />
+        </label>
+        <label class="field">
+          <span>Trace ID</span>
+          <input class="mono" data-testid="logs-trace-id" size={20} value={form.trace_id} onInput={set('trace_id')} />
+        </label>
+        <div class="field grow">
+          <span>Attributes</span>
+          <AttrInput chips={form.attr} setChips={(attr) => setForm({ ...form, attr })} text={attrText} setText={setAttrText} testid="logs-attr" />
+        </div>
+        <div class="form-buttons">
+          <button type="submit" class="primary" data-testid="logs-search">
+            Search
+          </button>
+          <button
+            type="button"
+            onClick={() => setParams({ severity_min: null, service: null, q: null, trace_id: null, attr: null })}
+          >
+            Clear
+          </button>
+        </div>
+      </form>
+      <Volume filters={filters} />
+      <Panel
+        title={tail ? 'Live tail, newest first' : 'Newest first'}
+        busy={first.loading}
+        actions={
+          <>
+            {tail && (
+              <span class="live" data-testid="tail-status">
+                <span class="live-dot" aria-hidden="true" /> live
+              </span>
+            )}
+            {first.data && <span class="muted">{fmtCount(all.length)} lines</span>}
+          </>
+        }
+      >
+        {tailError && <ErrorBox message={`Live tail: ${tailError}`} />}
+        <Async state={first}>
+          {() =>
+            all.length === 0 ? (
+              <Empty>No logs in this range.</Empty>
+            ) : (
+              <>
+                <LogList logs={all} />
+                {older.error && <ErrorBox message={older.error} />}
+                <div class="pager">
+                  {cursor ? (
+                    older.loading ? (
+                      <Loading />
+                    ) : (
+                      <button type="button" data-testid="load-more" onClick={loadMore}>
+                        Load more
+                      </button>
+                    )
+                  ) : (
+                    <span class="muted" data-testid="logs-end">
+                      End of results
+                    </span>
+                  )}
+                </div>
+              </>
+            )
+          }
+        </Async>
+      </Panel>
+    </div>
+  );
+}

@@ -1,0 +1,93 @@
+import { Async, Empty, Link, Panel, rowNav } from '../components/ui';
+import { useApi } from '../lib/api';
+import { useApp, useScope } from '../lib/ctx';
+import { fmtCount, fmtMs, fmtPct, fmtRate } from '../lib/format';
+import { hrefTo } from '../lib/router';
+import type { ServiceRow } from '../lib/types';
+
+export function OverviewPage() {
+  const { tick } = useApp();
+  const scope = useScope();
+  const st = useApi<{ services: ServiceRow[] }>('services', scope, tick);
+  return (
+    <div class="page">
+      <h1>Overview</h1>
+      <Async state={st}>
+        {(d) => {
+          const total = d.services.reduce((a, s) => a + s.requests, 0);
+          const errors = d.services.reduce((a, s) => a + s.errors, 0);
+          const rate = d.services.reduce((a, s) => a + (s.rate_per_s ?? 0), 0);
+          return (
+            <>
+              <div class="stats" data-testid="overview-stats">
+                <div class="stat">
+                  <span class="stat-label">Services</span>
+                  <span class="stat-value">{fmtCount(d.services.length)}</span>
+                </div>
+                <div class="stat">
+                  <span class="stat-label">Requests</span>
+                  <span class="stat-value">{fmtCount(total)}</span>
+                </div>
+                <div class="stat">
+                  <span class="stat-label">Throughput</span>
+                  <span class="stat-value">{fmtRate(rate)}</span>
+                </div>
+                <div class={`stat ${errors > 0 ? 'bad' : ''}`}>
+                  <span class="stat-label">Error rate</span>
+                  <span class="stat-value">{fmtPct(total ? errors / total : 0)}</span>
+                </div>
+              </div>
+              <Panel title="Services" busy={st.loading}>
+                {d.services.length === 0 ? (
+                  <Empty>No requests in this range. Entry spans (server or root spans) appear here once ingested.</Empty>
+                ) : (
+                  <div class="table-wrap">
+                    <table class="table" data-testid="services-table">
+                      <thead>
+                        <tr>
+                          <th>Service</th>
+                          <th class="num">Requests</th>
+                          <th class="num">Rate</th>
+                          <th class="num">Errors</th>
+                          <th class="num">Error rate</th>
+                          <th class="num">P50</th>
+                          <th class="num">P95</th>
+                          <th class="num">P99</th>
+                        </tr>
+                      </thead>
+                      <tbody>
+                        {d.services.map((s) => {
+                          const href = hrefTo('/endpoints', { service: s.service });
+                          return (
+                            <tr
+                              key={s.service}
+                              class="clickable"
+                              data-testid="service-row"
+                              data-service={s.service}
+                              onClick={rowNav(href)}
+                            >
+                              <td>
+                                <Link href={href}>{s.service}</Link>
+                              </td>
+                              <td class="num">{fmtCount(s.requests)}</td>
+                              <td class="num">{fmtRate(s.rate_per_s)}</td>
+                              <td class="num">{fmtCount(s.errors)}</td>
+                              <td class={`num ${s.error_rate > 0 ? 'bad' : ''}`}>{fmtPct(s.error_rate)}</td>
+                              <td class="num">{fmtMs(s.p50_ms)}</td>
+                              <td class="num">{fmtMs(s.p95_ms)}</td>
+                              <td class="num">{fmtMs(s.p99_ms)}</td>
+                            </tr>
+                          );
+                        })}
+                      </tbody>
+                    </table>
+                  </div>
+                )}
+              </Panel>
+            </>
+          );
+        }}
+      </Async>
+    </div>
+  );
+}
