@@ -190,9 +190,13 @@ void WriteBenchmark(benchmark::State& state, const std::string& engine, Signal s
   sink.value().reset();
 }
 
-StoreOptions WithCheckpointThreshold(const char* threshold) {
+//! "1GB" or "1GB/1": checkpoint_threshold, then optionally DuckDB threads.
+StoreOptions WithCheckpointThreshold(const char* spec) {
   StoreOptions o;
-  o.checkpoint_threshold = threshold;
+  std::string s = spec;
+  size_t slash = s.find('/');
+  o.checkpoint_threshold = s.substr(0, slash);
+  if (slash != std::string::npos) o.threads = std::stoi(s.substr(slash + 1));
   return o;
 }
 
@@ -210,12 +214,18 @@ void BM_WriteMetrics(benchmark::State& state, const char* engine, const char* ch
 // checkpoints are worth (--duckdb-checkpoint-threshold=1GB on the server).
 BENCHMARK_CAPTURE(BM_WriteSpans, duckdb, "duckdb", "")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_WriteSpans, duckdb_ckpt1GB, "duckdb", "1GB")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_WriteSpans, duckdb_threads1, "duckdb", "/1")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_WriteSpans, duckdb_ckpt1GB_threads1, "duckdb", "1GB/1")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_WriteSpans, sqlite, "sqlite", "")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_WriteLogs, duckdb, "duckdb", "")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_WriteLogs, duckdb_ckpt1GB, "duckdb", "1GB")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_WriteLogs, duckdb_threads1, "duckdb", "/1")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_WriteLogs, duckdb_ckpt1GB_threads1, "duckdb", "1GB/1")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_WriteLogs, sqlite, "sqlite", "")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_WriteMetrics, duckdb, "duckdb", "")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_WriteMetrics, duckdb_ckpt1GB, "duckdb", "1GB")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_WriteMetrics, duckdb_threads1, "duckdb", "/1")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_WriteMetrics, duckdb_ckpt1GB_threads1, "duckdb", "1GB/1")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_WriteMetrics, sqlite, "sqlite", "")->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace

@@ -28,6 +28,9 @@ void AddBenchCommands(CLI::App* app) {
       ->capture_default_str();
   ingest->add_option("--requests", o->requests, "Stop after N requests (overrides --duration)");
   ingest->add_option("--duration", o->duration_s, "Seconds to send for")->check(CLI::Range(0.1, 3600.0))->capture_default_str();
+  ingest->add_option("--warmup", o->warmup_s, "Untimed seconds of load before each run (0 = none)")
+      ->check(CLI::Range(0.0, 600.0))
+      ->capture_default_str();
   ingest->add_option("--connections", o->connections, "Concurrent keep-alive connections (one thread each)")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();

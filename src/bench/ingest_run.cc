@@ -88,13 +88,13 @@ struct SignalRun {
   // Raw engine (when --raw).
   bool have_raw = false;
   RawSignalResult raw;
-  size_t raw_group = 1;
   double raw_items_per_s = 0;
 };
 
 struct Run {
   int number = 0;
   double load_avg_before = 0;
+  double warmup_requests_per_s = 0;
   double elapsed_s = 0;
   std::array<SignalRun, kSignalCount> signals;
   uint64_t total_accepted = 0;
@@ -201,25 +201,28 @@ std::string StatusSummary(const std::map<int, uint64_t>& counts) {
 
 // ---- output --------------------------------------------------------------------
 
-void PrintRunTable(const IngestBenchOptions& o, const std::vector<Run>& runs, const std::vector<Signal>& signals) {
-  std::printf("\n%-4s %-8s %8s %8s %10s %9s %8s %8s %8s %11s %7s %8s %8s  %s\n", "run", "signal", "requests",
-              "2xx", "items/s", "req/s", "p50 ms", "p95 ms", "p99 ms", "raw items/s", "ours/raw", "srv cpu", "rss MiB",
-              "status");
+void PrintRunTable(const std::vector<Run>& runs, const std::vector<Signal>& signals) {
+  std::printf("\n%-4s %-8s %8s %8s %10s %9s %8s %8s %8s %11s %11s %8s %9s %8s  %s\n", "run", "signal",
+              "requests", "2xx", "items/s", "req/s", "p50 ms", "p95 ms", "p99 ms", "rows/commit", "raw items/s",
+              "ours/raw", "srv cores", "rss MiB", "status");
   for (const Run& r : runs) {
     for (Signal s : signals) {
       const SignalRun& x = r.signals[static_cast<int>(s)];
-      char raw[32] = "-", ratio[16] = "-", cpu[16] = "-", rss[16] = "-";
+      char raw[32] = "-", ratio[16] = "-", cpu[16] = "-", rss[16] = "-", per_commit[32] = "-";
+      if (x.have_server_rows && x.commits > 0) {
+        std::snprintf(per_commit, sizeof(per_commit), "%.0f", static_cast<double>(x.server_rows) / static_cast<double>(x.commits));
+      }
       if (x.have_raw && x.raw_items_per_s > 0) {
         std::snprintf(raw, sizeof(raw), "%s", Human(x.raw_items_per_s).c_str());
         std::snprintf(ratio, sizeof(ratio), "%.2f", x.items_per_s / x.raw_items_per_s);
       }
-      if (r.server_cpu_s >= 0 && r.elapsed_s > 0) std::snprintf(cpu, sizeof(cpu), "%.0f%%", 100 * r.server_cpu_s / r.elapsed_s);
+      if (r.server_cpu_s >= 0 && r.elapsed_s > 0) std::snprintf(cpu, sizeof(cpu), "%.2f", r.server_cpu_s / r.elapsed_s);
       uint64_t rss_b = std::max(r.server_rss_peak, r.server_vm_hwm);
       if (rss_b > 0) std::snprintf(rss, sizeof(rss), "%.0f", static_cast<double>(rss_b) / (1 << 20));
-      std::printf("%-4d %-8s %8llu %8llu %10s %9.1f %8.1f %8.1f %8.1f %11s %7s %8s %8s  %s\n", r.number, SignalName(s),
-                  static_cast<unsigned long long>(x.requests), static_cast<unsigned long long>(x.ok_requests),
-                  Human(x.items_per_s).c_str(), x.requests_per_s, x.p50_ms, x.p95_ms, x.p99_ms, raw, ratio, cpu, rss,
-                  StatusSummary(x.status_counts).c_str());
+      std::printf("%-4d %-8s %8llu %8llu %10s %9.1f %8.1f %8.1f %8.1f %11s %11s %8s %9s %8s  %s\n", r.number,
+                  SignalName(s), static_cast<unsigned long long>(x.requests),
+                  static_cast<unsigned long long>(x.ok_requests), Human(x.items_per_s).c_str(), x.requests_per_s,
+                  x.p50_ms, x.p95_ms, x.p99_ms, per_commit, raw, ratio, cpu, rss, StatusSummary(x.status_counts).c_str());
     }
   }
   if (runs.size() > 1) {
@@ -355,6 +358,8 @@ std::string ResultJson(const IngestBenchOptions& o, const Machine& m, const Preb
     w.Int(r.number);
     w.Key("load_avg_1m_before");
     w.Double(r.load_avg_before);
+    w.Key("warmup_requests_per_s");
+    w.Double(r.warmup_requests_per_s);
     w.Key("elapsed_s");
     w.Double(r.elapsed_s);
     w.Key("items_accepted");
@@ -440,7 +445,7 @@ std::string ResultJson(const IngestBenchOptions& o, const Machine& m, const Preb
         w.Key("rows");
         w.Uint(x.raw.rows);
         w.Key("batches_per_commit");
-        w.Uint(x.raw_group);
+        w.Double(x.raw.groups > 0 ? static_cast<double>(x.raw.batches) / static_cast<double>(x.raw.groups) : 0);
         w.Key("commits");
         w.Uint(x.raw.groups);
         w.Key("write_s");
@@ -506,13 +511,38 @@ std::string ResultJson(const IngestBenchOptions& o, const Machine& m, const Preb
 
 // ---- sizing --------------------------------------------------------------------
 
+//! Payload numbers of warm-ups start here, far from the timed runs' (which
+//! stay below 2^39), so no warm-up item shares an id with a timed one.
+constexpr uint64_t kWarmupFirstPayload = 1ull << 39;
+
 //! Items/s a run might reach at most, per signal, for sizing the pool in
 //! duration mode: comfortably above what a 2-core box ingests, so the pool
 //! rarely runs out (and if it does, the run still stays correct).
 double DefaultExpectRate(Signal s, size_t batch) {
-  double per_signal = s == Signal::kMetrics ? 1500000 : 600000;
+  double per_signal = s == Signal::kMetrics ? 1000000 : 400000;
   // Small batches are bounded by requests/s, not rows/s.
-  return std::min(per_signal, 8000.0 * static_cast<double>(batch));
+  return std::min(per_signal, 3000.0 * static_cast<double>(batch));
+}
+
+//! The engine settings among the spawned server's extra arguments
+//! (--duckdb-checkpoint-threshold=1GB or --duckdb-threads 1), so the raw
+//! engine runs with the same ones.
+StoreOptions EngineSettingsFrom(const std::vector<std::string>& args) {
+  StoreOptions o;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string name = args[i], value;
+    size_t eq = name.find('=');
+    if (eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    } else if (i + 1 < args.size()) {
+      value = args[i + 1];
+    }
+    if (name == "--duckdb-memory-limit") o.memory_limit = value;
+    else if (name == "--duckdb-checkpoint-threshold") o.checkpoint_threshold = value;
+    else if (name == "--duckdb-threads") o.threads = std::atoi(value.c_str());
+  }
+  return o;
 }
 
 }  // namespace
@@ -564,44 +594,65 @@ int RunIngestBench(const IngestBenchOptions& o) {
     work_parent = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
   }
 
-  // ---- build the payloads (untimed) ---------------------------------------------
+  // ---- the generator ---------------------------------------------------------
   GeneratorOptions g;
   g.seed = o.seed;
   g.batch = o.batch;
   g.format = o.format == "json" ? WireFormat::kJson : WireFormat::kProtobuf;
   g.gzip_level = o.gzip_level;
   LoadGenerator generator(g);
-  PayloadPool pool(&generator, signals);
-  uint64_t want = o.requests;
-  if (want == 0) {
-    if (o.rate > 0) {
-      want = static_cast<uint64_t>(std::ceil(o.duration_s * o.rate)) + static_cast<uint64_t>(o.connections);
-    } else {
-      double items = 0;
-      for (Signal s : signals) items += o.expect_rate > 0 ? o.expect_rate : DefaultExpectRate(s, o.batch);
-      want = static_cast<uint64_t>(std::ceil(o.duration_s * items / static_cast<double>(o.batch))) +
-             static_cast<uint64_t>(o.connections) * signals.size();
-    }
-  }
   Machine machine = DescribeMachine();
+  const int build_threads = static_cast<int>(std::max(1u, machine.cores));
   std::printf("sightline bench ingest: %s, batch %zu, %s%s, %d connection%s, %s, ", o.signal.c_str(), o.batch,
               o.format == "json" ? "json" : "protobuf", o.gzip_level > 0 ? "+gzip" : "", o.connections,
               o.connections == 1 ? "" : "s",
               o.rate > 0 ? ("open loop " + std::to_string(o.rate) + " req/s").c_str() : "closed loop");
   if (o.requests > 0) std::printf("%llu requests", static_cast<unsigned long long>(o.requests));
   else std::printf("%.0f s", o.duration_s);
-  std::printf(" x %d run%s\n", o.repeat, o.repeat == 1 ? "" : "s");
+  std::printf(" x %d run%s, warm-up %.0f s\n", o.repeat, o.repeat == 1 ? "" : "s", o.warmup_s);
   std::printf("machine: %u cores, %s, %.1f GiB RAM; server: %s\n", machine.cores, machine.cpu_model.c_str(),
               static_cast<double>(machine.mem_bytes) / (1ull << 30),
               o.spawn.empty() ? o.endpoint.c_str() : ("spawned " + o.spawn).c_str());
   std::fflush(stdout);
-  PrebuildStats pre = pool.Prebuild(want, static_cast<int>(std::max(1u, machine.cores)), o.pool_mb << 20);
-  std::printf("payloads: %llu prebuilt, %llu items, %.1f MB raw -> %.1f MB on the wire; generator %.2f s CPU "
-              "(%.0f ns/item), %.2f s wall\n",
-              static_cast<unsigned long long>(pre.payloads), static_cast<unsigned long long>(pre.items),
-              static_cast<double>(pre.raw_bytes) / 1e6, static_cast<double>(pre.wire_bytes) / 1e6, pre.cpu_seconds,
-              pre.items > 0 ? pre.cpu_seconds * 1e9 / static_cast<double>(pre.items) : 0.0, pre.wall_seconds);
-  std::fflush(stdout);
+
+  // Requests the timed part of a run will need. In duration mode, from the
+  // warm-up's rate (x1.5) or, without a warm-up, a generous default.
+  auto requests_wanted = [&](double warm_requests_per_s) -> uint64_t {
+    if (o.requests > 0) return o.requests;
+    const uint64_t slack = static_cast<uint64_t>(o.connections) * signals.size() + 8;
+    if (o.rate > 0) return static_cast<uint64_t>(std::ceil(o.duration_s * o.rate)) + slack;
+    if (warm_requests_per_s > 0 && o.expect_rate <= 0) {
+      return static_cast<uint64_t>(std::ceil(o.duration_s * warm_requests_per_s * 1.5)) + slack;
+    }
+    double items = 0;
+    for (Signal s : signals) items += o.expect_rate > 0 ? o.expect_rate : DefaultExpectRate(s, o.batch);
+    return static_cast<uint64_t>(std::ceil(o.duration_s * items / static_cast<double>(o.batch))) + slack;
+  };
+  PrebuildStats pre;  // everything prebuilt, over all runs
+  auto prebuild = [&](PayloadPool* pool, uint64_t count) {
+    PrebuildStats p = pool->Prebuild(count, build_threads, o.pool_mb << 20);
+    if (p.payloads == 0) return;
+    pre.payloads += p.payloads;
+    pre.items += p.items;
+    pre.raw_bytes += p.raw_bytes;
+    pre.wire_bytes += p.wire_bytes;
+    pre.cpu_seconds += p.cpu_seconds;
+    pre.wall_seconds += p.wall_seconds;
+    std::printf("payloads: %llu built (pool now %llu), %llu items, %.1f MB raw -> %.1f MB on the wire; generator "
+                "%.2f s CPU (%.0f ns/item), %.2f s wall\n",
+                static_cast<unsigned long long>(p.payloads), static_cast<unsigned long long>(pool->prebuilt()),
+                static_cast<unsigned long long>(p.items), static_cast<double>(p.raw_bytes) / 1e6,
+                static_cast<double>(p.wire_bytes) / 1e6, p.cpu_seconds,
+                p.items > 0 ? p.cpu_seconds * 1e9 / static_cast<double>(p.items) : 0.0, p.wall_seconds);
+    std::fflush(stdout);
+  };
+  // A spawned server starts empty each run, so runs can share one pool; an
+  // external server keeps its rows, so each run gets payloads of its own.
+  std::unique_ptr<PayloadPool> pool;
+  if (o.requests > 0) {
+    pool = std::make_unique<PayloadPool>(&generator, signals);
+    prebuild(pool.get(), o.requests);
+  }
 
   // ---- runs ---------------------------------------------------------------------
   std::vector<Run> runs;
@@ -638,6 +689,35 @@ int RunIngestBench(const IngestBenchOptions& o) {
       run.spawned = true;
     }
 
+    // Warm-up: payloads built on the fly from an id space of its own; its
+    // rate sizes the pool of the timed part, which is built while the
+    // server idles.
+    double warm_rate = 0;
+    if (o.warmup_s > 0) {
+      PayloadPool warm(&generator, signals, kWarmupFirstPayload + (static_cast<uint64_t>(rep - 1) << 32));
+      HttpLoadOptions wo;
+      wo.endpoint = target;
+      wo.token = token;
+      wo.connections = o.connections;
+      wo.duration_s = o.warmup_s;
+      wo.rate = o.rate;
+      wo.content_type = ContentTypeFor(g.format);
+      wo.content_encoding = ContentEncodingFor(generator.options());
+      wo.request_timeout_s = o.request_timeout_s;
+      auto warmed = RunHttpLoad(wo, warm);
+      if (warmed.ok() && warmed->elapsed_s > 0) {
+        uint64_t ok = 0;
+        for (const auto& x : warmed->signals) ok += x.ok_requests;
+        warm_rate = static_cast<double>(ok) / warmed->elapsed_s;
+        run.warmup_requests_per_s = warm_rate;
+      }
+    }
+    if (!pool || (!run.spawned && rep > 1)) {
+      uint64_t first = run.spawned ? 0 : static_cast<uint64_t>(rep - 1) << 32;
+      pool = std::make_unique<PayloadPool>(&generator, signals, first);
+    }
+    prebuild(pool.get(), requests_wanted(warm_rate));
+
     std::optional<DeepHealth> before;
     if (health) {
       auto h = FetchDeepHealth(*health);
@@ -657,7 +737,7 @@ int RunIngestBench(const IngestBenchOptions& o) {
     lo.content_type = ContentTypeFor(g.format);
     lo.content_encoding = ContentEncodingFor(generator.options());
     lo.request_timeout_s = o.request_timeout_s;
-    auto loaded = RunHttpLoad(lo, pool);
+    auto loaded = RunHttpLoad(lo, *pool);
 
     double server_cpu1 = server ? ProcessCpuSecondsOf(server->pid()) : -1;
     if (sampler) run.server_rss_peak = sampler->Stop();
@@ -721,17 +801,14 @@ int RunIngestBench(const IngestBenchOptions& o) {
     if (o.raw) {
       RawAppendOptions ro;
       ro.engine = o.spawn.empty() ? "duckdb" : o.spawn;
-      ro.data_dir = *work + "/raw";
+      ro.store = EngineSettingsFrom(o.server_args);
+      ro.store.data_dir = *work + "/raw";
       for (Signal s : signals) {
         const SignalRun& x = run.signals[static_cast<int>(s)];
-        // The server's mean group: acknowledged requests per commit.
-        size_t group = 1;
-        if (x.have_server_rows && x.commits > 0) {
-          group = static_cast<size_t>(std::llround(static_cast<double>(x.ok_requests) / static_cast<double>(x.commits)));
-        }
-        ro.batches_per_group[static_cast<int>(s)] = std::max<size_t>(1, group);
+        // Commit exactly as often as the server did for these rows.
+        if (x.have_server_rows) ro.commits[static_cast<int>(s)] = x.commits;
       }
-      auto raw = RunRawAppend(ro, pool, sent_requests);
+      auto raw = RunRawAppend(ro, *pool, sent_requests);
       if (!raw.ok()) {
         run.raw_error = raw.status().message();
       } else {
@@ -741,7 +818,6 @@ int RunIngestBench(const IngestBenchOptions& o) {
           SignalRun& x = run.signals[i];
           x.have_raw = true;
           x.raw = raw->signals[i];
-          x.raw_group = ro.batches_per_group[i];
           x.raw_items_per_s = x.raw.write_seconds > 0 ? static_cast<double>(x.raw.rows) / x.raw.write_seconds : 0;
         }
       }
@@ -755,7 +831,7 @@ int RunIngestBench(const IngestBenchOptions& o) {
     std::fflush(stdout);
   }
 
-  PrintRunTable(o, runs, signals);
+  PrintRunTable(runs, signals);
   if (!runs.empty()) {
     double client = 0, gen = 0;
     for (const Run& r : runs) {

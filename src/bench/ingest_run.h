@@ -1,10 +1,10 @@
 #pragma once
 
 // `sightline bench ingest`: drives OTLP/HTTP load at a Sightline server and
-// reports what it accepted. One run = build the payloads (untimed), optionally
-// spawn a fresh server, send for a bounded time or request count, read the
-// server's own counters, stop the server, optionally measure the raw engine
-// on the same rows. --repeat N does N independent runs (fresh server and data
+// reports what it accepted. One run = optionally spawn a fresh server, warm it
+// up, build the payloads (untimed), send for a bounded time or request count,
+// read the server's own counters, stop the server, optionally measure the raw
+// engine on the same rows. --repeat N does N independent runs (fresh server and data
 // each time) and reports medians with min/max. bench/README.md has the method.
 
 #include <cstdint>
@@ -21,10 +21,11 @@ struct IngestBenchOptions {
   size_t batch = 16384;
   uint64_t requests = 0;  // 0 = bounded by duration
   double duration_s = 10;
+  double warmup_s = 2;    // untimed load before each run (also sizes the payload pool)
   int connections = 4;
   double rate = 0;        // requests/s; 0 = as fast as acknowledged
   std::string format = "proto";  // proto | json
-  int gzip_level = 6;     // 0 = no Content-Encoding
+  int gzip_level = 1;     // 0 = no Content-Encoding (1: cheap to build; inflate costs the same)
   uint64_t seed = 1;
   std::string json_out;
   std::string spawn;      // "" | duckdb | sqlite

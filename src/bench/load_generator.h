@@ -37,7 +37,7 @@ struct GeneratorOptions {
   uint64_t seed = 1;
   size_t batch = 16384;          // items per request (spans, log records, metric points)
   WireFormat format = WireFormat::kProtobuf;
-  int gzip_level = 6;            // libdeflate level; 0 sends the body uncompressed
+  int gzip_level = 1;            // libdeflate level; 0 sends the body uncompressed
   int64_t base_time_ns = 0;      // data time of payload 0; 0 = now
   size_t sdk_batch_limit = 1000; // at or below: one service per request
 };

@@ -25,32 +25,35 @@ double ProcessCpuSeconds() {
   return Seconds(ru.ru_utime) + Seconds(ru.ru_stime);
 }
 
-PayloadPool::PayloadPool(const LoadGenerator* generator, std::vector<Signal> signals)
-    : generator_(generator), signals_(std::move(signals)) {
+PayloadPool::PayloadPool(const LoadGenerator* generator, std::vector<Signal> signals, uint64_t first_payload)
+    : generator_(generator), signals_(std::move(signals)), first_payload_(first_payload) {
   if (signals_.empty()) signals_.push_back(Signal::kSpans);
 }
 
 PrebuildStats PayloadPool::Prebuild(uint64_t count, int threads, uint64_t max_bytes) {
-  payloads_.clear();
   PrebuildStats stats;
+  const uint64_t begin = payloads_.size();
+  if (count <= begin) return stats;
   auto started = std::chrono::steady_clock::now();
   // Size the pool from the first payload of each signal so it stops at the
   // byte budget without holes.
   uint64_t largest = 1;
-  for (size_t s = 0; s < signals_.size() && s < count; ++s) {
+  for (uint64_t s = 0; s < signals_.size() && begin + s < count; ++s) {
     double cpu0 = ThreadCpuSeconds();
-    Payload p = generator_->Build(SignalOf(s), PayloadIndexOf(s));
+    Payload p = generator_->Build(SignalOf(begin + s), PayloadIndexOf(begin + s));
     stats.cpu_seconds += ThreadCpuSeconds() - cpu0;
     largest = std::max<uint64_t>(largest, p.body.size());
   }
   // +10%: payload sizes vary a little with the random content.
-  uint64_t fit = max_bytes / (largest + largest / 10);
-  count = std::min(count, std::max<uint64_t>(fit, std::min<uint64_t>(count, signals_.size())));
+  uint64_t room = max_bytes > bytes_ ? max_bytes - bytes_ : 0;
+  uint64_t fit = room / (largest + largest / 10);
+  count = std::min(count, begin + fit);
+  if (count <= begin) return stats;
   payloads_.resize(count);
 
-  std::atomic<uint64_t> next{0};
+  std::atomic<uint64_t> next{begin};
   std::mutex mu;
-  threads = std::max(1, std::min<int>(threads, static_cast<int>(std::max<uint64_t>(count, 1))));
+  threads = std::max(1, std::min<int>(threads, static_cast<int>(count - begin)));
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back([&] {
@@ -64,12 +67,14 @@ PrebuildStats PayloadPool::Prebuild(uint64_t count, int threads, uint64_t max_by
     });
   }
   for (auto& w : workers) w.join();
-  for (const Payload& p : payloads_) {
+  for (uint64_t i = begin; i < count; ++i) {
+    const Payload& p = payloads_[i];
     stats.items += p.items;
     stats.raw_bytes += p.raw_bytes;
     stats.wire_bytes += p.body.size();
   }
-  stats.payloads = payloads_.size();
+  bytes_ += stats.wire_bytes;
+  stats.payloads = count - begin;
   stats.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return stats;
 }

@@ -35,14 +35,16 @@ struct PrebuildStats {
 //! Prebuild() once, then Get() from any number of threads.
 class PayloadPool {
  public:
-  PayloadPool(const LoadGenerator* generator, std::vector<Signal> signals);
+  //! Request i uses payload number first_payload + i / signals.size(), so
+  //! pools with far-apart first_payload (the warm-up's) never share an id.
+  PayloadPool(const LoadGenerator* generator, std::vector<Signal> signals, uint64_t first_payload = 0);
 
-  //! Builds requests [0, count) with `threads` threads, stopping early once
-  //! the bodies reach max_bytes. Replaces any earlier pool.
+  //! Builds requests [prebuilt(), count) with `threads` threads, stopping
+  //! early once all bodies together reach max_bytes. Returns what this call built.
   PrebuildStats Prebuild(uint64_t count, int threads, uint64_t max_bytes);
 
   Signal SignalOf(uint64_t request) const { return signals_[request % signals_.size()]; }
-  uint64_t PayloadIndexOf(uint64_t request) const { return request / signals_.size(); }
+  uint64_t PayloadIndexOf(uint64_t request) const { return first_payload_ + request / signals_.size(); }
   uint64_t prebuilt() const { return payloads_.size(); }
   const std::vector<Signal>& signals() const { return signals_; }
   const LoadGenerator& generator() const { return *generator_; }
@@ -54,7 +56,9 @@ class PayloadPool {
  private:
   const LoadGenerator* generator_;
   std::vector<Signal> signals_;
+  uint64_t first_payload_;
   std::vector<Payload> payloads_;
+  uint64_t bytes_ = 0;
 };
 
 }  // namespace sightline::bench

@@ -49,7 +49,10 @@ Status AppendSignal(TelemetryStore* store, const RawAppendOptions& options, cons
   const PayloadFormat format =
       pool.generator().options().format == WireFormat::kJson ? PayloadFormat::kJson : PayloadFormat::kProtobuf;
   const bool gzip = pool.generator().options().gzip_level > 0;
-  const size_t group_size = std::max<size_t>(1, options.batches_per_group[static_cast<int>(signal)]);
+  uint64_t total = 0;
+  for (uint64_t i = 0; i < requests; ++i) total += pool.SignalOf(i) == signal ? 1 : 0;
+  uint64_t commits = options.commits[static_cast<int>(signal)];
+  if (commits == 0 || commits > total) commits = total;
   std::vector<std::unique_ptr<Batch>> batches;
   std::vector<const Batch*> group;
   Payload scratch;
@@ -68,8 +71,11 @@ Status AppendSignal(TelemetryStore* store, const RawAppendOptions& options, cons
     return Status::Ok();
   };
 
+  uint64_t n = 0;  // batches of this signal so far
   for (uint64_t i = 0; i < requests; ++i) {
     if (pool.SignalOf(i) != signal) continue;
+    // Batch n belongs to group n * commits / total: consecutive, equal-sized groups.
+    if (!group.empty() && n * commits / total != (n - 1) * commits / total) SL_RETURN_IF_ERROR(flush());
     const Payload& p = pool.Get(i, &scratch, &ignored_cpu);
     auto t0 = Clock::now();
     std::string_view body = p.body;
@@ -85,7 +91,7 @@ Status AppendSignal(TelemetryStore* store, const RawAppendOptions& options, cons
     out->batches++;
     group.push_back(batch.get());
     batches.push_back(std::move(batch));
-    if (group.size() >= group_size) SL_RETURN_IF_ERROR(flush());
+    ++n;
   }
   SL_RETURN_IF_ERROR(flush());
   return Status::Ok();
@@ -95,9 +101,7 @@ Status AppendSignal(TelemetryStore* store, const RawAppendOptions& options, cons
 
 Result<RawAppendResult> RunRawAppend(const RawAppendOptions& options, const PayloadPool& pool, uint64_t requests) {
   RegisterBuiltinStores();
-  StoreOptions store_options;
-  store_options.data_dir = options.data_dir;
-  auto store = StoreRegistry::Instance().Open(options.engine, store_options);
+  auto store = StoreRegistry::Instance().Open(options.engine, options.store);
   if (!store.ok()) return store.status();
 
   RawAppendResult result;

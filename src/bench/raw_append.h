@@ -3,8 +3,8 @@
 // The engine's own append rate for the rows a benchmark run sent (--raw):
 // no HTTP, no gate, no writer queue. Each signal's payloads are gunzipped and
 // decoded into batches exactly as the server does (untimed), then handed to
-// a fresh store's sink — NewSink(signal)->Write*() — in groups of as many
-// batches as the server committed together; only the Write* calls are
+// a fresh store's sink — NewSink(signal)->Write*() — in as many commits as
+// the server made for them (groups of equal size); only the Write* calls are
 // timed. Signals run on their own threads with their own sinks, as the
 // server's writers do. The ratio HTTP items/s : raw items/s is how much of
 // the engine's speed the server delivers.
@@ -15,14 +15,18 @@
 
 #include "bench/payload_pool.h"
 #include "common/status.h"
+#include "storage/telemetry_store.h"
 
 namespace sightline::bench {
 
 struct RawAppendOptions {
   std::string engine = "duckdb";
-  std::string data_dir;  // created; must not hold a database yet
+  StoreOptions store;  // data_dir: created; must not hold a database yet
   int64_t project_id = 1;
-  std::array<size_t, kSignalCount> batches_per_group = {1, 1, 1};
+  //! Commits per signal: the batches are split into this many consecutive,
+  //! equal-as-possible groups (the server's commit count, so the raw engine
+  //! commits exactly as often). 0 = one batch per commit.
+  std::array<uint64_t, kSignalCount> commits = {0, 0, 0};
 };
 
 struct RawSignalResult {

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -100,7 +101,9 @@ Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(const SpawnOptions& 
       return Status::IoError(std::string("fork: ") + std::strerror(errno));
     }
     if (pid == 0) {
-      // Child: only async-signal-safe calls until exec.
+      // Child: only async-signal-safe calls until exec. The server gets
+      // SIGTERM (a graceful stop) if the benchmark dies first.
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
       ::dup2(log_fd, STDOUT_FILENO);
       ::dup2(log_fd, STDERR_FILENO);
       int null_fd = ::open("/dev/null", O_RDONLY);

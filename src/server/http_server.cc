@@ -195,7 +195,13 @@ class HttpServer::Impl {
                         std::string(req[http::field::cookie]), std::string(req[http::field::authorization]),
                         req.body()};
           ApiCall call = api_->Prepare(ar);
-          res = call.immediate ? std::move(*call.immediate) : co_await RunQuery(stream, call);
+          // Not a ?: expression: g++ 12 destroys temporaries twice around a
+          // co_await inside a conditional operator.
+          if (call.immediate) {
+            res = std::move(*call.immediate);
+          } else {
+            res = co_await RunQuery(stream, call);
+          }
         } else {
           auto r = routes_(std::string(parser.get().method_string()), path, query, api_port);
           res = r ? std::move(*r) : HttpResponse{404, "application/json", JsonError("no such path: " + path), {}, false};

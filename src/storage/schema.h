@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -243,6 +244,39 @@ inline std::vector<std::string> CreateAllTablesSql(const TypeNames& types) {
       CreateTableSql(kMetricSeriesTable, MetricSeriesColumns(metrics), types),
       CreateTableSql(kMetricPointsTable, MetricPointColumns(metrics), types),
   };
+}
+
+//! Column names per table, in table order (for checking an existing database).
+inline std::vector<std::pair<const char*, std::vector<std::string>>> ExpectedColumnNames() {
+  SpanBatch spans;
+  LogBatch logs;
+  MetricBatch metrics;
+  auto names = [](std::span<const Column> columns) {
+    std::vector<std::string> out;
+    for (const Column& c : columns) out.emplace_back(c.name);
+    return out;
+  };
+  return {
+      {kSpansTable, names(SpanColumns(spans))},
+      {kLogsTable, names(LogColumns(logs))},
+      {kMetricSeriesTable, names(MetricSeriesColumns(metrics))},
+      {kMetricPointsTable, names(MetricPointColumns(metrics))},
+  };
+}
+
+//! OK when an existing table has exactly the expected columns in order; a
+//! database written by an incompatible version fails here, at open, rather
+//! than on every write.
+inline Status CheckColumnNames(const char* table, const std::vector<std::string>& expected,
+                               const std::vector<std::string>& actual) {
+  if (expected == actual) return Status::Ok();
+  auto join = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (const std::string& s : v) out += (out.empty() ? "" : ", ") + s;
+    return out;
+  };
+  return Status::InvalidArgument(std::string("table ") + table + " has columns (" + join(actual) +
+                                 ") but this version expects (" + join(expected) + ")");
 }
 
 //! INSERT INTO table (c1, ...) VALUES (?1, ...): positional parameters in column order.

@@ -879,6 +879,17 @@ TEST_P(StoreConformanceTest, ReopenKeepsDataCountersAndSeries) {
   EXPECT_EQ(store_->Stats().rows[static_cast<int>(Signal::kMetrics)], 4u);
 }
 
+TEST_P(StoreConformanceTest, OpenRejectsATableWithOtherColumns) {
+  Open();
+  ASSERT_TRUE(store_->ExecuteSql("ALTER TABLE logs ADD COLUMN extra BIGINT").ok());
+  ASSERT_TRUE(store_->Close().ok());
+  store_.reset();
+  Result<std::unique_ptr<TelemetryStore>> reopened = StoreRegistry::Instance().Open(GetParam(), Options());
+  ASSERT_FALSE(reopened.ok());
+  EXPECT_EQ(reopened.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(reopened.status().message().find("logs"), std::string::npos) << reopened.status().ToString();
+}
+
 TEST_P(StoreConformanceTest, ReopenWithoutCloseKeepsData) {
   Open();
   SpanBatch spans = MakeSpans();

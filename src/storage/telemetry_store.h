@@ -23,7 +23,7 @@ namespace sightline {
 struct StoreOptions {
   std::string data_dir;            // the engine keeps its files here
   std::string memory_limit;        // DuckDB memory_limit, e.g. "2GB"; "" = engine default
-  std::string checkpoint_threshold;  // DuckDB checkpoint_threshold, e.g. "256MB"
+  std::string checkpoint_threshold = "256MB";  // DuckDB checkpoint_threshold ("" = DuckDB's 16MB)
   int threads = 0;                 // DuckDB worker threads; 0 = engine default
   int read_connections = 4;        // size of the read pool (AcquireReader)
 };

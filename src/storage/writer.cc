@@ -100,7 +100,9 @@ void SignalWriter::Run() {
         } else {
           failed_commits_++;
         }
-        one[0].done(s1.ok() ? s1 : Status::Unavailable("storage write failed: " + s1.message()));
+        one[0].done(s1.ok() || s1.code() == StatusCode::kInvalidArgument
+                        ? s1  // a batch the engine refuses is not worth retrying
+                        : Status::Unavailable("storage write failed: " + s1.message()));
       }
       continue;
     }
@@ -109,7 +111,7 @@ void SignalWriter::Run() {
       for (const auto& p : group) committed_rows_ += p.rows;
     } else {
       failed_commits_++;
-      st = Status::Unavailable("storage write failed: " + st.message());
+      if (st.code() != StatusCode::kInvalidArgument) st = Status::Unavailable("storage write failed: " + st.message());
     }
     for (auto& p : group) p.done(st);
   }

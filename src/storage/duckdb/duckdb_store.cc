@@ -1,4 +1,6 @@
 #include "storage/duckdb/duckdb_store.h"
+#include "storage/duckdb/duckdb_reader.h"
+#include "storage/read_pool.h"
 
 #include <duckdb.h>
 #include <sys/stat.h>
@@ -9,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -316,12 +319,22 @@ class DuckDbStore final : public TelemetryStore {
   Result<std::unique_ptr<SignalSink>> NewSink(Signal signal) override;
   StoreStats Stats() override;
   Result<SqlResult> ExecuteSql(const std::string& sql) override;
+  Result<std::unique_ptr<ReadConnection>> AcquireReader(int64_t wait_ms) override;
+  SqlDialect dialect() const override {
+    SqlDialect d;
+    d.has_quantile_cont = true;
+    d.ilike = "ILIKE";
+    d.json_text = "json_extract_string";
+    d.int_div = "//";
+    return d;
+  }
   Status Close() override;
 
  private:
   friend class DuckDbSink;
   DuckDbStore() = default;
   Status Init(const StoreOptions& options);
+  Status CheckSchema() REQUIRES(read_mu_);
   Status LoadCounters() REQUIRES(read_mu_);
   Status LoadKnownSeries() REQUIRES(read_mu_);
   //! force: close even with sinks open (the destructor; their use is then a bug).
@@ -344,6 +357,8 @@ class DuckDbStore final : public TelemetryStore {
   std::atomic<uint64_t> rows_[kSignalCount] = {0, 0, 0};
   std::atomic<uint64_t> series_count_{0};
   std::atomic<int> open_sinks_{0};
+  //! Dashboard queries; created at open, destroyed before the database closes.
+  std::unique_ptr<ReadPool> read_pool_;
 };
 
 //! One connection and one reusable chunk per table. Not thread-safe (one
@@ -351,13 +366,19 @@ class DuckDbStore final : public TelemetryStore {
 class DuckDbSink final : public SignalSink {
  public:
   DuckDbSink(DuckDbStore* store, Signal signal, duckdb_connection conn)
-      : store_(store),
-        signal_(signal),
-        conn_(conn),
-        spans_chunk_(schema::SpanColumns(SpanBatch{})),
-        logs_chunk_(schema::LogColumns(LogBatch{})),
-        series_chunk_(schema::MetricSeriesColumns(MetricBatch{})),
-        points_chunk_(schema::MetricPointColumns(MetricBatch{})) {
+      : store_(store), signal_(signal), conn_(conn) {
+    switch (signal) {
+      case Signal::kSpans:
+        spans_chunk_ = std::make_unique<ChunkBuffer>(schema::SpanColumns(SpanBatch{}));
+        break;
+      case Signal::kLogs:
+        logs_chunk_ = std::make_unique<ChunkBuffer>(schema::LogColumns(LogBatch{}));
+        break;
+      case Signal::kMetrics:
+        series_chunk_ = std::make_unique<ChunkBuffer>(schema::MetricSeriesColumns(MetricBatch{}));
+        points_chunk_ = std::make_unique<ChunkBuffer>(schema::MetricPointColumns(MetricBatch{}));
+        break;
+    }
     store_->open_sinks_.fetch_add(1);
   }
   ~DuckDbSink() override {
@@ -373,11 +394,11 @@ class DuckDbSink final : public SignalSink {
   DuckDbStore* store_;  // not owned; outlives the sink
   Signal signal_;
   duckdb_connection conn_;
-  // Only the chunks of this sink's signal are used; the others are small.
-  ChunkBuffer spans_chunk_;
-  ChunkBuffer logs_chunk_;
-  ChunkBuffer series_chunk_;
-  ChunkBuffer points_chunk_;
+  // Only the chunks of this sink's signal exist (each holds 2,048 rows).
+  std::unique_ptr<ChunkBuffer> spans_chunk_;
+  std::unique_ptr<ChunkBuffer> logs_chunk_;
+  std::unique_ptr<ChunkBuffer> series_chunk_;
+  std::unique_ptr<ChunkBuffer> points_chunk_;
 };
 
 Status DuckDbSink::WriteSpans(const std::vector<const SpanBatch*>& batches) {
@@ -391,7 +412,7 @@ Status DuckDbSink::WriteSpans(const std::vector<const SpanBatch*>& batches) {
   for (const SpanBatch* b : batches) {
     auto columns = schema::SpanColumns(*b);
     SL_RETURN_IF_ERROR(schema::ValidateColumns(schema::kSpansTable, columns, b->rows()));
-    SL_RETURN_IF_ERROR(spans_chunk_.Append(*appender, columns, b->rows(), nullptr));
+    SL_RETURN_IF_ERROR(spans_chunk_->Append(*appender, columns, b->rows(), nullptr));
     rows += b->rows();
   }
   SL_RETURN_IF_ERROR(txn.Commit());
@@ -410,7 +431,7 @@ Status DuckDbSink::WriteLogs(const std::vector<const LogBatch*>& batches) {
   for (const LogBatch* b : batches) {
     auto columns = schema::LogColumns(*b);
     SL_RETURN_IF_ERROR(schema::ValidateColumns(schema::kLogsTable, columns, b->rows()));
-    SL_RETURN_IF_ERROR(logs_chunk_.Append(*appender, columns, b->rows(), nullptr));
+    SL_RETURN_IF_ERROR(logs_chunk_->Append(*appender, columns, b->rows(), nullptr));
     rows += b->rows();
   }
   SL_RETURN_IF_ERROR(txn.Commit());
@@ -438,8 +459,9 @@ Status DuckDbSink::WriteMetrics(const std::vector<const MetricBatch*>& batches) 
     SL_RETURN_IF_ERROR(schema::ValidateColumns(schema::kMetricPointsTable, point_columns, b->rows()));
     new_series.clear();
     schema::SelectNewSeries(*b, store_->known_series_, &pending, &new_series);
-    SL_RETURN_IF_ERROR(series_chunk_.Append(*series_appender, series_columns, new_series.size(), new_series.data()));
-    SL_RETURN_IF_ERROR(points_chunk_.Append(*points_appender, point_columns, b->rows(), nullptr));
+    SL_RETURN_IF_ERROR(
+        series_chunk_->Append(*series_appender, series_columns, new_series.size(), new_series.data()));
+    SL_RETURN_IF_ERROR(points_chunk_->Append(*points_appender, point_columns, b->rows(), nullptr));
     points += b->rows();
   }
   SL_RETURN_IF_ERROR(txn.Commit());
@@ -468,7 +490,9 @@ Status DuckDbStore::Init(const StoreOptions& options) {
   std::vector<std::pair<std::string, std::string>> settings;
   if (!options.memory_limit.empty()) settings.emplace_back("memory_limit", options.memory_limit);
   if (options.threads > 0) settings.emplace_back("threads", std::to_string(options.threads));
-  if (!options.checkpoint_threshold.empty()) settings.emplace_back("checkpoint_threshold", options.checkpoint_threshold);
+  if (!options.checkpoint_threshold.empty()) {
+    settings.emplace_back("checkpoint_threshold", options.checkpoint_threshold);
+  }
   for (const auto& [key, value] : settings) {
     if (duckdb_set_config(config, key.c_str(), value.c_str()) != DuckDBSuccess) {
       duckdb_destroy_config(&config);
@@ -493,8 +517,36 @@ Status DuckDbStore::Init(const StoreOptions& options) {
   for (const std::string& ddl : schema::CreateAllTablesSql(kDuckDbTypes)) {
     SL_RETURN_IF_ERROR(Exec(read_conn_, ddl));
   }
+  SL_RETURN_IF_ERROR(CheckSchema());
   SL_RETURN_IF_ERROR(LoadCounters());
-  return LoadKnownSeries();
+  SL_RETURN_IF_ERROR(LoadKnownSeries());
+  std::vector<std::unique_ptr<ReadConnection>> readers;
+  for (int i = 0; i < std::max(1, options.read_connections); ++i) {
+    duckdb_connection conn = nullptr;
+    if (duckdb_connect(db_, &conn) != DuckDBSuccess) return Status::IoError("duckdb: cannot connect a reader");
+    readers.push_back(NewDuckDbReader(conn));
+  }
+  read_pool_ = std::make_unique<ReadPool>(std::move(readers));
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<ReadConnection>> DuckDbStore::AcquireReader(int64_t wait_ms) {
+  if (read_pool_ == nullptr) return Status::Unavailable("duckdb: store is closed");
+  return read_pool_->Acquire(wait_ms);
+}
+
+Status DuckDbStore::CheckSchema() {
+  for (const auto& [table, expected] : schema::ExpectedColumnNames()) {
+    QueryResult result;
+    Status s = result.Run(read_conn_, std::string("SELECT * FROM ") + table + " LIMIT 0");
+    if (!s.ok()) return Status::IoError("duckdb: reading " + std::string(table) + ": " + s.message());
+    std::vector<std::string> actual;
+    for (idx_t c = 0; c < duckdb_column_count(result.get()); ++c) {
+      actual.emplace_back(duckdb_column_name(result.get(), c));
+    }
+    SL_RETURN_IF_ERROR(schema::CheckColumnNames(table, expected, actual));
+  }
+  return Status::Ok();
 }
 
 Status DuckDbStore::LoadCounters() {
@@ -602,6 +654,7 @@ Status DuckDbStore::CloseLocked(bool force) {
     return Status::Internal("duckdb: Close with " + std::to_string(sinks) + " sinks still open");
   }
   closed_ = true;
+  read_pool_.reset();  // callers have returned every lease (the server stops queries first)
   Status status;
   {
     MutexLock read_lock(&read_mu_);

@@ -1,4 +1,6 @@
 #include "storage/sqlite/sqlite_store.h"
+#include "storage/read_pool.h"
+#include "storage/sqlite/sqlite_reader.h"
 
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -220,12 +222,17 @@ class SqliteStore final : public TelemetryStore {
   Result<std::unique_ptr<SignalSink>> NewSink(Signal signal) override;
   StoreStats Stats() override;
   Result<SqlResult> ExecuteSql(const std::string& sql) override;
+  Result<std::unique_ptr<ReadConnection>> AcquireReader(int64_t wait_ms) override;
+  //! SQLite has no quantile aggregate (percentiles are computed in C++), and its
+  //! LIKE is already case-insensitive for ASCII.
+  SqlDialect dialect() const override { return SqlDialect{}; }
   Status Close() override;
 
  private:
   friend class SqliteSink;
   SqliteStore() = default;
   Status Init(const StoreOptions& options);
+  Status CheckSchema() REQUIRES(read_mu_);
   Status LoadCounters() REQUIRES(read_mu_);
   Status LoadKnownSeries() REQUIRES(read_mu_);
   //! force: close even with sinks open (the destructor; their use is then a bug).
@@ -246,6 +253,8 @@ class SqliteStore final : public TelemetryStore {
   std::atomic<uint64_t> rows_[kSignalCount] = {0, 0, 0};
   std::atomic<uint64_t> series_count_{0};
   std::atomic<int> open_sinks_{0};
+  //! Dashboard queries: read-only WAL connections, destroyed before close.
+  std::unique_ptr<ReadPool> read_pool_;
 };
 
 //! One connection with the INSERT statements of its signal, prepared once.
@@ -406,8 +415,35 @@ Status SqliteStore::Init(const StoreOptions& options) {
     return created;
   }
   SL_RETURN_IF_ERROR(Exec(read_db_, "COMMIT"));
+  SL_RETURN_IF_ERROR(CheckSchema());
   SL_RETURN_IF_ERROR(LoadCounters());
-  return LoadKnownSeries();
+  SL_RETURN_IF_ERROR(LoadKnownSeries());
+  std::vector<std::unique_ptr<ReadConnection>> readers;
+  for (int i = 0; i < std::max(1, options.read_connections); ++i) {
+    auto reader = OpenSqliteReader(db_path_);
+    if (!reader.ok()) return reader.status();
+    readers.push_back(std::move(reader.value()));
+  }
+  read_pool_ = std::make_unique<ReadPool>(std::move(readers));
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<ReadConnection>> SqliteStore::AcquireReader(int64_t wait_ms) {
+  if (read_pool_ == nullptr) return Status::Unavailable("sqlite: store is closed");
+  return read_pool_->Acquire(wait_ms);
+}
+
+Status SqliteStore::CheckSchema() {
+  for (const auto& [table, expected] : schema::ExpectedColumnNames()) {
+    Statement select;
+    SL_RETURN_IF_ERROR(select.Prepare(read_db_, std::string("SELECT * FROM ") + table + " LIMIT 0"));
+    std::vector<std::string> actual;
+    for (int c = 0; c < sqlite3_column_count(select.get()); ++c) {
+      actual.emplace_back(sqlite3_column_name(select.get(), c));
+    }
+    SL_RETURN_IF_ERROR(schema::CheckColumnNames(table, expected, actual));
+  }
+  return Status::Ok();
 }
 
 Status SqliteStore::LoadCounters() {
@@ -518,6 +554,7 @@ Status SqliteStore::CloseLocked(bool force) {
     return Status::Internal("sqlite: Close with " + std::to_string(sinks) + " sinks still open");
   }
   closed_ = true;
+  read_pool_.reset();  // callers have returned every lease (the server stops queries first)
   MutexLock read_lock(&read_mu_);
   if (read_db_ == nullptr) return Status::Ok();
   // Copies the WAL into the database file and truncates it to zero bytes.

@@ -37,6 +37,24 @@ class Writer {
     b.writeBigUInt64LE(BigInt(v));
     this.raw(b);
   }
+  sfixed64(field, v) {
+    this.tag(field, 1);
+    const b = Buffer.alloc(8);
+    b.writeBigInt64LE(BigInt(v));
+    this.raw(b);
+  }
+  packedFixed64(field, values) {
+    if (!values.length) return;
+    const b = Buffer.alloc(8 * values.length);
+    values.forEach((v, i) => b.writeBigUInt64LE(BigInt(v), 8 * i));
+    this.lenDelimited(field, b);
+  }
+  packedDouble(field, values) {
+    if (!values.length) return;
+    const b = Buffer.alloc(8 * values.length);
+    values.forEach((v, i) => b.writeDoubleLE(v, 8 * i));
+    this.lenDelimited(field, b);
+  }
   fixed32(field, v) {
     this.tag(field, 5);
     const b = Buffer.alloc(4);
@@ -81,31 +99,116 @@ function writeAttributes(w, field, attrs) {
 
 /**
  * Span shape used by these helpers (ids are hex strings, times bigint ns):
- * {traceId, spanId, parentSpanId?, name, kind, start, end, attributes?, statusCode?, statusMessage?}
+ * {traceId, spanId, parentSpanId?, name, kind, start, end, attributes?, statusCode?, statusMessage?,
+ *  traceState?, flags?, events?: [{time, name, attributes?}], links?: [{traceId, spanId, traceState?, attributes?, flags?}]}
  */
-export function encodeTraceRequestProto({ resource = {}, scope = { name: 'it' }, spans }) {
-  const w = new Writer();
-  w.message(1, (rs) => {
-    rs.message(1, (r) => writeAttributes(r, 1, resource));
-    rs.message(2, (ss) => {
-      ss.message(1, (sc) => { sc.string(1, scope.name); sc.string(2, scope.version); });
-      for (const s of spans) {
-        ss.message(2, (sp) => {
-          sp.bytesField(1, Buffer.from(s.traceId, 'hex'));
-          sp.bytesField(2, Buffer.from(s.spanId, 'hex'));
-          sp.bytesField(4, s.parentSpanId ? Buffer.from(s.parentSpanId, 'hex') : null);
-          sp.string(5, s.name);
-          sp.uint(6, s.kind ?? 1);
-          sp.fixed64(7, s.start);
-          sp.fixed64(8, s.end);
-          writeAttributes(sp, 9, s.attributes);
-          if (s.statusCode || s.statusMessage) {
-            sp.message(15, (st) => { st.string(2, s.statusMessage); st.uint(3, s.statusCode); });
-          }
-        });
-      }
+function writeSpan(sp, s) {
+  sp.bytesField(1, Buffer.from(s.traceId, 'hex'));
+  sp.bytesField(2, Buffer.from(s.spanId, 'hex'));
+  sp.string(3, s.traceState);
+  sp.bytesField(4, s.parentSpanId ? Buffer.from(s.parentSpanId, 'hex') : null);
+  sp.string(5, s.name);
+  sp.uint(6, s.kind ?? 1);
+  sp.fixed64(7, s.start);
+  sp.fixed64(8, s.end);
+  writeAttributes(sp, 9, s.attributes);
+  for (const e of s.events ?? []) {
+    sp.message(11, (ev) => {
+      ev.fixed64(1, e.time);
+      ev.string(2, e.name);
+      writeAttributes(ev, 3, e.attributes);
     });
-  });
+  }
+  for (const l of s.links ?? []) {
+    sp.message(13, (lk) => {
+      lk.bytesField(1, Buffer.from(l.traceId, 'hex'));
+      lk.bytesField(2, Buffer.from(l.spanId, 'hex'));
+      lk.string(3, l.traceState);
+      writeAttributes(lk, 4, l.attributes);
+      if (l.flags) lk.fixed32(6, l.flags);
+    });
+  }
+  if (s.statusCode || s.statusMessage) {
+    sp.message(15, (st) => { st.string(2, s.statusMessage); st.uint(3, s.statusCode); });
+  }
+  if (s.flags) sp.fixed32(16, s.flags);
+}
+
+//! ExportTraceServiceRequest with several resources: [{resource, scope, spans}].
+export function encodeTracesProto(resourceSpans) {
+  const w = new Writer();
+  for (const { resource = {}, scope = { name: 'it' }, spans } of resourceSpans) {
+    w.message(1, (rs) => {
+      rs.message(1, (r) => writeAttributes(r, 1, resource));
+      rs.message(2, (ss) => {
+        ss.message(1, (sc) => { sc.string(1, scope.name); sc.string(2, scope.version); });
+        for (const s of spans) ss.message(2, (sp) => writeSpan(sp, s));
+      });
+    });
+  }
+  return w.bytes();
+}
+
+export function encodeTraceRequestProto({ resource = {}, scope = { name: 'it' }, spans }) {
+  return encodeTracesProto([{ resource, scope, spans }]);
+}
+
+/**
+ * ExportMetricsServiceRequest: [{resource, scope, metrics}] where a metric is
+ * {name, description?, unit?, gauge?: {points}, sum?: {points, temporality, monotonic},
+ *  histogram?: {points, temporality}}. Number points: {time, start?, value, asInt?, attributes?};
+ * histogram points: {time, start?, count, sum?, bucketCounts, bounds, min?, max?, attributes?}.
+ * Times are bigint ns.
+ */
+export function encodeMetricsProto(resourceMetrics) {
+  const numberPoint = (w, p) => {
+    writeAttributes(w, 7, p.attributes);
+    if (p.start) w.fixed64(2, p.start);
+    w.fixed64(3, p.time);
+    if (p.asInt) w.sfixed64(6, p.value);
+    else w.double(4, p.value);
+  };
+  const histogramPoint = (w, p) => {
+    writeAttributes(w, 9, p.attributes);
+    if (p.start) w.fixed64(2, p.start);
+    w.fixed64(3, p.time);
+    w.fixed64(4, p.count);
+    if (p.sum !== undefined) w.double(5, p.sum);
+    w.packedFixed64(6, p.bucketCounts);
+    w.packedDouble(7, p.bounds);
+    if (p.min !== undefined) w.double(11, p.min);
+    if (p.max !== undefined) w.double(12, p.max);
+  };
+  const w = new Writer();
+  for (const { resource = {}, scope = { name: 'it' }, metrics } of resourceMetrics) {
+    w.message(1, (rm) => {
+      rm.message(1, (r) => writeAttributes(r, 1, resource));
+      rm.message(2, (sm) => {
+        sm.message(1, (sc) => { sc.string(1, scope.name); sc.string(2, scope.version); });
+        for (const m of metrics) {
+          sm.message(2, (mw) => {
+            mw.string(1, m.name);
+            mw.string(2, m.description);
+            mw.string(3, m.unit);
+            if (m.gauge) {
+              mw.message(5, (g) => { for (const p of m.gauge.points) g.message(1, (pw) => numberPoint(pw, p)); });
+            } else if (m.sum) {
+              mw.message(7, (s) => {
+                for (const p of m.sum.points) s.message(1, (pw) => numberPoint(pw, p));
+                s.uint(2, m.sum.temporality);
+                s.uint(3, m.sum.monotonic ? 1 : 0);
+              });
+            } else if (m.histogram) {
+              mw.message(9, (h) => {
+                for (const p of m.histogram.points) h.message(1, (pw) => histogramPoint(pw, p));
+                h.uint(2, m.histogram.temporality);
+              });
+            }
+          });
+        }
+      });
+    });
+  }
   return w.bytes();
 }
 
@@ -144,6 +247,36 @@ export function encodeTraceRequestJson({ resource = {}, scope = { name: 'it' }, 
         })),
       }],
     }],
+  }));
+}
+
+/**
+ * ExportLogsServiceRequest in OTLP/JSON: [{resource, scope, logs}] where a log is
+ * {time, observedTime?, severityNumber, severityText?, body, attributes?, traceId?, spanId?, flags?}
+ * (times bigint ns, ids hex).
+ */
+export function encodeLogsJson(resourceLogs) {
+  return Buffer.from(JSON.stringify({
+    resourceLogs: resourceLogs.map(({ resource = {}, scope = { name: 'it' }, logs }) => ({
+      resource: { attributes: jsonAttributes(resource) },
+      scopeLogs: [{
+        scope: { name: scope.name, version: scope.version ?? '' },
+        logRecords: logs.map((l) => {
+          const rec = {
+            timeUnixNano: String(l.time),
+            observedTimeUnixNano: String(l.observedTime ?? l.time),
+            severityNumber: l.severityNumber,
+            severityText: l.severityText ?? '',
+            body: jsonAnyValue(l.body),
+            attributes: jsonAttributes(l.attributes),
+            flags: l.flags ?? 0,
+          };
+          if (l.traceId) rec.traceId = l.traceId;
+          if (l.spanId) rec.spanId = l.spanId;
+          return rec;
+        }),
+      }],
+    })),
   }));
 }
 
@@ -239,4 +372,78 @@ export function parseJsonExact(text) {
 //! SDK HrTime [seconds, nanos] as exact bigint nanoseconds.
 export function hrTimeToNs(hr) {
   return BigInt(hr[0]) * 1_000_000_000n + BigInt(hr[1]);
+}
+
+// ------------------------------------------------------------- bulk spans --
+
+/**
+ * Fast protobuf encoding of many similar spans (millions, for load tests):
+ * each variant's name, kind, attributes and status are encoded once; per span
+ * only the ids and times are written. Usage:
+ *   const enc = new BulkSpanEncoder([{name, kind, attributes, statusCode}, ...]);
+ *   const body = enc.encode({resource, scope}, n, (i, span) => {
+ *     span.variant = ...; span.traceId.write(...)  // 16-byte Buffer views
+ *     span.spanId ...; span.parentSpanId = Buffer|null; span.start = bigint; span.end = bigint;
+ *   });
+ */
+export class BulkSpanEncoder {
+  constructor(variants) {
+    this.tails = variants.map((v) => {
+      const w = new Writer();
+      w.string(5, v.name);
+      w.uint(6, v.kind ?? 1);
+      writeAttributes(w, 9, v.attributes);
+      if (v.statusCode || v.statusMessage) {
+        w.message(15, (st) => { st.string(2, v.statusMessage); st.uint(3, v.statusCode); });
+      }
+      return w.bytes();
+    });
+  }
+
+  encode({ resource = {}, scope = { name: 'it' } }, n, fill) {
+    const span = { variant: 0, traceId: Buffer.alloc(16), spanId: Buffer.alloc(8), parentSpanId: null, start: 0n, end: 0n };
+    const parts = [];
+    let spansLen = 0;
+    const chunk = Buffer.allocUnsafe(n * (64 + Math.max(...this.tails.map((t) => t.length))));
+    let off = 0;
+    for (let i = 0; i < n; i++) {
+      span.parentSpanId = null;
+      fill(i, span);
+      const tail = this.tails[span.variant];
+      const bodyLen = 18 + 10 + (span.parentSpanId ? 10 : 0) + 18 + tail.length;
+      chunk[off++] = 0x12;  // ScopeSpans.spans
+      off = writeVarint(chunk, off, bodyLen);
+      chunk[off++] = 0x0a; chunk[off++] = 16; span.traceId.copy(chunk, off); off += 16;
+      chunk[off++] = 0x12; chunk[off++] = 8; span.spanId.copy(chunk, off); off += 8;
+      if (span.parentSpanId) { chunk[off++] = 0x22; chunk[off++] = 8; span.parentSpanId.copy(chunk, off); off += 8; }
+      chunk[off++] = 0x39; chunk.writeBigUInt64LE(span.start, off); off += 8;
+      chunk[off++] = 0x41; chunk.writeBigUInt64LE(span.end, off); off += 8;
+      tail.copy(chunk, off); off += tail.length;
+    }
+    spansLen = off;
+    parts.push(chunk.subarray(0, spansLen));
+    const scopeW = new Writer();
+    scopeW.message(1, (sc) => { sc.string(1, scope.name); sc.string(2, scope.version); });
+    const scopeMsg = scopeW.bytes();
+    const ss = Buffer.concat([scopeMsg, parts[0]]);
+    const resW = new Writer();
+    resW.message(1, (r) => writeAttributes(r, 1, resource));
+    const rsHead = resW.bytes();
+    const ssHead = lenHeader(2, ss.length);
+    const rsLen = rsHead.length + ssHead.length + ss.length;
+    return Buffer.concat([lenHeader(1, rsLen), rsHead, ssHead, ss]);
+  }
+}
+
+function writeVarint(buf, off, v) {
+  while (v > 0x7f) { buf[off++] = (v & 0x7f) | 0x80; v = Math.floor(v / 128); }
+  buf[off++] = v;
+  return off;
+}
+
+function lenHeader(field, len) {
+  const b = Buffer.alloc(12);
+  let off = writeVarint(b, 0, (field << 3) | 2);
+  off = writeVarint(b, off, len);
+  return b.subarray(0, off);
 }

@@ -75,15 +75,16 @@ export async function makeTempDir(prefix = 'sightline-it-') {
 
 //! A plain HTTP request to the server. Resolves {status, headers, body: Buffer}
 //! as soon as a response arrives, even if the server answered before reading
-//! the whole request body (an early 413/503 is a valid answer).
-export function request(url, { method = 'GET', headers = {}, body, agent, timeoutMs = 30_000 } = {}) {
+//! the whole request body (an early 413/503 is a valid answer). An AbortSignal
+//! (`signal`) destroys the connection and rejects with an AbortError.
+export function request(url, { method = 'GET', headers = {}, body, agent, timeoutMs = 30_000, signal } = {}) {
   return new Promise((resolve, reject) => {
     const u = new URL(url);
     if (u.hostname !== HOST) throw new Error(`refusing non-loopback target ${url}`);
     let settled = false;
     const req = http.request({
       host: u.hostname, port: u.port, path: u.pathname + u.search, method, headers,
-      agent: agent ?? false,
+      agent: agent ?? false, signal,
     }, (res) => {
       const chunks = [];
       res.on('data', (c) => chunks.push(c));
