@@ -164,6 +164,13 @@ std::string Server::DeepHealthJson() {
   w.EndObject();
   w.Key("metric_series");
   w.Uint(s.metric_series);
+  w.Key("read_pool");
+  w.BeginObject();
+  w.Key("connections");
+  w.Int(s.read_connections);
+  w.Key("in_use");
+  w.Int(s.read_connections_in_use);
+  w.EndObject();
   w.Key("writer_queue");
   w.BeginObject();
   for (int i = 0; i < kSignalCount; ++i) {
@@ -226,6 +233,8 @@ std::string Server::PrometheusText() {
     out += fmt::format("sightline_writer_queue_rows{{signal=\"{}\"}} {}\n", SignalName(Signal(i)),
                        writers_[i]->GetStats().queued_rows);
   }
+  gauge("sightline_read_pool_in_use", "Engine read connections leased to dashboard queries.",
+        static_cast<uint64_t>(s.read_connections_in_use));
   gauge("sightline_gate_inflight_bytes", "Bytes held by admitted ingest requests.", g.inflight_bytes);
   gauge("sightline_gate_inflight_requests", "Admitted ingest requests in flight.", static_cast<uint64_t>(g.inflight_requests));
   out += "# HELP sightline_gate_rejections_total Requests refused with 503 by the admission gate.\n"

@@ -34,6 +34,8 @@ struct StoreStats {
   uint64_t wal_bytes = 0;
   uint64_t rows[kSignalCount] = {0, 0, 0};  // spans, logs, metric points
   uint64_t metric_series = 0;
+  int read_connections = 0;         // the read pool's size
+  int read_connections_in_use = 0;  // leased to running dashboard queries
 };
 
 //! A query result as text cells, for tools and tests (`sightline sql`).

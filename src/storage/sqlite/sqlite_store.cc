@@ -490,6 +490,10 @@ StoreStats SqliteStore::Stats() {
   stats.wal_bytes = FileSize(wal_path_);
   for (int i = 0; i < kSignalCount; ++i) stats.rows[i] = rows_[i].load();
   stats.metric_series = series_count_.load();
+  if (read_pool_ != nullptr) {
+    stats.read_connections = read_pool_->size();
+    stats.read_connections_in_use = read_pool_->in_use();
+  }
   return stats;
 }
 
