@@ -3,13 +3,16 @@
 # Idempotent: a second run on a ready machine does no network work.
 #   apt: Debian packages in APT_PACKAGES (third_party/versions.env)
 #   npm: DuckDB library + header and the OTLP .proto files, unpacked under .deps/
+# With --test, also the packages only tests need (TEST_APT_PACKAGES).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 # shellcheck source=/dev/null
 source "$root/third_party/versions.env"
 
+packages="$APT_PACKAGES"
+[[ "${1:-}" == "--test" ]] && packages="$packages $TEST_APT_PACKAGES"
 missing=()
-for p in $APT_PACKAGES; do
+for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 # Node.js and npm: use the machine's if present (it may come from outside Debian's

@@ -10,6 +10,9 @@ cd "$root"
 start=$(date +%s)
 step() { echo; echo "=== $* ($(( $(date +%s) - start ))s)"; }
 
+step "setup (test packages)"
+scripts/setup.sh --test
+
 step "release build"
 [ -f build/build.ninja ] || cmake --preset release >/dev/null
 cmake --build build
