@@ -311,7 +311,9 @@ inline void CheckSame(const MetricBatch& a, const MetricBatch& b) {
 #undef SL_SAME
 
 inline void CheckSameRejections(const Rejections& a, const Rejections& b) {
-  if (a.count != b.count) Fail("protobuf and JSON decodes reject different numbers of items", a.message + " | " + b.message);
+  if (a.count != b.count) {
+    Fail("protobuf and JSON decodes reject different numbers of items", a.message + " | " + b.message);
+  }
 }
 
 // --- id forms (differential runs) ----------------------------------------------

@@ -3,7 +3,8 @@
 #  1. release build + unit tests (ctest)
 #  2. debug build with ASan + UBSan + the same unit tests
 #  3. end-to-end tests: the official OpenTelemetry JS SDK against `sightline serve`
-#  4. a short libFuzzer run of every decoder
+#  4. browser tests of the web UI (Playwright driving Debian's chromium)
+#  5. a short libFuzzer run of every decoder
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -27,6 +28,9 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ./build-debug/unit_
 
 step "integration tests (OpenTelemetry JS SDK -> sightline serve)"
 test/integration/run.sh
+
+step "browser tests (Playwright + Debian chromium against the embedded UI)"
+test/browser/run.sh
 
 step "fuzz (short run)"
 scripts/fuzz.sh "${FUZZ_SECONDS:-15}"

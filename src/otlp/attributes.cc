@@ -86,8 +86,11 @@ bool FindIntAttribute(const KeyValues& kvs, std::string_view key, int64_t* out) 
     }
     if (kv.value().value_case() == AnyValue::kStringValue) {
       const std::string& s = kv.value().string_value();
-      auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
-      return r.ec == std::errc() && r.ptr == s.data() + s.size();
+      int64_t v = 0;
+      auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+      if (r.ec != std::errc() || r.ptr != s.data() + s.size()) return false;
+      *out = v;
+      return true;
     }
   }
   return false;

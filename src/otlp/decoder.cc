@@ -413,18 +413,26 @@ class PointWriter {
  public:
   PointWriter(MetricBatch* out, IdReader* ids, Rejections* rejected) : out_(out), ids_(ids), rejected_(rejected) {}
 
+  //! Validates a point's exemplars; call before interning its series so a
+  //! rejected point leaves no series row behind.
   template <typename Point>
-  bool Begin(int64_t series, const Point& p) {
+  bool Accept(const Point& p) {
     if constexpr (std::is_same_v<Point, otlp_metrics::SummaryDataPoint>) {
-      out_->exemplars.Append("");  // summaries carry no exemplars
-    } else if (!WriteExemplars(p.exemplars())) {
-      return false;
+      scratch_.clear();  // summaries carry no exemplars
+      return true;
+    } else {
+      return RenderExemplars(p.exemplars());
     }
+  }
+
+  //! Starts the row of a point that Accept()ed.
+  template <typename Point>
+  void Begin(int64_t series, const Point& p) {
+    out_->exemplars.Append(scratch_);
     out_->point_series_id.push_back(series);
     out_->time_ns.push_back(ToSigned(p.time_unix_nano()));
     out_->start_time_ns.push_back(ToSigned(p.start_time_unix_nano()));
     out_->flags.push_back(p.flags());
-    return true;
   }
 
   void Number(const otlp_metrics::NumberDataPoint& p) {
@@ -521,12 +529,10 @@ class PointWriter {
     out_->max.push_back(max);
   }
 
-  bool WriteExemplars(const pb::RepeatedPtrField<otlp_metrics::Exemplar>& exemplars) {
-    if (exemplars.empty()) {
-      out_->exemplars.Append("");
-      return true;
-    }
+  // Renders into scratch_ ("" when there are none).
+  bool RenderExemplars(const pb::RepeatedPtrField<otlp_metrics::Exemplar>& exemplars) {
     scratch_.clear();
+    if (exemplars.empty()) return true;
     JsonWriter w(&scratch_);
     w.BeginArray();
     std::string t, s;
@@ -552,7 +558,6 @@ class PointWriter {
       w.EndObject();
     }
     w.EndArray();
-    out_->exemplars.Append(scratch_);
     return true;
   }
 
@@ -585,15 +590,19 @@ Status DecodeMetrics(std::string_view body, PayloadFormat format, MetricBatch* o
         switch (m.data_case()) {
           case otlp_metrics::Metric::kGauge:
             for (const auto& p : m.gauge().data_points()) {
+              if (!points.Accept(p)) continue;
               int64_t id = series.Intern(m, MetricType::kGauge, 0, false, ctx, p.attributes());
-              if (points.Begin(id, p)) points.Number(p);
+              points.Begin(id, p);
+              points.Number(p);
             }
             break;
           case otlp_metrics::Metric::kSum:
             for (const auto& p : m.sum().data_points()) {
+              if (!points.Accept(p)) continue;
               int64_t id = series.Intern(m, MetricType::kSum, m.sum().aggregation_temporality(),
                                          m.sum().is_monotonic(), ctx, p.attributes());
-              if (points.Begin(id, p)) points.Number(p);
+              points.Begin(id, p);
+              points.Number(p);
             }
             break;
           case otlp_metrics::Metric::kHistogram:
@@ -602,23 +611,29 @@ Status DecodeMetrics(std::string_view body, PayloadFormat format, MetricBatch* o
                 rejected->Add("histogram point whose bucket_counts is not explicit_bounds + 1 long");
                 continue;
               }
+              if (!points.Accept(p)) continue;
               int64_t id = series.Intern(m, MetricType::kHistogram, m.histogram().aggregation_temporality(), false,
                                          ctx, p.attributes());
-              if (points.Begin(id, p)) points.Histogram(p);
+              points.Begin(id, p);
+              points.Histogram(p);
             }
             break;
           case otlp_metrics::Metric::kExponentialHistogram:
             for (const auto& p : m.exponential_histogram().data_points()) {
+              if (!points.Accept(p)) continue;
               int64_t id = series.Intern(m, MetricType::kExponentialHistogram,
                                          m.exponential_histogram().aggregation_temporality(), false, ctx,
                                          p.attributes());
-              if (points.Begin(id, p)) points.Exponential(p);
+              points.Begin(id, p);
+              points.Exponential(p);
             }
             break;
           case otlp_metrics::Metric::kSummary:
             for (const auto& p : m.summary().data_points()) {
+              if (!points.Accept(p)) continue;
               int64_t id = series.Intern(m, MetricType::kSummary, 0, false, ctx, p.attributes());
-              if (points.Begin(id, p)) points.Summary(p);
+              points.Begin(id, p);
+              points.Summary(p);
             }
             break;
           case otlp_metrics::Metric::DATA_NOT_SET:

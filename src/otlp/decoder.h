@@ -24,7 +24,7 @@ Result<PayloadFormat> ParseContentType(std::string_view header);
 //! Items skipped while decoding, for ExportPartialSuccess.
 struct Rejections {
   int64_t count = 0;
-  std::string message;  // the first reason, with how many more
+  std::string message;  // the first reason
   void Add(std::string_view reason);
 };
 

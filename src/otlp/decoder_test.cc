@@ -422,7 +422,8 @@ constexpr const char* kTraceJson = R"({
                 {}
               ]}}},
               {"key": "kv", "value": {"kvlistValue": {"values": [
-                {"key": "inner", "value": {"kvlistValue": {"values": [{"key": "deep", "value": {"stringValue": "x"}}]}}},
+                {"key": "inner", "value": {"kvlistValue": {"values": [
+                  {"key": "deep", "value": {"stringValue": "x"}}]}}},
                 {"key": "n", "value": {"intValue": "2"}}
               ]}}},
               {"key": "b1", "value": {"bytesValue": "YQ=="}},
@@ -497,7 +498,8 @@ constexpr const char* kSpan1Events =
 constexpr const char* kSpan1Links =
     R"([{"trace_id":"0af7651916cd43dd8448eb211c80319c","span_id":"b9c7c989f97918e1",)"
     R"("trace_state":"rojo=00f067aa0ba902b7","attributes":{"link.kind":"follows"},"dropped_attributes_count":2,)"
-    R"("flags":1},{"trace_id":"","span_id":"","trace_state":"","attributes":{},"dropped_attributes_count":0,"flags":0}])";
+    R"("flags":1},{"trace_id":"","span_id":"","trace_state":"","attributes":{},"dropped_attributes_count":0,)"
+    R"("flags":0}])";
 
 void ExpectTraceRequestColumns(const SpanBatch& b) {
   ASSERT_EQ(b.rows(), 3u);
@@ -645,7 +647,7 @@ TEST(DecodeSpansTest, PromotedAttributesFollowTheirFallbacks) {
 // BUG (reported): FindIntAttribute parses the numeric prefix of a string into
 // *out before noticing the trailing text, so "404 Not Found" promotes 404
 // although the function returns false for it. Enable once fixed.
-TEST(DecodeSpansTest, DISABLED_NonNumericStatusCodeStringIsNotPromoted) {
+TEST(DecodeSpansTest, NonNumericStatusCodeStringIsNotPromoted) {
   SpanBatch b = DecodeOneSpanWith({{"http.response.status_code", Str("404 Not Found")}});
   ASSERT_EQ(b.rows(), 1u);
   EXPECT_EQ(b.http_status_code[0], 0);
@@ -1238,8 +1240,9 @@ void ExpectMetricsRequestColumns(const MetricBatch& b) {
             (Strings{"", "", "", "", "", "", "", R"([{"quantile":0.5,"value":2},{"quantile":0.99,"value":4.5}])"}));
   EXPECT_EQ(Column(b.exemplars),
             (Strings{"", "",
-                     R"([{"time_unix_nano":1700000002000000000,"value":9,"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736",)"
-                     R"("span_id":"00f067aa0ba902b7","filtered_attributes":{"user":"u"}}])",
+                     R"([{"time_unix_nano":1700000002000000000,"value":9,)"
+                     R"("trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"00f067aa0ba902b7",)"
+                     R"("filtered_attributes":{"user":"u"}}])",
                      R"([{"time_unix_nano":0,"value":1.5,"trace_id":"","span_id":"","filtered_attributes":{}}])",
                      "", "", "", ""}));
   EXPECT_EQ(b.flags, (std::vector<uint32_t>{0, 1, 0, 0, 0, 0, 0, 0}));
@@ -1314,34 +1317,41 @@ TEST(DecodeMetricsTest, WhatIdentifiesASeries) {
     p->set_as_int(1);
     return req;
   };
-  auto metric = [](ExportMetricsServiceRequest& r) { return r.mutable_resource_metrics(0)->mutable_scope_metrics(0)->mutable_metrics(0); };
-  auto id_of = [](const ExportMetricsServiceRequest& r) {
+  using Request = ExportMetricsServiceRequest;
+  auto scope_metrics = [](Request& r) { return r.mutable_resource_metrics(0)->mutable_scope_metrics(0); };
+  auto metric = [&](Request& r) { return scope_metrics(r)->mutable_metrics(0); };
+  auto point_attr = [&](Request& r) {
+    return metric(r)->mutable_sum()->mutable_data_points(0)->mutable_attributes(0)->mutable_value();
+  };
+  auto id_of = [](const Request& r) {
     MetricBatch b;
     Rejections rejected;
     EXPECT_TRUE(DecodeMetrics(r.SerializeAsString(), PayloadFormat::kProtobuf, &b, &rejected).ok());
     EXPECT_EQ(b.series_rows(), 1u);
     return b.series_id.empty() ? 0 : b.series_id[0];
   };
-  ExportMetricsServiceRequest r0 = base();
+  Request r0 = base();
   const int64_t id0 = id_of(r0);
 
-  std::vector<std::pair<const char*, std::function<void(ExportMetricsServiceRequest&)>>> changes = {
-      {"name", [&](auto& r) { metric(r)->set_name("m2"); }},
-      {"unit", [&](auto& r) { metric(r)->set_unit("s"); }},
-      {"temporality", [&](auto& r) { metric(r)->mutable_sum()->set_aggregation_temporality(
-                                          otlp_metrics::AGGREGATION_TEMPORALITY_CUMULATIVE); }},
-      {"monotonic", [&](auto& r) { metric(r)->mutable_sum()->set_is_monotonic(true); }},
-      {"point attribute value",
-       [&](auto& r) { metric(r)->mutable_sum()->mutable_data_points(0)->mutable_attributes(0)->mutable_value()->set_string_value("w"); }},
-      {"point attribute type",
-       [&](auto& r) { metric(r)->mutable_sum()->mutable_data_points(0)->mutable_attributes(0)->mutable_value()->set_int_value(1); }},
-      {"resource", [&](auto& r) {
-         r.mutable_resource_metrics(0)->mutable_resource()->mutable_attributes(0)->mutable_value()->set_string_value("svc2");
+  std::vector<std::pair<const char*, std::function<void(Request&)>>> changes = {
+      {"name", [&](Request& r) { metric(r)->set_name("m2"); }},
+      {"unit", [&](Request& r) { metric(r)->set_unit("s"); }},
+      {"temporality",
+       [&](Request& r) {
+         metric(r)->mutable_sum()->set_aggregation_temporality(otlp_metrics::AGGREGATION_TEMPORALITY_CUMULATIVE);
        }},
-      {"scope name", [&](auto& r) { r.mutable_resource_metrics(0)->mutable_scope_metrics(0)->mutable_scope()->set_name("s2"); }},
-      {"scope version",
-       [&](auto& r) { r.mutable_resource_metrics(0)->mutable_scope_metrics(0)->mutable_scope()->set_version("2"); }},
-      {"type", [&](auto& r) {
+      {"monotonic", [&](Request& r) { metric(r)->mutable_sum()->set_is_monotonic(true); }},
+      {"point attribute value", [&](Request& r) { point_attr(r)->set_string_value("w"); }},
+      {"point attribute type", [&](Request& r) { point_attr(r)->set_int_value(1); }},
+      {"resource",
+       [&](Request& r) {
+         r.mutable_resource_metrics(0)->mutable_resource()->mutable_attributes(0)->mutable_value()->set_string_value(
+             "svc2");
+       }},
+      {"scope name", [&](Request& r) { scope_metrics(r)->mutable_scope()->set_name("s2"); }},
+      {"scope version", [&](Request& r) { scope_metrics(r)->mutable_scope()->set_version("2"); }},
+      {"type",
+       [&](Request& r) {
          auto* m = metric(r);
          auto points = m->sum().data_points();
          *m->mutable_gauge()->mutable_data_points() = points;
@@ -1349,7 +1359,7 @@ TEST(DecodeMetricsTest, WhatIdentifiesASeries) {
   };
   std::set<int64_t> ids = {id0};
   for (auto& [what, change] : changes) {
-    ExportMetricsServiceRequest r = base();
+    Request r = base();
     change(r);
     int64_t id = id_of(r);
     EXPECT_NE(id, id0) << what;
@@ -1358,7 +1368,7 @@ TEST(DecodeMetricsTest, WhatIdentifiesASeries) {
   EXPECT_EQ(ids.size(), changes.size() + 1);
 
   // Not identifying: description, point values and times.
-  ExportMetricsServiceRequest same = base();
+  Request same = base();
   metric(same)->set_description("other text");
   metric(same)->mutable_sum()->mutable_data_points(0)->set_as_int(99);
   metric(same)->mutable_sum()->mutable_data_points(0)->set_time_unix_nano(123);
@@ -1450,7 +1460,7 @@ TEST(DecodeMetricsTest, ExemplarWithABadIdRejectsItsPoint) {
 // BUG (reported): the series row is interned before the point's exemplars are
 // validated, so a point rejected for a bad exemplar id leaves a series row
 // that no point references. Enable once fixed.
-TEST(DecodeMetricsTest, DISABLED_RejectedPointLeavesNoOrphanSeries) {
+TEST(DecodeMetricsTest, RejectedPointLeavesNoOrphanSeries) {
   ExportMetricsServiceRequest req;
   auto* m = req.add_resource_metrics()->add_scope_metrics()->add_metrics();
   m->set_name("g");

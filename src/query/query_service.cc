@@ -8,6 +8,7 @@
 #include <cmath>
 #include <functional>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include "common/json_writer.h"
@@ -131,10 +132,19 @@ struct Range {
 Result<Range> ParseRange(const ApiParams& p) {
   int64_t now_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  constexpr int64_t kMaxMs = 9223372036854LL;  // keeps ns arithmetic inside int64
-  auto to = IntParam(p, "to", now_ms, 0, kMaxMs);
+  constexpr double kMaxMs = 9223372036854.0;  // keeps ns arithmetic inside int64
+  // Milliseconds; fractions (as in the answers' time_ms) are floored.
+  auto ms = [&](const char* name, int64_t def) -> Result<int64_t> {
+    auto v = p.Get(name);
+    if (!v) return def;
+    auto d = ParseDouble(name, *v);
+    if (!d.ok()) return d.status();
+    if (*d > kMaxMs) return Status::InvalidArgument(std::string("parameter '") + name + "' is out of range");
+    return static_cast<int64_t>(std::floor(*d));
+  };
+  auto to = ms("to", now_ms);
   if (!to.ok()) return to.status();
-  auto from = IntParam(p, "from", *to - 3600 * 1000, 0, kMaxMs);
+  auto from = ms("from", *to - 3600 * 1000);
   if (!from.ok()) return from.status();
   if (*from >= *to) return Status::InvalidArgument("'from' must be before 'to'");
   return Range{*from, *to};
@@ -320,8 +330,16 @@ class Runner {
            std::to_string(step_ms * kNsPerMs) + ")";
   }
 
-  std::string JsonText(const char* column) const {
-    return std::string("CAST(") + d_.json_text + "(" + column + ", ?) AS VARCHAR)";
+  // Appends "<attribute of column at key, as text>" to sql, binding the path.
+  void JsonText(const char* column, const std::string& key, Sql* sql) const {
+    std::string expr = d_.json_text;
+    std::string path = JsonPathFor(key);
+    for (size_t pos; (pos = expr.find("$COL")) != std::string::npos;) expr.replace(pos, 4, column);
+    for (size_t pos = 0; (pos = expr.find("$PATH", pos)) != std::string::npos;) {
+      expr.replace(pos, 5, "?");
+      sql->params.push_back(path);
+    }
+    *sql << expr;
   }
 
   const SqlDialect& d_;
@@ -417,7 +435,11 @@ Result<std::string> Endpoints(Runner& run, const ApiParams& p) {
       double ka = key(a), kb = key(b);
       if (ka != kb) return desc ? ka > kb : ka < kb;
     }
-    return desc && sort == "endpoint" ? a.keys > b.keys : a.keys < b.keys;
+    if (sort == "endpoint") {
+      auto ka = std::tie(a.keys[1], a.keys[0]), kb = std::tie(b.keys[1], b.keys[0]);
+      return desc ? ka > kb : ka < kb;
+    }
+    return a.keys[0] < b.keys[0];
   });
   std::string out;
   JsonWriter w(&out);
@@ -540,8 +562,8 @@ Status AddAttrFilters(Runner& run, const ApiParams& p, const char* column, Sql* 
   for (const auto& a : p.GetAll("attr")) {
     auto kv = ParseKeyValue("attr", a);
     if (!kv.ok()) return kv.status();
-    *where << " AND " << run.JsonText(column);
-    where->params.push_back(JsonPathFor(kv->first));
+    *where << " AND ";
+    run.JsonText(column, kv->first, where);
     *where << " = ";
     where->Bind(kv->second);
   }
@@ -581,10 +603,15 @@ Result<std::string> Traces(Runner& run, const ApiParams& p) {
     where.Bind(static_cast<int64_t>(*d * 1e6));
   }
   SL_RETURN_IF_ERROR(AddAttrFilters(run, p, "attributes", &where));
+  // Matching traces, newest trace start first (a trace starts at its earliest
+  // span in the range, whichever span matched).
   Sql ids;
-  ids << "SELECT trace_id FROM spans" << where.text;
-  ids.params = where.params;
-  ids << " GROUP BY trace_id ORDER BY max(start_time_ns) DESC LIMIT ";
+  Sql in_range = run.SpanWhere(*range, false);
+  ids << "SELECT trace_id FROM spans" << in_range.text;
+  ids.params = in_range.params;
+  ids << " AND trace_id IN (SELECT trace_id FROM spans" << where.text << ")";
+  ids.params.insert(ids.params.end(), where.params.begin(), where.params.end());
+  ids << " GROUP BY trace_id ORDER BY min(start_time_ns) DESC, trace_id LIMIT ";
   ids.Bind(*limit);
   std::vector<std::string> trace_ids;
   SL_RETURN_IF_ERROR(run.Rows(ids, [&](const RowView& r) { trace_ids.push_back(r.GetString(0)); }));
@@ -801,8 +828,10 @@ Result<std::string> ExceptionSpans(Runner& run, const ApiParams& p) {
   Sql where = run.SpanWhere(*range, false);
   sql.text += where.text;
   sql.params = where.params;
-  sql << " AND exception_type = ";
-  sql.Bind(type.value_or(""));
+  if (type) {
+    sql << " AND exception_type = ";
+    sql.Bind(*type);
+  }
   if (message) {
     sql << " AND exception_message = ";
     sql.Bind(*message);
@@ -1025,10 +1054,13 @@ Result<std::vector<SeriesInfo>> LoadSeries(Runner& run, const std::string& name)
 
 Result<std::string> MetricList(Runner& run, const ApiParams&) {
   Sql sql;
-  sql << "SELECT metric_name, metric_type, unit, description, service_name FROM metric_series WHERE project_id = ";
+  sql << "SELECT metric_name, metric_type, unit, description, service_name, max(is_monotonic), max(temporality) "
+         "FROM metric_series WHERE project_id = ";
   sql.Bind(run.project_);
   sql << " GROUP BY 1, 2, 3, 4, 5 ORDER BY 1";
   struct Info {
+    bool monotonic = false;
+    int64_t temporality = 0;
     int64_t type = 0;
     std::string unit, description;
     std::set<std::string> services;
@@ -1040,6 +1072,8 @@ Result<std::string> MetricList(Runner& run, const ApiParams&) {
     if (i.unit.empty()) i.unit = r.GetString(2);
     if (i.description.empty()) i.description = r.GetString(3);
     i.services.insert(r.GetString(4));
+    i.monotonic |= !r.IsNull(5) && r.GetInt(5) != 0;
+    if (!r.IsNull(6)) i.temporality = std::max(i.temporality, r.GetInt(6));
   }));
   std::string out;
   JsonWriter w(&out);
@@ -1056,6 +1090,10 @@ Result<std::string> MetricList(Runner& run, const ApiParams&) {
     w.String(i.unit);
     w.Key("description");
     w.String(i.description);
+    w.Key("monotonic");
+    w.Bool(i.monotonic);
+    w.Key("temporality");
+    w.String(i.temporality == 1 ? "delta" : i.temporality == 2 ? "cumulative" : "unspecified");
     w.Key("services");
     w.BeginArray();
     for (const auto& s : i.services) w.String(s);
@@ -1230,8 +1268,8 @@ Result<std::string> MetricSeries(Runner& run, const ApiParams& p) {
       // consecutive buckets (a drop is a reset: the new value is the increase);
       // delta sums add up their values.
       Sql sql;
-      sql << "SELECT series_id, " << bucket << ", max(value), sum(value) FROM metric_points" << where.text
-          << " GROUP BY 1, 2 ORDER BY 1, 2";
+      sql << "SELECT series_id, " << bucket << ", " << run.d_.last_value << ", sum(value), max(time_ns) FROM metric_points"
+          << where.text << " GROUP BY 1, 2 ORDER BY 1, 2";
       sql.params = where.params;
       double step_s = static_cast<double>(*step) / 1000.0;
       int64_t prev_series = 0;

@@ -76,8 +76,16 @@ struct SqlDialect {
   bool has_quantile_cont = false;
   //! Case-insensitive LIKE operator ("ILIKE", or "LIKE" where LIKE already is).
   const char* ilike = "LIKE";
-  //! Function taking (json_text, '$."key"') and returning the value as text.
-  const char* json_text = "json_extract";
+  //! An attribute of a JSON object column as text, with $COL for the column
+  //! and $PATH for each bound '$."key"' path; true/false render as
+  //! "true"/"false" and numbers in their shortest form on every engine.
+  const char* json_text =
+      "CAST(CASE json_type($COL, $PATH) WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' "
+      "ELSE json_extract($COL, $PATH) END AS TEXT)";
+  //! The value of the newest point in a group. The query also selects
+  //! max(time_ns) and no other min/max, so on SQLite the bare column `value`
+  //! comes from the row holding that max (a documented SQLite guarantee).
+  const char* last_value = "value";
   //! Integer division operator ("//" in DuckDB, where "/" is floating point).
   const char* int_div = "/";
 };

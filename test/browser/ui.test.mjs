@@ -2,7 +2,7 @@
 // every page and check what a person would see for a known dataset; follow
 // links between pages; screenshots of every page land in test/browser/output/.
 
-import { after, before, test } from 'node:test';
+import { after, before, test as nodeTest } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -39,6 +39,22 @@ async function goto(p) {
 async function settled() {
   await eventually(async () => {
     assert.equal(await page.locator(tid('loading')).count(), 0, 'still loading');
+  });
+}
+
+/** A test that, when it fails, saves a screenshot and the page's URL for the post-mortem. */
+function test(name, fn) {
+  nodeTest(name, async (t) => {
+    try {
+      await fn(t);
+    } catch (err) {
+      if (page) {
+        const file = `FAILED-${name.replace(/[^a-z0-9]+/gi, '-').slice(0, 60)}.png`;
+        await page.screenshot({ path: path.join(OUT, file), fullPage: true }).catch(() => {});
+        err.message += `\n  page: ${page.url()}\n  screenshot: test/browser/output/${file}`;
+      }
+      throw err;
+    }
   });
 }
 
@@ -147,15 +163,15 @@ test('endpoints: counts, error rates, chart, sorting', async () => {
   await page.click(tid('sort-count'));
   await eventually(() => assert.equal(pathAndQuery().q.get('order'), 'asc'));
   await eventually(async () => {
-    const first = page.locator(tid('endpoint-row')).first();
-    assert.equal((await first.locator(tid('endpoint-count')).innerText()).trim(), '2');
+    const counts = await page.locator(`${tid('endpoint-row')} ${tid('endpoint-count')}`).allInnerTexts();
+    assert.deepEqual(counts, ['2', '2', '6']);
   });
-  // Sorting by endpoint name, ascending.
+  // Sorting by endpoint, ascending: the API orders by (endpoint, service).
   await page.click(tid('sort-endpoint'));
   await eventually(async () => {
-    const names = await page.locator(tid('endpoint-row')).evaluateAll((trs) => trs.map((tr) => tr.dataset.endpoint));
-    assert.deepEqual(names, [...names].sort(), `sorted by name: ${names}`);
     assert.equal(pathAndQuery().q.get('sort'), 'endpoint');
+    const keys = await page.locator(tid('endpoint-row')).evaluateAll((trs) => trs.map((tr) => `${tr.dataset.service} ${tr.dataset.endpoint}`));
+    assert.deepEqual(keys, ['frontend /api/cart', 'frontend /api/checkout', 'checkout /charge']);
   });
 
   // Reload keeps everything (the URL holds the state).

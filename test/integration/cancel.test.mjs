@@ -23,7 +23,7 @@ import { api } from './lib/api.mjs';
 const SEED_SPANS = 50_000;
 const BATCH = 25_000;
 // Copies of the seed made in SQL: rows = SEED_SPANS * (1 + copies).
-const COPIES = { duckdb: 29, sqlite: 11 };   // 1.5 M and 600 k spans
+const COPIES = { duckdb: 29, sqlite: 7 };    // 1.5 M and 400 k spans
 const DEADLINE_MS = 300;
 const MIN_HEAVY_MS = 900;                    // below this the bounds would prove nothing
 
@@ -49,6 +49,18 @@ function copySpansSql(copies) {
   return `INSERT INTO spans (${SPAN_COLUMNS.join(', ')}) `
     + `WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < ${copies}) `
     + `SELECT ${select} FROM spans, r`;
+}
+
+//! Doubles the table (when the machine is too fast for the first size): the
+//! new rows' trace ids get a round marker in hex digits 9-16, which no
+//! existing row has. Span ids may repeat; nothing here looks them up.
+function doubleSpansSql(round) {
+  const replaced = {
+    trace_id: `substr(trace_id, 1, 8) || printf('%08x', ${0xf0000000 + round}) || substr(trace_id, 17)`,
+    attributes: `'{"round":${round},' || substr(attributes, 2)`,
+  };
+  const select = SPAN_COLUMNS.map((c) => replaced[c] ?? c).join(', ');
+  return `INSERT INTO spans (${SPAN_COLUMNS.join(', ')}) SELECT ${select} FROM spans`;
 }
 
 const ROUTES = ['/api/cart/{id}', '/api/checkout', '/api/products', '/api/users/{id}', '/api/search', '/api/orders/{id}'];
@@ -133,22 +145,29 @@ for (const engine of ENGINES) {
       await server.sql(copySpansSql(COPIES[engine]));
       const rows = Number((await server.sql('SELECT count(*) FROM spans')).rows[0][0]);
       assert.equal(rows, SEED_SPANS * (1 + COPIES[engine]));
-      console.log(`# ${engine}: ${rows} spans (copied in ${Date.now() - t0} ms)`);
+      console.log(`${engine}: ${rows} spans (copied in ${Date.now() - t0} ms)`);
       await server.restart();
     });
     after(async () => { await server?.cleanup(); });
 
     it('measures the heavy call with a long deadline', async () => {
-      const times = [];
-      for (let i = 0; i < 2; i++) {
-        const res = await heavy();
-        assert.equal(res.status, 200, `heavy call: ${res.status} ${res.text.slice(0, 300)}`);
-        assert.equal(res.json.traces.length, 50);
-        times.push(res.ms);
+      for (let round = 1; ; round++) {
+        const times = [];
+        for (let i = 0; i < 2; i++) {
+          const res = await heavy();
+          assert.equal(res.status, 200, `heavy call: ${res.status} ${res.text.slice(0, 300)}`);
+          assert.equal(res.json.traces.length, 50);
+          times.push(res.ms);
+        }
+        heavyMs = Math.min(...times);
+        const fastMs = await fast();
+        console.log(`${engine}: heavy call ${times.map((t) => t.toFixed(0)).join(' / ')} ms, fast call ${fastMs.toFixed(0)} ms`);
+        if (heavyMs >= MIN_HEAVY_MS || round > 2) break;
+        // A fast machine: double the data and measure again.
+        await server.stop();
+        await server.sql(doubleSpansSql(round));
+        await server.restart();
       }
-      heavyMs = Math.min(...times);
-      const fastMs = await fast();
-      console.log(`# ${engine}: heavy call ${times.map((t) => t.toFixed(0)).join(' / ')} ms, fast call ${fastMs.toFixed(0)} ms`);
       assert.ok(heavyMs >= MIN_HEAVY_MS, `the heavy call takes ${heavyMs.toFixed(0)} ms, too fast to test interruption`);
     });
 
@@ -165,7 +184,7 @@ for (const engine of ENGINES) {
         assert.ok(outcome.err, `the aborted call should not complete: ${outcome.res?.status}`);
         const fastMs = await fast();
         const since = performance.now() - started;
-        console.log(`# ${engine}: after a disconnect at 200 ms the fast call took ${fastMs.toFixed(0)} ms (${since.toFixed(0)} ms since the heavy call began)`);
+        console.log(`${engine}: after a disconnect at 200 ms the fast call took ${fastMs.toFixed(0)} ms (${since.toFixed(0)} ms since the heavy call began)`);
         assert.ok(fastMs < heavyMs / 3,
           `fast call after a client disconnect took ${fastMs.toFixed(0)} ms; the heavy call alone takes ${heavyMs.toFixed(0)} ms`);
       }
@@ -185,12 +204,12 @@ for (const engine of ENGINES) {
         const res = await heavy();
         assert.equal(res.status, 504, `heavy call with a ${DEADLINE_MS} ms deadline: ${res.status} ${res.text.slice(0, 300)}`);
         assert.ok(res.json && typeof res.json.error === 'string' && res.json.error.length > 0, `504 body: ${res.text}`);
-        console.log(`# ${engine}: 504 after ${res.ms.toFixed(0)} ms (deadline ${DEADLINE_MS} ms, full call ${heavyMs.toFixed(0)} ms)`);
+        console.log(`${engine}: 504 after ${res.ms.toFixed(0)} ms (deadline ${DEADLINE_MS} ms, full call ${heavyMs.toFixed(0)} ms)`);
         assert.ok(res.ms >= DEADLINE_MS - 20, `504 before the deadline: ${res.ms.toFixed(0)} ms`);
         assert.ok(res.ms < DEADLINE_MS + 700, `504 took ${res.ms.toFixed(0)} ms, deadline ${DEADLINE_MS} ms`);
         assert.ok(res.ms < heavyMs * 0.75, `504 took ${res.ms.toFixed(0)} ms, not much less than the full call (${heavyMs.toFixed(0)} ms)`);
         const fastMs = await fast();
-        console.log(`# ${engine}: fast call right after the 504: ${fastMs.toFixed(0)} ms`);
+        console.log(`${engine}: fast call right after the 504: ${fastMs.toFixed(0)} ms`);
         assert.ok(fastMs < heavyMs / 3, `fast call after a 504 took ${fastMs.toFixed(0)} ms; the heavy call alone takes ${heavyMs.toFixed(0)} ms`);
       }
       await server.stop();

@@ -324,7 +324,8 @@ class DuckDbStore final : public TelemetryStore {
     SqlDialect d;
     d.has_quantile_cont = true;
     d.ilike = "ILIKE";
-    d.json_text = "json_extract_string";
+    d.json_text = "json_extract_string($COL, $PATH)";
+    d.last_value = "arg_max(value, time_ns)";
     d.int_div = "//";
     return d;
   }

@@ -402,36 +402,30 @@ export class BulkSpanEncoder {
 
   encode({ resource = {}, scope = { name: 'it' } }, n, fill) {
     const span = { variant: 0, traceId: Buffer.alloc(16), spanId: Buffer.alloc(8), parentSpanId: null, start: 0n, end: 0n };
-    const parts = [];
-    let spansLen = 0;
-    const chunk = Buffer.allocUnsafe(n * (64 + Math.max(...this.tails.map((t) => t.length))));
+    const spans = Buffer.allocUnsafe(n * (64 + Math.max(...this.tails.map((t) => t.length))));
     let off = 0;
     for (let i = 0; i < n; i++) {
       span.parentSpanId = null;
       fill(i, span);
       const tail = this.tails[span.variant];
       const bodyLen = 18 + 10 + (span.parentSpanId ? 10 : 0) + 18 + tail.length;
-      chunk[off++] = 0x12;  // ScopeSpans.spans
-      off = writeVarint(chunk, off, bodyLen);
-      chunk[off++] = 0x0a; chunk[off++] = 16; span.traceId.copy(chunk, off); off += 16;
-      chunk[off++] = 0x12; chunk[off++] = 8; span.spanId.copy(chunk, off); off += 8;
-      if (span.parentSpanId) { chunk[off++] = 0x22; chunk[off++] = 8; span.parentSpanId.copy(chunk, off); off += 8; }
-      chunk[off++] = 0x39; chunk.writeBigUInt64LE(span.start, off); off += 8;
-      chunk[off++] = 0x41; chunk.writeBigUInt64LE(span.end, off); off += 8;
-      tail.copy(chunk, off); off += tail.length;
+      spans[off++] = 0x12;  // ScopeSpans.spans
+      off = writeVarint(spans, off, bodyLen);
+      spans[off++] = 0x0a; spans[off++] = 16; span.traceId.copy(spans, off); off += 16;           // trace_id
+      spans[off++] = 0x12; spans[off++] = 8; span.spanId.copy(spans, off); off += 8;              // span_id
+      if (span.parentSpanId) { spans[off++] = 0x22; spans[off++] = 8; span.parentSpanId.copy(spans, off); off += 8; }
+      spans[off++] = 0x39; spans.writeBigUInt64LE(span.start, off); off += 8;                     // start (fixed64)
+      spans[off++] = 0x41; spans.writeBigUInt64LE(span.end, off); off += 8;                       // end (fixed64)
+      tail.copy(spans, off); off += tail.length;
     }
-    spansLen = off;
-    parts.push(chunk.subarray(0, spansLen));
     const scopeW = new Writer();
     scopeW.message(1, (sc) => { sc.string(1, scope.name); sc.string(2, scope.version); });
-    const scopeMsg = scopeW.bytes();
-    const ss = Buffer.concat([scopeMsg, parts[0]]);
+    const scopeSpans = Buffer.concat([scopeW.bytes(), spans.subarray(0, off)]);
     const resW = new Writer();
     resW.message(1, (r) => writeAttributes(r, 1, resource));
     const rsHead = resW.bytes();
-    const ssHead = lenHeader(2, ss.length);
-    const rsLen = rsHead.length + ssHead.length + ss.length;
-    return Buffer.concat([lenHeader(1, rsLen), rsHead, ssHead, ss]);
+    const ssHead = lenHeader(2, scopeSpans.length);
+    return Buffer.concat([lenHeader(1, rsHead.length + ssHead.length + scopeSpans.length), rsHead, ssHead, scopeSpans]);
   }
 }
 

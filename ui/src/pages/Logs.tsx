@@ -110,7 +110,8 @@ export function LogsPage() {
     const poll = async () => {
       try {
         const to = Date.now() + 1000;
-        const from = Math.min(newestRef.current, to - 1);
+        // time_ms has sub-millisecond digits; the API takes whole milliseconds.
+        const from = Math.floor(Math.min(newestRef.current, to - 1));
         const res = await api<LogsAnswer>('logs', { project, from, to, ...filters, limit: 500 });
         if (stop) return;
         const fresh = res.logs.filter((l) => !keysRef.current.has(logKey(l)));

@@ -20,7 +20,7 @@ const AGG_LABELS: Record<string, string> = {
 
 export function aggsFor(type: string): string[] {
   const t = type.toLowerCase();
-  if (t.includes('histogram')) return ['p95', 'p50', 'p99', 'avg', 'sum', 'min', 'max', 'rate'];
+  if (t.includes('histogram')) return ['p95', 'p50', 'p99', 'avg', 'sum', 'min', 'max'];
   if (t.includes('sum') || t.includes('counter')) return ['rate', 'sum', 'avg', 'min', 'max'];
   return ['avg', 'min', 'max', 'sum'];
 }
