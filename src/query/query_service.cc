@@ -248,6 +248,22 @@ struct SpanGroup {
   double p50 = NAN, p95 = NAN, p99 = NAN;  // ns
 };
 
+// count (under `count_key`), errors, error_rate, p50_ms, p95_ms, p99_ms.
+void WriteSpanStats(JsonWriter* w, const SpanGroup& g, const char* count_key) {
+  w->Key(count_key);
+  w->Int(g.count);
+  w->Key("errors");
+  w->Int(g.errors);
+  w->Key("error_rate");
+  w->Double(g.count ? static_cast<double>(g.errors) / static_cast<double>(g.count) : 0);
+  w->Key("p50_ms");
+  WriteNumberOrNull(w, NsToMs(g.p50));
+  w->Key("p95_ms");
+  WriteNumberOrNull(w, NsToMs(g.p95));
+  w->Key("p99_ms");
+  WriteNumberOrNull(w, NsToMs(g.p99));
+}
+
 class Runner {
  public:
   Runner(const SqlDialect& d, ReadConnection* conn, int64_t project) : d_(d), conn_(conn), project_(project) {}
@@ -378,20 +394,9 @@ Result<std::string> Services(Runner& run, const ApiParams& p) {
     w.BeginObject();
     w.Key("service");
     w.String(g.keys[0]);
-    w.Key("requests");
-    w.Int(g.count);
-    w.Key("errors");
-    w.Int(g.errors);
-    w.Key("error_rate");
-    w.Double(g.count ? static_cast<double>(g.errors) / static_cast<double>(g.count) : 0);
     w.Key("rate_per_s");
     w.Double(static_cast<double>(g.count) / seconds);
-    w.Key("p50_ms");
-    WriteNumberOrNull(&w, NsToMs(g.p50));
-    w.Key("p95_ms");
-    WriteNumberOrNull(&w, NsToMs(g.p95));
-    w.Key("p99_ms");
-    WriteNumberOrNull(&w, NsToMs(g.p99));
+    WriteSpanStats(&w, g, "requests");
     w.EndObject();
   }
   w.EndArray();
@@ -455,18 +460,7 @@ Result<std::string> Endpoints(Runner& run, const ApiParams& p) {
     w.String(g.keys[0]);
     w.Key("endpoint");
     w.String(g.keys[1]);
-    w.Key("count");
-    w.Int(g.count);
-    w.Key("errors");
-    w.Int(g.errors);
-    w.Key("error_rate");
-    w.Double(g.count ? static_cast<double>(g.errors) / static_cast<double>(g.count) : 0);
-    w.Key("p50_ms");
-    WriteNumberOrNull(&w, NsToMs(g.p50));
-    w.Key("p95_ms");
-    WriteNumberOrNull(&w, NsToMs(g.p95));
-    w.Key("p99_ms");
-    WriteNumberOrNull(&w, NsToMs(g.p99));
+    WriteSpanStats(&w, g, "count");
     w.EndObject();
   }
   w.EndArray();
