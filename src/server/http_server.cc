@@ -1,6 +1,9 @@
 #include "server/http_server.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
+
+#include <cerrno>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -258,17 +261,30 @@ class HttpServer::Impl {
       }
     };
     timer->async_wait(Rearm{shared, timer});
-    // Disconnect: the client sends nothing while it waits, so readability
-    // with no bytes available means the peer closed.
-    stream.socket().async_wait(tcp::socket::wait_read, [shared, socket = &stream.socket()](boost::system::error_code ec) {
-      if (ec) return;
-      {
-        std::lock_guard<std::mutex> lock(shared->mu);
-        if (shared->done) return;
+    // Disconnect: the client sends nothing while it waits, so a read of 0
+    // bytes (EOF) or a reset means it went away. Readiness alone proves
+    // nothing (Asio's reactor can report a stale edge), so peek before
+    // cancelling and wait again when there is nothing to read.
+    struct DisconnectWatch {
+      std::shared_ptr<Shared> shared;
+      tcp::socket* socket;
+      void operator()(boost::system::error_code ec) const {
+        if (ec) return;
+        {
+          std::lock_guard<std::mutex> lock(shared->mu);
+          if (shared->done) return;
+        }
+        char c;
+        ssize_t n = ::recv(socket->native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n > 0) return;  // the client sent more (pipelining): not a disconnect
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+          socket->async_wait(tcp::socket::wait_read, *this);
+          return;
+        }
+        shared->Cancel(false);
       }
-      boost::system::error_code aec;
-      if (socket->available(aec) == 0 || aec) shared->Cancel(false);
-    });
+    };
+    stream.socket().async_wait(tcp::socket::wait_read, DisconnectWatch{shared, &stream.socket()});
 
     auto response = co_await AwaitCallback<std::shared_ptr<HttpResponse>>([&](auto done) {
       asio::post(*query_pool_, [this, &call, shared, started, timeout_ms, done] {

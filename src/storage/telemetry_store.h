@@ -74,8 +74,6 @@ using RowCallback = std::function<void(const RowView&)>;
 struct SqlDialect {
   //! quantile_cont(x, q) with linear interpolation; else percentiles are computed in C++.
   bool has_quantile_cont = false;
-  //! Case-insensitive LIKE operator ("ILIKE", or "LIKE" where LIKE already is).
-  const char* ilike = "LIKE";
   //! An attribute of a JSON object column as text, with $COL for the column
   //! and $PATH for each bound '$."key"' path; true/false render as
   //! "true"/"false" and numbers in their shortest form on every engine.
@@ -86,6 +84,15 @@ struct SqlDialect {
   //! max(time_ns) and no other min/max, so on SQLite the bare column `value`
   //! comes from the row holding that max (a documented SQLite guarantee).
   const char* last_value = "value";
+  //! Case-insensitive substring test of a column against one bound needle:
+  //! $COL is the column; the needle is bound raw when contains_raw, else as a
+  //! LIKE pattern ('%needle%' with \ escapes).
+  const char* contains_ci = "$COL LIKE ? ESCAPE '\\'";
+  bool contains_raw = false;
+  //! How span range scans name project_id. SQLite: "+project_id", which
+  //! keeps the planner off the (project_id, trace_id) index for time ranges;
+  //! walking that index in trace-id order was 2-3x slower than a table scan.
+  const char* project_column = "+project_id";
   //! Integer division operator ("//" in DuckDB, where "/" is floating point).
   const char* int_div = "/";
 };
