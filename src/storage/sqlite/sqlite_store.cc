@@ -291,6 +291,10 @@ class SqliteSink final : public SignalSink {
   Status WriteMetrics(const std::vector<const MetricBatch*>& batches) override;
 
  private:
+  template <typename Batch, typename ColumnsOf>
+  Status WriteOneTable(Signal signal, const char* table, const std::vector<const Batch*>& batches,
+                       ColumnsOf columns_of);
+
   SqliteSink(SqliteStore* store, Signal signal, sqlite3* db) : store_(store), signal_(signal), conn_(db) {
     store_->open_sinks_.fetch_add(1);
   }
@@ -303,42 +307,37 @@ class SqliteSink final : public SignalSink {
   Statement insert_[2];
 };
 
-Status SqliteSink::WriteSpans(const std::vector<const SpanBatch*>& batches) {
-  if (signal_ != Signal::kSpans) return SignalSink::WriteSpans(batches);
+// Spans and logs: one table, one statement, one transaction for the group.
+template <typename Batch, typename ColumnsOf>
+Status SqliteSink::WriteOneTable(Signal signal, const char* table, const std::vector<const Batch*>& batches,
+                                 ColumnsOf columns_of) {
   if (batches.empty()) return Status::Ok();
   MutexLock lock(&store_->write_mu_);
   sqlite3_stmt* const statements[] = {insert_[0].get()};
   Transaction txn(db_, statements);
   SL_RETURN_IF_ERROR(txn.Begin());
   uint64_t rows = 0;
-  for (const SpanBatch* b : batches) {
-    auto columns = schema::SpanColumns(*b);
-    SL_RETURN_IF_ERROR(schema::ValidateColumns(schema::kSpansTable, columns, b->rows()));
-    SL_RETURN_IF_ERROR(InsertRows(db_, statements[0], schema::kSpansTable, columns, b->rows(), nullptr));
+  for (const Batch* b : batches) {
+    auto columns = columns_of(*b);
+    SL_RETURN_IF_ERROR(schema::ValidateColumns(table, columns, b->rows()));
+    SL_RETURN_IF_ERROR(InsertRows(db_, statements[0], table, columns, b->rows(), nullptr));
     rows += b->rows();
   }
   SL_RETURN_IF_ERROR(txn.Commit());
-  store_->rows_[static_cast<int>(Signal::kSpans)].fetch_add(rows);
+  store_->rows_[static_cast<int>(signal)].fetch_add(rows);
   return Status::Ok();
+}
+
+Status SqliteSink::WriteSpans(const std::vector<const SpanBatch*>& batches) {
+  if (signal_ != Signal::kSpans) return SignalSink::WriteSpans(batches);
+  return WriteOneTable(Signal::kSpans, schema::kSpansTable, batches,
+                       [](const SpanBatch& b) { return schema::SpanColumns(b); });
 }
 
 Status SqliteSink::WriteLogs(const std::vector<const LogBatch*>& batches) {
   if (signal_ != Signal::kLogs) return SignalSink::WriteLogs(batches);
-  if (batches.empty()) return Status::Ok();
-  MutexLock lock(&store_->write_mu_);
-  sqlite3_stmt* const statements[] = {insert_[0].get()};
-  Transaction txn(db_, statements);
-  SL_RETURN_IF_ERROR(txn.Begin());
-  uint64_t rows = 0;
-  for (const LogBatch* b : batches) {
-    auto columns = schema::LogColumns(*b);
-    SL_RETURN_IF_ERROR(schema::ValidateColumns(schema::kLogsTable, columns, b->rows()));
-    SL_RETURN_IF_ERROR(InsertRows(db_, statements[0], schema::kLogsTable, columns, b->rows(), nullptr));
-    rows += b->rows();
-  }
-  SL_RETURN_IF_ERROR(txn.Commit());
-  store_->rows_[static_cast<int>(Signal::kLogs)].fetch_add(rows);
-  return Status::Ok();
+  return WriteOneTable(Signal::kLogs, schema::kLogsTable, batches,
+                       [](const LogBatch& b) { return schema::LogColumns(b); });
 }
 
 Status SqliteSink::WriteMetrics(const std::vector<const MetricBatch*>& batches) {
