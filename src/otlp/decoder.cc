@@ -173,7 +173,14 @@ const std::string& FirstString(const KeyValues& attrs, std::initializer_list<std
 bool AppendSpan(const otlp_trace::Span& span, const Context& ctx, IdReader* ids, SpanBatch* out,
                 Rejections* rejected) {
   // Validate ids before touching any column so a rejected span leaves no partial row.
-  std::string trace_hex, span_hex, parent_hex;
+  // Per-thread scratch: 32- and 16-char hex ids exceed the small-string
+  // buffer, so locals would cost three mallocs per span.
+  thread_local std::string trace_hex, span_hex, parent_hex, events_json, links_json;
+  trace_hex.clear();
+  span_hex.clear();
+  parent_hex.clear();
+  events_json.clear();
+  links_json.clear();
   if (!ids->ToHex(span.trace_id(), 16, &trace_hex) || trace_hex.empty() || ids->IsAllZero(trace_hex)) {
     rejected->Add("span with an invalid trace_id (want 16 bytes, not all zero)");
     return false;
@@ -186,7 +193,6 @@ bool AppendSpan(const otlp_trace::Span& span, const Context& ctx, IdReader* ids,
     rejected->Add("span with an invalid parent_span_id (want 8 bytes or empty)");
     return false;
   }
-  std::string events_json, links_json;
   {
     JsonWriter w(&events_json);
     w.BeginArray();
@@ -374,16 +380,23 @@ class SeriesTable {
                  const Context& ctx, const KeyValues& point_attrs) {
     attrs_.clear();
     AppendAttributesJson(&attrs_, point_attrs);
-    StableHasher h;
-    h.AddField(std::to_string(out_->project_id));
-    h.AddField(m.name());
-    h.AddField(std::to_string(static_cast<int>(type)));
-    h.AddField(m.unit());
-    h.AddField(std::to_string(temporality));
-    h.AddField(monotonic ? "1" : "0");
-    h.AddField(ctx.resource_json);
-    h.AddField(ctx.scope_name);
-    h.AddField(ctx.scope_version);
+    // Everything but the point attributes is the same for all points of a
+    // Metric: hash that prefix once per metric (same bytes, same ids).
+    if (prefix_metric_ != &m) {
+      StableHasher p;
+      p.AddField(std::to_string(out_->project_id));
+      p.AddField(m.name());
+      p.AddField(std::to_string(static_cast<int>(type)));
+      p.AddField(m.unit());
+      p.AddField(std::to_string(temporality));
+      p.AddField(monotonic ? "1" : "0");
+      p.AddField(ctx.resource_json);
+      p.AddField(ctx.scope_name);
+      p.AddField(ctx.scope_version);
+      prefix_ = p;
+      prefix_metric_ = &m;
+    }
+    StableHasher h = prefix_;
     h.AddField(attrs_);
     int64_t id = static_cast<int64_t>(h.Finish());
     if (seen_.insert(id).second) {
@@ -407,6 +420,8 @@ class SeriesTable {
   MetricBatch* out_;
   std::unordered_set<int64_t> seen_;
   std::string attrs_;
+  StableHasher prefix_;                                  // state after the per-metric fields
+  const otlp_metrics::Metric* prefix_metric_ = nullptr;  // whose prefix_ it is
 };
 
 class PointWriter {
