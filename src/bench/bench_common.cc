@@ -1,0 +1,88 @@
+#include "bench/bench_common.h"
+
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+namespace sightline::bench {
+
+Machine DescribeMachine() {
+  Machine m;
+  m.cores = std::thread::hardware_concurrency();
+  std::ifstream cpu("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpu, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      size_t colon = line.find(':');
+      if (colon != std::string::npos) m.cpu_model = line.substr(colon + 2);
+      break;
+    }
+  }
+  std::ifstream mem("/proc/meminfo");
+  while (std::getline(mem, line)) {
+    if (line.rfind("MemTotal:", 0) == 0) {
+      std::istringstream in(line.substr(9));
+      uint64_t kb = 0;
+      in >> kb;
+      m.mem_bytes = kb * 1024;
+      break;
+    }
+  }
+  utsname u{};
+  if (uname(&u) == 0) m.kernel = std::string(u.sysname) + " " + u.release;
+  return m;
+}
+
+double LoadAverage1m() {
+  std::ifstream f("/proc/loadavg");
+  double v = -1;
+  f >> v;
+  return v;
+}
+
+std::string RandomToken() {
+  std::random_device rd;
+  std::string t = "bench_";
+  static const char* kHex = "0123456789abcdef";
+  for (int i = 0; i < 32; ++i) t.push_back(kHex[rd() & 15]);
+  return t;
+}
+
+std::optional<std::string> MakeTempDir(const std::string& parent) {
+  std::string tmpl = parent + "/sightline-bench-XXXXXX";
+  if (::mkdtemp(tmpl.data()) == nullptr) return std::nullopt;
+  return tmpl;
+}
+
+std::string DefaultWorkParent() {
+  const char* tmp = std::getenv("TMPDIR");
+  return tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+}
+
+Spread SpreadOf(std::vector<double> v) {
+  Spread s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.min = v.front();
+  s.max = v.back();
+  size_t n = v.size();
+  s.median = n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  return s;
+}
+
+std::string Human(double v) {
+  char buf[32];
+  if (v >= 1e6) std::snprintf(buf, sizeof(buf), "%.2fM", v / 1e6);
+  else if (v >= 1e4) std::snprintf(buf, sizeof(buf), "%.1fk", v / 1e3);
+  else std::snprintf(buf, sizeof(buf), "%.0f", v);
+  return buf;
+}
+
+}  // namespace sightline::bench
