@@ -165,7 +165,11 @@ INSERT INTO spans SELECT
   CASE WHEN $exc THEN '[{"time_unix_nano":' || (st + dur) || ',"name":"exception","attributes":{"exception.type":"' || $etype || '","exception.message":"' || $emsg || '","exception.stacktrace":"at com.example.Handler.handle(Handler.java:' || (h4 % 900) || ')\\n\\tat com.example.Server.dispatch(Server.java:88)"},"dropped_attributes_count":0}]' ELSE '[]' END,
   '[]', 0, 0, 0,
   '{"service.name":"' || $sv || '","service.version":"1.' || (h1 % 10) || '.0","host.name":"' || $sv || '-' || (h5 % 3) || '","telemetry.sdk.language":"java","deployment.environment":"prod"}',
-  'io.opentelemetry.instrumentation.http', '1.32.0', '{}'
+  'io.opentelemetry.instrumentation.http', '1.32.0', '{}',
+  -- derived columns (endpoint = route else name; is_entry; has_exception), as the writer fills them
+  CASE WHEN $p < 7 THEN $route WHEN $p < 9 THEN 'SELECT ' || $(resw "$k") ELSE 'render ' || $(resw "$k") END,
+  CASE WHEN $p < 7 THEN 1 ELSE 0 END,
+  CASE WHEN $exc THEN 1 ELSE 0 END
 FROM s
 SQL
 }
@@ -344,26 +348,29 @@ stop_server query
 if [[ "${EXPLAIN:-1}" == 1 ]]; then
   EXPL=$RESULTS/dashboards-$ENGINE-$ROWS-explain.txt
   F=$((FROM_MS * 1000000)) T=$((TO_MS * 1000000)) STEP_NS=1800000000000 # auto step for 24 h: 30 min
-  EPX="(CASE WHEN http_route <> '' THEN http_route ELSE name END)"
-  WSE="WHERE project_id = 1 AND start_time_ns >= $F AND start_time_ns < $T AND (kind IN (2, 5) OR parent_span_id = '')"
+  WSE="WHERE project_id = 1 AND start_time_ns >= $F AND start_time_ns < $T AND is_entry = 1"
   WL="WHERE project_id = 1 AND time_ns >= $F AND time_ns < $T"
   LOGCOLS="time_ns, severity_number, severity_text, body, service_name, trace_id, span_id, attributes, rowid"
   ids() { seq -s, "$1" "$2"; }
   if [[ $ENGINE == duckdb ]]; then
-    AGGS="count(*), sum(CASE WHEN status_code = 2 THEN 1 ELSE 0 END), quantile_cont(duration_ns, 0.5), quantile_cont(duration_ns, 0.95), quantile_cont(duration_ns, 0.99) FROM spans"
+    AGGS="count(*), sum(CASE WHEN status_code = 2 THEN 1 ELSE 0 END), quantile_cont(duration_ns, [0.5, 0.95, 0.99]) FROM spans"
+    AGG95="count(*), sum(CASE WHEN status_code = 2 THEN 1 ELSE 0 END), quantile_cont(duration_ns, [0.95]) FROM spans"
     GROUPBY2=" GROUP BY 1, 2"; LIKE=ILIKE; PREFIX="EXPLAIN ANALYZE"
     RATE_LAST="arg_max(value, time_ns)"
   else
-    AGGS="status_code, duration_ns FROM spans"; GROUPBY2=""; LIKE=LIKE; PREFIX="EXPLAIN QUERY PLAN"
+    AGGS="status_code, duration_ns FROM spans"; AGG95=$AGGS; GROUPBY2=""; LIKE=LIKE; PREFIX="EXPLAIN QUERY PLAN"
     RATE_LAST="value"
   fi
-  TOP=$("$BIN" sql --storage "$ENGINE" --data "$DATA" "SELECT service_name || ' ' || $EPX FROM spans $WSE GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 10" |
-    python3 -c 'import json,sys; print(",".join("'"'"'"+r[0].replace("'"'"'","'"''"'")+"'"'"'" for r in json.load(sys.stdin)["rows"]))')
-  LABEL="(CASE WHEN (service_name || ' ' || $EPX) IN ($TOP) THEN (service_name || ' ' || $EPX) ELSE 'other' END)"
+  LABEL=$("$BIN" sql --storage "$ENGINE" --data "$DATA" "SELECT service_name, endpoint FROM spans $WSE GROUP BY 1, 2 ORDER BY count(*) DESC, 1, 2 LIMIT 10" |
+    python3 -c 'import json,sys
+q=lambda s: "'"'"'"+s.replace("'"'"'","'"''"'")+"'"'"'"
+rows=json.load(sys.stdin)["rows"]
+print("(CASE"+"".join(" WHEN service_name = %s AND endpoint = %s THEN %d" % (q(r[0]), q(r[1]), i) for i, r in enumerate(rows))+" ELSE -1 END)")')
   PLANS=(
-    "endpoints, endpoints/series (1st query)|SELECT service_name, $EPX, $AGGS $WSE$GROUPBY2"
-    "endpoints/series (2nd query)|SELECT ((start_time_ns - $F) $DIV $STEP_NS), $LABEL, $AGGS $WSE$GROUPBY2"
-    "exceptions|SELECT exception_type, exception_message, service_name, count(*), min(start_time_ns), max(start_time_ns), max(trace_id) FROM spans WHERE project_id = 1 AND start_time_ns >= $F AND start_time_ns < $T AND (exception_type <> '' OR exception_message <> '') GROUP BY 1, 2, 3 ORDER BY 4 DESC, 1, 2, 3 LIMIT 50"
+    "endpoints|SELECT service_name, endpoint, $AGGS $WSE$GROUPBY2"
+    "endpoints/series (ranking)|SELECT service_name, endpoint, count(*) FROM spans $WSE GROUP BY 1, 2"
+    "endpoints/series (p95 per bucket)|SELECT ((start_time_ns - $F) $DIV $STEP_NS), $LABEL, $AGG95 $WSE$GROUPBY2"
+    "exceptions|SELECT exception_type, exception_message, service_name, count(*), min(start_time_ns), max(start_time_ns), max(trace_id) FROM spans WHERE project_id = 1 AND start_time_ns >= $F AND start_time_ns < $T AND has_exception = 1 GROUP BY 1, 2, 3 ORDER BY 4 DESC, 1, 2, 3 LIMIT 50"
     "logs severity_min=17|SELECT $LOGCOLS FROM logs $WL AND severity_number >= 17 ORDER BY time_ns DESC, rowid DESC LIMIT 51"
     "logs q=timeout|SELECT $LOGCOLS FROM logs $WL AND body $LIKE '%timeout%' ESCAPE '\\' ORDER BY time_ns DESC, rowid DESC LIMIT 51"
     "logs q=zzyzx|SELECT $LOGCOLS FROM logs $WL AND body $LIKE '%zzyzx%' ESCAPE '\\' ORDER BY time_ns DESC, rowid DESC LIMIT 51"

@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -92,8 +93,14 @@ double PercentileSorted(const std::vector<int64_t>& sorted, double q) {
 namespace {
 
 constexpr int64_t kNsPerMs = 1000000;
-constexpr const char* kEndpointExpr = "(CASE WHEN http_route <> '' THEN http_route ELSE name END)";
-constexpr const char* kEntrySpan = "(kind IN (2, 5) OR parent_span_id = '')";
+// Columns the writer derives per span (docs/STORAGE.md): the endpoint (the
+// route, else the span name), whether the span is a service entry (SERVER or
+// CONSUMER kind, or a root), and whether it recorded an exception. Plain
+// columns let the engines filter and group without evaluating an expression
+// over every row.
+constexpr const char* kEndpointColumn = "endpoint";
+constexpr const char* kEntrySpan = "is_entry = 1";
+constexpr const char* kHasException = "has_exception = 1";
 
 Result<int64_t> ParseInt(const std::string& name, const std::string& v, int64_t min, int64_t max) {
   int64_t out = 0;
@@ -233,6 +240,12 @@ struct Sql {
   }
 };
 
+Sql Expr(std::string_view text) {
+  Sql s;
+  s << text;
+  return s;
+}
+
 double NsToMs(double ns) { return ns / 1e6; }
 
 void WriteNumberOrNull(JsonWriter* w, double v) {
@@ -270,34 +283,56 @@ class Runner {
 
   Status Rows(const Sql& sql, const RowCallback& cb) { return conn_->Query(sql.text, sql.params, cb); }
 
-  // `where` starts with " WHERE ..." and binds its own params.
-  Result<std::vector<SpanGroup>> GroupSpans(const std::vector<std::string>& group_exprs, const Sql& where) {
+  // Groups by the key expressions (each may bind params); `where` starts
+  // with " WHERE ..." and binds its own params. Only the percentiles in
+  // `want` (p50, p95, p99) are computed; the others stay NaN.
+  Result<std::vector<SpanGroup>> GroupSpans(const std::vector<Sql>& group_exprs, const Sql& where,
+                                            std::array<bool, 3> want = {true, true, true}) {
+    static constexpr double kFractions[3] = {0.5, 0.95, 0.99};
     std::vector<SpanGroup> out;
     const int k = static_cast<int>(group_exprs.size());
     Sql sql;
     sql << "SELECT ";
-    for (const auto& g : group_exprs) sql << g << ", ";
+    for (const Sql& g : group_exprs) {
+      sql << g.text << ", ";
+      sql.params.insert(sql.params.end(), g.params.begin(), g.params.end());
+    }
+    auto set = [](SpanGroup* g, int i, double v) { (i == 0 ? g->p50 : i == 1 ? g->p95 : g->p99) = v; };
     if (d_.has_quantile_cont) {
       // One quantile aggregate with a list of fractions sorts each group
       // once; three separate ones measured ~30% slower at 5M spans.
+      std::string fractions;
+      int wanted = 0;
+      for (int i = 0; i < 3; ++i) {
+        if (!want[i]) continue;
+        fractions += (wanted++ ? ", " : "") + std::string(i == 0 ? "0.5" : i == 1 ? "0.95" : "0.99");
+      }
       Sql inner = std::move(sql);
-      inner << "count(*) AS c, sum(CASE WHEN status_code = 2 THEN 1 ELSE 0 END) AS e, "
-               "quantile_cont(duration_ns, [0.5, 0.95, 0.99]) AS q FROM spans";
+      inner << "count(*) AS c, sum(CASE WHEN status_code = 2 THEN 1 ELSE 0 END) AS e";
+      if (wanted > 0) inner << ", quantile_cont(duration_ns, [" << fractions << "]) AS q";
+      inner << " FROM spans";
       inner.text += where.text;
       inner.params.insert(inner.params.end(), where.params.begin(), where.params.end());
       inner << " GROUP BY ";
       for (int i = 0; i < k; ++i) inner << (i ? ", " : "") << std::to_string(i + 1);
       sql = Sql();
-      sql << "SELECT * EXCLUDE (q), q[1], q[2], q[3] FROM (" << inner.text << ")";
+      if (wanted > 0) {
+        sql << "SELECT * EXCLUDE (q)";
+        for (int i = 1; i <= wanted; ++i) sql << ", q[" << std::to_string(i) << "]";
+        sql << " FROM (" << inner.text << ")";
+      } else {
+        sql << inner.text;
+      }
       sql.params = std::move(inner.params);
       Status st = Rows(sql, [&](const RowView& r) {
         SpanGroup g;
         for (int i = 0; i < k; ++i) g.keys.push_back(r.IsNull(i) ? "" : r.GetString(i));
         g.count = r.GetInt(k);
         g.errors = r.IsNull(k + 1) ? 0 : r.GetInt(k + 1);
-        g.p50 = r.GetDouble(k + 2);
-        g.p95 = r.GetDouble(k + 3);
-        g.p99 = r.GetDouble(k + 4);
+        int col = k + 2;
+        for (int i = 0; i < 3; ++i) {
+          if (want[i]) set(&g, i, r.GetDouble(col++));
+        }
         out.push_back(std::move(g));
       });
       if (!st.ok()) return st;
@@ -322,14 +357,14 @@ class Runner {
     });
     if (!st.ok()) return st;
     for (auto& [key, a] : groups) {
-      std::sort(a.durations.begin(), a.durations.end());
       SpanGroup g;
       g.keys = key;
       g.count = static_cast<int64_t>(a.durations.size());
       g.errors = a.errors;
-      g.p50 = PercentileSorted(a.durations, 0.5);
-      g.p95 = PercentileSorted(a.durations, 0.95);
-      g.p99 = PercentileSorted(a.durations, 0.99);
+      if (want[0] || want[1] || want[2]) std::sort(a.durations.begin(), a.durations.end());
+      for (int i = 0; i < 3; ++i) {
+        if (want[i]) set(&g, i, PercentileSorted(a.durations, kFractions[i]));
+      }
       out.push_back(std::move(g));
     }
     return out;
@@ -347,9 +382,9 @@ class Runner {
     return w;
   }
 
-  std::string BucketExpr(const char* column, const Range& r, int64_t step_ms) const {
-    return std::string("((") + column + " - " + std::to_string(r.from_ns()) + ") " + d_.int_div + " " +
-           std::to_string(step_ms * kNsPerMs) + ")";
+  Sql BucketExpr(const char* column, const Range& r, int64_t step_ms) const {
+    return Expr(std::string("((") + column + " - " + std::to_string(r.from_ns()) + ") " + d_.int_div + " " +
+                std::to_string(step_ms * kNsPerMs) + ")");
   }
 
   // Appends "<attribute of column at key, as text>" to sql, binding the path.
@@ -385,7 +420,7 @@ int64_t BucketCount(const Range& r, int64_t step_ms) { return (r.to_ms - r.from_
 Result<std::string> Services(Runner& run, const ApiParams& p) {
   auto range = ParseRange(p);
   if (!range.ok()) return range.status();
-  auto groups = run.GroupSpans({"service_name"}, run.SpanWhere(*range, true));
+  auto groups = run.GroupSpans({Expr("service_name")}, run.SpanWhere(*range, true));
   if (!groups.ok()) return groups.status();
   std::sort(groups->begin(), groups->end(), [](const SpanGroup& a, const SpanGroup& b) {
     return a.count != b.count ? a.count > b.count : a.keys < b.keys;
@@ -416,7 +451,7 @@ Result<std::vector<SpanGroup>> EndpointGroups(Runner& run, const ApiParams& p, c
     where << " AND service_name = ";
     where.Bind(*svc);
   }
-  return run.GroupSpans({"service_name", kEndpointExpr}, where);
+  return run.GroupSpans({Expr("service_name"), Expr(kEndpointColumn)}, where);
 }
 
 Result<std::string> Endpoints(Runner& run, const ApiParams& p) {
@@ -485,49 +520,62 @@ Result<std::string> EndpointSeries(Runner& run, const ApiParams& p) {
   }
   auto top = IntParam(p, "top", 10, 1, 50);
   if (!top.ok()) return top.status();
-  auto groups = EndpointGroups(run, p, *range);
-  if (!groups.ok()) return groups.status();
-  std::sort(groups->begin(), groups->end(), [](const SpanGroup& a, const SpanGroup& b) {
-    return a.count != b.count ? a.count > b.count : a.keys < b.keys;
+  Sql where = run.SpanWhere(*range, true);
+  if (auto svc = p.Get("service")) {
+    where << " AND service_name = ";
+    where.Bind(*svc);
+  }
+  // The top endpoints by count: ranking needs no percentiles.
+  struct Ranked {
+    std::string service, endpoint;
+    int64_t count;
+  };
+  std::vector<Ranked> ranked;
+  Sql rank;
+  rank << "SELECT service_name, " << kEndpointColumn << ", count(*) FROM spans" << where.text << " GROUP BY 1, 2";
+  rank.params = where.params;
+  SL_RETURN_IF_ERROR(run.Rows(rank, [&](const RowView& r) {
+    ranked.push_back({r.IsNull(0) ? "" : r.GetString(0), r.IsNull(1) ? "" : r.GetString(1), r.GetInt(2)});
+  }));
+  std::sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
+    return a.count != b.count ? a.count > b.count : std::tie(a.service, a.endpoint) < std::tie(b.service, b.endpoint);
   });
   std::vector<std::string> names;
-  for (size_t i = 0; i < groups->size() && i < static_cast<size_t>(*top); ++i) {
-    names.push_back((*groups)[i].keys[0] + " " + (*groups)[i].keys[1]);
+  for (size_t i = 0; i < ranked.size() && i < static_cast<size_t>(*top); ++i) {
+    names.push_back(ranked[i].service + " " + ranked[i].endpoint);
   }
-  bool has_other = groups->size() > names.size();
+  bool has_other = ranked.size() > names.size();
   int64_t n = BucketCount(*range, *step);
-  std::map<std::string, std::vector<double>> values;
-  for (const auto& name : names) values[name].assign(n, NAN);
-  if (has_other) values["other"].assign(n, NAN);
+  std::vector<std::vector<double>> values(names.size() + (has_other ? 1 : 0), std::vector<double>(n, NAN));
   if (!names.empty()) {
-    Sql where = run.SpanWhere(*range, true);
-    if (auto svc = p.Get("service")) {
-      where << " AND service_name = ";
-      where.Bind(*svc);
-    }
-    std::string label = std::string("(CASE WHEN (service_name || ' ' || ") + kEndpointExpr + ") IN (";
+    // Label = index of the top endpoint, or -1 for "other": an integer key
+    // compared column by column, not a concatenated string per row.
+    Sql label;
+    label << "(CASE";
     for (size_t i = 0; i < names.size(); ++i) {
-      label += i ? ",'" : "'";
-      for (char c : names[i]) {
-        if (c == '\'') label.push_back('\'');
-        label.push_back(c);
-      }
-      label += "'";
+      label << " WHEN service_name = ";
+      label.Bind(ranked[i].service);
+      label << " AND " << kEndpointColumn << " = ";
+      label.Bind(ranked[i].endpoint);
+      label << " THEN " << std::to_string(i);
     }
-    label += std::string(") THEN (service_name || ' ' || ") + kEndpointExpr + ") ELSE 'other' END)";
-    auto series = run.GroupSpans({run.BucketExpr("start_time_ns", *range, *step), label}, where);
+    label << " ELSE -1 END)";
+    // Only the percentile the chart shows (none for counts).
+    std::array<bool, 3> want = {metric == "p50", metric == "p95", metric == "p99"};
+    auto series = run.GroupSpans({run.BucketExpr("start_time_ns", *range, *step), label}, where, want);
     if (!series.ok()) return series.status();
     for (const auto& g : *series) {
-      int64_t b = 0;
+      int64_t b = 0, idx = 0;
       std::from_chars(g.keys[0].data(), g.keys[0].data() + g.keys[0].size(), b);
+      std::from_chars(g.keys[1].data(), g.keys[1].data() + g.keys[1].size(), idx);
       if (b < 0 || b >= n) continue;
-      auto it = values.find(g.keys[1]);
-      if (it == values.end()) continue;
+      if (idx < 0) idx = static_cast<int64_t>(names.size());  // other
+      if (idx >= static_cast<int64_t>(values.size())) continue;
       double v = metric == "count" ? static_cast<double>(g.count)
                  : metric == "p50" ? NsToMs(g.p50)
                  : metric == "p95" ? NsToMs(g.p95)
                                    : NsToMs(g.p99);
-      it->second[b] = v;
+      values[idx][b] = v;
     }
   }
   std::string out;
@@ -538,21 +586,21 @@ Result<std::string> EndpointSeries(Runner& run, const ApiParams& p) {
   WriteBuckets(&w, *range, *step, n);
   w.Key("series");
   w.BeginArray();
-  auto emit = [&](const std::string& name) {
+  auto emit = [&](const std::string& name, const std::vector<double>& row) {
     w.BeginObject();
     w.Key("name");
     w.String(name);
     w.Key("values");
     w.BeginArray();
-    for (double v : values[name]) {
+    for (double v : row) {
       if (metric == "count" && !std::isfinite(v)) w.Int(0);
       else WriteNumberOrNull(&w, v);
     }
     w.EndArray();
     w.EndObject();
   };
-  for (const auto& name : names) emit(name);
-  if (has_other) emit("other");
+  for (size_t i = 0; i < names.size(); ++i) emit(names[i], values[i]);
+  if (has_other) emit("other", values.back());
   w.EndArray();
   w.EndObject();
   return out;
@@ -581,7 +629,7 @@ Result<std::string> Traces(Runner& run, const ApiParams& p) {
     where.Bind(*v);
   }
   if (auto v = p.Get("endpoint")) {
-    where << " AND " << kEndpointExpr << " = ";
+    where << " AND " << kEndpointColumn << " = ";
     where.Bind(*v);
   }
   if (auto v = p.Get("status")) {
@@ -780,7 +828,7 @@ Result<std::string> Exceptions(Runner& run, const ApiParams& p) {
   Sql where = run.SpanWhere(*range, false);
   sql.text += where.text;
   sql.params = where.params;
-  sql << " AND (exception_type <> '' OR exception_message <> '')";
+  sql << " AND " << kHasException;
   if (auto v = p.Get("service")) {
     sql << " AND service_name = ";
     sql.Bind(*v);
@@ -982,7 +1030,7 @@ Result<std::string> LogVolume(Runner& run, const ApiParams& p) {
   if (!where.ok()) return where.status();
   static const char* kLevels[] = {"UNSPECIFIED", "TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL"};
   Sql sql;
-  sql << "SELECT " << run.BucketExpr("time_ns", *range, *step)
+  sql << "SELECT " << run.BucketExpr("time_ns", *range, *step).text
       << ", (CASE WHEN severity_number >= 21 THEN 6 WHEN severity_number >= 17 THEN 5 WHEN severity_number >= 13 "
          "THEN 4 WHEN severity_number >= 9 THEN 3 WHEN severity_number >= 5 THEN 2 WHEN severity_number >= 1 THEN 1 "
          "ELSE 0 END), count(*) FROM logs"
@@ -1261,7 +1309,7 @@ Result<std::string> MetricSeries(Runner& run, const ApiParams& p) {
     where << " AND series_id IN (";
     for (size_t i = 0; i < ids.size(); ++i) where << (i ? "," : "") << ids[i];
     where << ")";
-    std::string bucket = run.BucketExpr("time_ns", *range, *step);
+    std::string bucket = run.BucketExpr("time_ns", *range, *step).text;
     if (!quantile && agg != "rate") {
       // Per series and bucket in SQL, then combined per group here.
       Sql sql;

@@ -45,6 +45,11 @@ enum class SourceKind : uint8_t {
   kInt64IfFlag,     // int64_t a[row] when uint8_t b[row] != 0, else NULL
   kText,            // StringColumn row as given ('' stays '')
   kTextEmptyNull,   // StringColumn row; '' is NULL
+  // Derived at write time so dashboards filter and group on plain columns
+  // instead of evaluating expressions over every row (DerivedText/DerivedInt).
+  kTextOrElse,      // StringColumn a[row], or b[row] when that is '' (spans.endpoint)
+  kIsEntry,         // 1 when int32_t kind a[row] is SERVER/CONSUMER or parent b[row] is '' (spans.is_entry)
+  kAnyText,         // 1 when StringColumn a[row] or b[row] is not '' (spans.has_exception)
 };
 
 //! One column of one batch: its schema and a view of its values. Holds
@@ -57,7 +62,28 @@ struct Column {
   const void* b = nullptr;  // second input for kInt64Diff / kInt64IfFlag
   size_t size = 0;          // rows available (min of a and b)
   int64_t constant = 0;     // kConstant
+  //! For derived columns: the same value as SQL over the table's other
+  //! columns, used to fill the column in a database written before it existed.
+  const char* backfill = nullptr;
 };
+
+//! The value of a kTextOrElse column at row r.
+inline std::string_view DerivedText(const Column& c, size_t r) {
+  std::string_view v = static_cast<const StringColumn*>(c.a)->Get(r);
+  return v.empty() ? static_cast<const StringColumn*>(c.b)->Get(r) : v;
+}
+
+//! The value of a kIsEntry or kAnyText column at row r.
+inline int64_t DerivedInt(const Column& c, size_t r) {
+  if (c.kind == SourceKind::kIsEntry) {
+    int32_t kind = static_cast<const int32_t*>(c.a)[r];
+    return kind == 2 || kind == 5 || static_cast<const StringColumn*>(c.b)->Get(r).empty() ? 1 : 0;
+  }
+  return !static_cast<const StringColumn*>(c.a)->Get(r).empty() ||
+                 !static_cast<const StringColumn*>(c.b)->Get(r).empty()
+             ? 1
+             : 0;
+}
 
 namespace internal {
 
@@ -98,10 +124,21 @@ inline Column Text(const char* name, const StringColumn& s) {
 inline Column TextOrNull(const char* name, const StringColumn& s) {
   return {name, ColumnType::kText, SourceKind::kTextEmptyNull, &s, nullptr, s.size(), 0};
 }
+inline Column TextOrElse(const char* name, const StringColumn& a, const StringColumn& b, const char* backfill) {
+  return {name, ColumnType::kText, SourceKind::kTextOrElse, &a, &b, std::min(a.size(), b.size()), 0, backfill};
+}
+inline Column IsEntry(const char* name, const std::vector<int32_t>& kind, const StringColumn& parent,
+                      const char* backfill) {
+  return {name, ColumnType::kInt64, SourceKind::kIsEntry, kind.data(), &parent, std::min(kind.size(), parent.size()),
+          0, backfill};
+}
+inline Column AnyText(const char* name, const StringColumn& a, const StringColumn& b, const char* backfill) {
+  return {name, ColumnType::kInt64, SourceKind::kAnyText, &a, &b, std::min(a.size(), b.size()), 0, backfill};
+}
 
 }  // namespace internal
 
-inline constexpr size_t kSpanColumnCount = 30;
+inline constexpr size_t kSpanColumnCount = 33;
 inline constexpr size_t kLogColumnCount = 17;
 inline constexpr size_t kMetricSeriesColumnCount = 13;
 inline constexpr size_t kMetricPointColumnCount = 16;
@@ -140,6 +177,12 @@ inline std::array<Column, kSpanColumnCount> SpanColumns(const SpanBatch& b) {
       Text("scope_name", b.scope_name),
       Text("scope_version", b.scope_version),
       Text("scope_attributes", b.scope_attributes),
+      // Derived (added in schema 2; see MigrationSql).
+      TextOrElse("endpoint", b.http_route, b.name, "CASE WHEN http_route <> '' THEN http_route ELSE name END"),
+      IsEntry("is_entry", b.kind, b.parent_span_id,
+              "CASE WHEN kind IN (2, 5) OR parent_span_id = '' THEN 1 ELSE 0 END"),
+      AnyText("has_exception", b.exception_type, b.exception_message,
+              "CASE WHEN exception_type <> '' OR exception_message <> '' THEN 1 ELSE 0 END"),
   }};
 }
 
@@ -246,21 +289,19 @@ inline std::vector<std::string> CreateAllTablesSql(const TypeNames& types) {
   };
 }
 
-//! Column names per table, in table order (for checking an existing database).
-inline std::vector<std::pair<const char*, std::vector<std::string>>> ExpectedColumnNames() {
-  SpanBatch spans;
-  LogBatch logs;
-  MetricBatch metrics;
-  auto names = [](std::span<const Column> columns) {
-    std::vector<std::string> out;
-    for (const Column& c : columns) out.emplace_back(c.name);
-    return out;
-  };
+//! Every table's columns, in table order (for checking and migrating an
+//! existing database). The columns view static empty batches: names, types
+//! and backfill expressions only.
+inline std::vector<std::pair<const char*, std::vector<Column>>> AllTableColumns() {
+  static const SpanBatch spans;
+  static const LogBatch logs;
+  static const MetricBatch metrics;
+  auto list = [](auto columns) { return std::vector<Column>(columns.begin(), columns.end()); };
   return {
-      {kSpansTable, names(SpanColumns(spans))},
-      {kLogsTable, names(LogColumns(logs))},
-      {kMetricSeriesTable, names(MetricSeriesColumns(metrics))},
-      {kMetricPointsTable, names(MetricPointColumns(metrics))},
+      {kSpansTable, list(SpanColumns(spans))},
+      {kLogsTable, list(LogColumns(logs))},
+      {kMetricSeriesTable, list(MetricSeriesColumns(metrics))},
+      {kMetricPointsTable, list(MetricPointColumns(metrics))},
   };
 }
 
@@ -277,6 +318,30 @@ inline Status CheckColumnNames(const char* table, const std::vector<std::string>
   };
   return Status::InvalidArgument(std::string("table ") + table + " has columns (" + join(actual) +
                                  ") but this version expects (" + join(expected) + ")");
+}
+
+//! Statements that bring a table written by an older version up to date, or
+//! an error: possible when `actual` is a prefix of `expected` and every
+//! missing column is derived (has a backfill expression). ALTER TABLE ADD
+//! COLUMN for each, then one UPDATE that fills them all.
+inline Result<std::vector<std::string>> MigrationSql(const char* table, std::span<const Column> expected,
+                                                     const std::vector<std::string>& actual, const TypeNames& types) {
+  std::vector<std::string> names;
+  for (const Column& c : expected) names.emplace_back(c.name);
+  Status mismatch = CheckColumnNames(table, names, actual);
+  if (mismatch.ok()) return std::vector<std::string>{};
+  if (actual.size() >= names.size() || !std::equal(actual.begin(), actual.end(), names.begin())) return mismatch;
+  std::vector<std::string> out;
+  std::string update = std::string("UPDATE ") + table + " SET ";
+  for (size_t i = actual.size(); i < expected.size(); ++i) {
+    const Column& c = expected[i];
+    if (c.backfill == nullptr) return mismatch;
+    const char* type = c.type == ColumnType::kText ? types.text : c.type == ColumnType::kDouble ? types.float64 : types.int64;
+    out.push_back(std::string("ALTER TABLE ") + table + " ADD COLUMN " + c.name + " " + type);
+    update += std::string(i > actual.size() ? ", " : "") + c.name + " = " + c.backfill;
+  }
+  out.push_back(update);
+  return out;
 }
 
 //! INSERT INTO table (c1, ...) VALUES (?1, ...): positional parameters in column order.
@@ -360,7 +425,8 @@ inline Status ValidateColumns(const char* table, std::span<const Column> columns
       return Status::InvalidArgument(std::string(table) + "." + c.name + " has " + std::to_string(c.size) +
                                      " values for " + std::to_string(rows) + " rows");
     }
-    if (c.type == ColumnType::kText && !IsValidUtf8(*static_cast<const StringColumn*>(c.a))) {
+    bool derived = c.kind == SourceKind::kTextOrElse;  // made of columns validated on their own
+    if (c.type == ColumnType::kText && !derived && !IsValidUtf8(*static_cast<const StringColumn*>(c.a))) {
       return Status::InvalidArgument(std::string(table) + "." + c.name + " is not valid UTF-8");
     }
   }

@@ -342,6 +342,14 @@ std::vector<ExpectedColumn> SpanExpectations(const SpanBatch& b) {
       {"scope_name", [&](size_t i) { return Str(b.scope_name.Get(i)); }},
       {"scope_version", [&](size_t i) { return Str(b.scope_version.Get(i)); }},
       {"scope_attributes", [&](size_t i) { return Str(b.scope_attributes.Get(i)); }},
+      // Derived: what the dashboards group and filter on.
+      {"endpoint",
+       [&](size_t i) { return Str(b.http_route.Get(i).empty() ? b.name.Get(i) : b.http_route.Get(i)); }},
+      {"is_entry",
+       [&](size_t i) { return Int(b.kind[i] == 2 || b.kind[i] == 5 || b.parent_span_id.Get(i).empty() ? 1 : 0); }},
+      {"has_exception", [&](size_t i) {
+         return Int(b.exception_type.Get(i).empty() && b.exception_message.Get(i).empty() ? 0 : 1);
+       }},
   };
 }
 
@@ -888,6 +896,28 @@ TEST_P(StoreConformanceTest, OpenRejectsATableWithOtherColumns) {
   ASSERT_FALSE(reopened.ok());
   EXPECT_EQ(reopened.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(reopened.status().message().find("logs"), std::string::npos) << reopened.status().ToString();
+}
+
+// A database written before spans had its derived columns (endpoint,
+// is_entry, has_exception) opens, gains them, and has them filled from the
+// other columns exactly as the writer fills them.
+TEST_P(StoreConformanceTest, OpenMigratesSpansWithoutDerivedColumns) {
+  Open();
+  SpanBatch spans = MakeSpans();
+  ASSERT_TRUE(Sink(Signal::kSpans)->WriteSpans({&spans}).ok());
+  sinks_.clear();
+  for (const char* column : {"has_exception", "is_entry", "endpoint"}) {
+    Result<SqlResult> dropped = store_->ExecuteSql(std::string("ALTER TABLE spans DROP COLUMN ") + column);
+    ASSERT_TRUE(dropped.ok()) << dropped.status().ToString();
+  }
+  ASSERT_EQ(Query("SELECT * FROM spans LIMIT 0").columns.size(), SpanExpectations(spans).size() - 3);
+  Reopen();
+  ExpectRows(Query("SELECT * FROM spans ORDER BY start_time_ns"), SpanExpectations(spans), {0, 1, 2});
+  // And it keeps working: new rows get the columns from the writer.
+  SpanBatch more = MakeSpans();
+  ASSERT_TRUE(Sink(Signal::kSpans)->WriteSpans({&more}).ok());
+  EXPECT_EQ(Scalar("SELECT COUNT(*) FROM spans WHERE is_entry = 1"), Cell("2"));
+  EXPECT_EQ(Scalar("SELECT COUNT(*) FROM spans WHERE has_exception = 1"), Cell("2"));
 }
 
 TEST_P(StoreConformanceTest, ReopenWithoutCloseKeepsData) {

@@ -199,6 +199,19 @@ void FillVector(duckdb_vector vector, const schema::Column& c, const uint32_t* s
       }
       break;
     }
+    case schema::SourceKind::kTextOrElse: {
+      for (size_t j = 0; j < n; ++j) {
+        std::string_view s = schema::DerivedText(c, row(j));
+        duckdb_vector_assign_string_element_len(vector, j, s.data(), s.size());
+      }
+      break;
+    }
+    case schema::SourceKind::kIsEntry:
+    case schema::SourceKind::kAnyText: {
+      auto* out = static_cast<int64_t*>(duckdb_vector_get_data(vector));
+      for (size_t j = 0; j < n; ++j) out[j] = schema::DerivedInt(c, row(j));
+      break;
+    }
   }
 }
 
@@ -540,7 +553,7 @@ Result<std::unique_ptr<ReadConnection>> DuckDbStore::AcquireReader(int64_t wait_
 }
 
 Status DuckDbStore::CheckSchema() {
-  for (const auto& [table, expected] : schema::ExpectedColumnNames()) {
+  for (const auto& [table, expected] : schema::AllTableColumns()) {
     QueryResult result;
     Status s = result.Run(read_conn_, std::string("SELECT * FROM ") + table + " LIMIT 0");
     if (!s.ok()) return Status::IoError("duckdb: reading " + std::string(table) + ": " + s.message());
@@ -548,7 +561,20 @@ Status DuckDbStore::CheckSchema() {
     for (idx_t c = 0; c < duckdb_column_count(result.get()); ++c) {
       actual.emplace_back(duckdb_column_name(result.get(), c));
     }
-    SL_RETURN_IF_ERROR(schema::CheckColumnNames(table, expected, actual));
+    auto migration = schema::MigrationSql(table, expected, actual, kDuckDbTypes);
+    if (!migration.ok()) return migration.status();
+    if (migration->empty()) continue;
+    // A table from an older version: add and fill the derived columns in one
+    // transaction, so an interrupted migration is simply redone.
+    SL_RETURN_IF_ERROR(Exec(read_conn_, "BEGIN TRANSACTION"));
+    for (const std::string& sql : *migration) {
+      Status st = Exec(read_conn_, sql);
+      if (!st.ok()) {
+        (void)Exec(read_conn_, "ROLLBACK");
+        return Status::IoError(std::string("migrating ") + table + ": " + st.message());
+      }
+    }
+    SL_RETURN_IF_ERROR(Exec(read_conn_, "COMMIT"));
   }
   return Status::Ok();
 }

@@ -126,6 +126,11 @@ int BindCell(sqlite3_stmt* stmt, int index, const schema::Column& c, size_t r) {
       std::string_view s = static_cast<const StringColumn*>(c.a)->Get(r);
       return s.empty() ? sqlite3_bind_null(stmt, index) : BindText(stmt, index, s);
     }
+    case schema::SourceKind::kTextOrElse:
+      return BindText(stmt, index, schema::DerivedText(c, r));
+    case schema::SourceKind::kIsEntry:
+    case schema::SourceKind::kAnyText:
+      return sqlite3_bind_int64(stmt, index, schema::DerivedInt(c, r));
   }
   return SQLITE_MISUSE;
 }
@@ -433,14 +438,27 @@ Result<std::unique_ptr<ReadConnection>> SqliteStore::AcquireReader(int64_t wait_
 }
 
 Status SqliteStore::CheckSchema() {
-  for (const auto& [table, expected] : schema::ExpectedColumnNames()) {
+  for (const auto& [table, expected] : schema::AllTableColumns()) {
     Statement select;
     SL_RETURN_IF_ERROR(select.Prepare(read_db_, std::string("SELECT * FROM ") + table + " LIMIT 0"));
     std::vector<std::string> actual;
     for (int c = 0; c < sqlite3_column_count(select.get()); ++c) {
       actual.emplace_back(sqlite3_column_name(select.get(), c));
     }
-    SL_RETURN_IF_ERROR(schema::CheckColumnNames(table, expected, actual));
+    auto migration = schema::MigrationSql(table, expected, actual, kSqliteTypes);
+    if (!migration.ok()) return migration.status();
+    if (migration->empty()) continue;
+    // A table from an older version: add and fill the derived columns in one
+    // transaction, so an interrupted migration is simply redone.
+    SL_RETURN_IF_ERROR(Exec(read_db_, "BEGIN TRANSACTION"));
+    for (const std::string& sql : *migration) {
+      Status st = Exec(read_db_, sql.c_str());
+      if (!st.ok()) {
+        (void)Exec(read_db_, "ROLLBACK");
+        return Status::IoError(std::string("migrating ") + table + ": " + st.message());
+      }
+    }
+    SL_RETURN_IF_ERROR(Exec(read_db_, "COMMIT"));
   }
   return Status::Ok();
 }
