@@ -361,15 +361,17 @@ if [[ "${EXPLAIN:-1}" == 1 ]]; then
     AGGS="status_code, duration_ns FROM spans"; AGG95=$AGGS; GROUPBY2=""; LIKE=LIKE; PREFIX="EXPLAIN QUERY PLAN"
     RATE_LAST="value"
   fi
-  LABEL=$("$BIN" sql --storage "$ENGINE" --data "$DATA" "SELECT service_name, endpoint FROM spans $WSE GROUP BY 1, 2 ORDER BY count(*) DESC, 1, 2 LIMIT 10" |
+  JOIN=$("$BIN" sql --storage "$ENGINE" --data "$DATA" "SELECT service_name, endpoint FROM spans $WSE GROUP BY 1, 2 ORDER BY count(*) DESC, 1, 2 LIMIT 10" |
     python3 -c 'import json,sys
 q=lambda s: "'"'"'"+s.replace("'"'"'","'"''"'")+"'"'"'"
 rows=json.load(sys.stdin)["rows"]
-print("(CASE"+"".join(" WHEN service_name = %s AND endpoint = %s THEN %d" % (q(r[0]), q(r[1]), i) for i, r in enumerate(rows))+" ELSE -1 END)")')
+sel=" UNION ALL ".join("SELECT %s AS top_service, %s AS top_endpoint, %d AS top_index" % (q(r[0]), q(r[1]), i) for i, r in enumerate(rows))
+print(" LEFT JOIN (%s) top ON service_name = top.top_service AND endpoint = top.top_endpoint" % sel)')
+  WSE_J=${WSE/WHERE project_id/$JOIN WHERE project_id}
   PLANS=(
     "endpoints|SELECT service_name, endpoint, $AGGS $WSE$GROUPBY2"
     "endpoints/series (ranking)|SELECT service_name, endpoint, count(*) FROM spans $WSE GROUP BY 1, 2"
-    "endpoints/series (p95 per bucket)|SELECT ((start_time_ns - $F) $DIV $STEP_NS), $LABEL, $AGG95 $WSE$GROUPBY2"
+    "endpoints/series (p95 per bucket)|SELECT ((start_time_ns - $F) $DIV $STEP_NS), coalesce(top.top_index, -1), ${AGG95/FROM spans/FROM spans $WSE_J}$GROUPBY2"
     "exceptions|SELECT exception_type, exception_message, service_name, count(*), min(start_time_ns), max(start_time_ns), max(trace_id) FROM spans WHERE project_id = 1 AND start_time_ns >= $F AND start_time_ns < $T AND has_exception = 1 GROUP BY 1, 2, 3 ORDER BY 4 DESC, 1, 2, 3 LIMIT 50"
     "logs severity_min=17|SELECT $LOGCOLS FROM logs $WL AND severity_number >= 17 ORDER BY time_ns DESC, rowid DESC LIMIT 51"
     "logs q=timeout|SELECT $LOGCOLS FROM logs $WL AND body $LIKE '%timeout%' ESCAPE '\\' ORDER BY time_ns DESC, rowid DESC LIMIT 51"
