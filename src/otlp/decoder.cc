@@ -1,9 +1,11 @@
 #include "otlp/decoder.h"
 
 #include <google/protobuf/arena.h>
+#include <google/protobuf/stubs/logging.h>
 #include <google/protobuf/util/json_util.h>
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <memory>
 #include <type_traits>
@@ -46,6 +48,27 @@ void Rejections::Add(std::string_view reason) {
 
 namespace {
 
+// protobuf reports why a parse failed (e.g. invalid UTF-8 in a string field)
+// only through its log, to stderr: one line per bad request, which lets any
+// client flood the server's log, while the client learns nothing. Capture the
+// message on the parsing thread instead and return it in the 400.
+thread_local std::string tls_protobuf_log;
+
+void CaptureProtobufLog(pb::LogLevel level, const char* filename, int line, const std::string& message) {
+  if (level >= pb::LOGLEVEL_FATAL) {
+    std::fprintf(stderr, "[libprotobuf FATAL %s:%d] %s\n", filename, line, message.c_str());
+    return;
+  }
+  tls_protobuf_log = message;
+}
+
+// SetLogHandler is not thread-safe: install it during static initialisation,
+// before any thread parses.
+[[maybe_unused]] const bool kProtobufLogCaptured = [] {
+  pb::SetLogHandler(&CaptureProtobufLog);
+  return true;
+}();
+
 // Parses into an arena whose first block is reused by this thread, so a
 // request's messages cost no malloc calls in the common case.
 class ArenaParser {
@@ -56,9 +79,12 @@ class ArenaParser {
   static Result<Message*> Parse(pb::Arena* arena, std::string_view body, PayloadFormat format) {
     Message* msg = pb::Arena::CreateMessage<Message>(arena);
     if (format == PayloadFormat::kProtobuf) {
+      tls_protobuf_log.clear();
       if (body.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
           !msg->ParseFromArray(body.data(), static_cast<int>(body.size()))) {
-        return Status::InvalidArgument("malformed protobuf: cannot parse " + std::string(Message::descriptor()->name()));
+        std::string why = "malformed protobuf: cannot parse " + std::string(Message::descriptor()->name());
+        if (!tls_protobuf_log.empty()) why += " (" + tls_protobuf_log + ")";
+        return Status::InvalidArgument(why);
       }
       return msg;
     }

@@ -876,7 +876,15 @@ TEST(DecodeSpansTest, InvalidUtf8InAStringFieldIsInvalidArgument) {
   body[at] = '\xff';
   SpanBatch b;
   Rejections rejected;
-  EXPECT_EQ(DecodeSpans(body, PayloadFormat::kProtobuf, &b, &rejected).code(), StatusCode::kInvalidArgument);
+  testing::internal::CaptureStderr();
+  Status st = DecodeSpans(body, PayloadFormat::kProtobuf, &b, &rejected);
+  std::string logged = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  // The client learns which field was bad; the server log is not written per
+  // bad request (a client could flood it).
+  EXPECT_NE(st.message().find("invalid UTF-8"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("Span.name"), std::string::npos) << st.message();
+  EXPECT_EQ(logged, "");
 }
 
 TEST(DecodeSpansTest, MalformedJsonIsInvalidArgument) {
