@@ -528,6 +528,13 @@ Status Validate(RampBenchOptions* o, std::vector<Signal>* signals) {
       return Status::InvalidArgument("--phases: '" + p + "' is not batch, rate or fleet");
     }
   }
+  // The rate phase needs the batch phase's winner, so phases always run in
+  // this order; the config says so whatever order they were given in.
+  std::vector<std::string> ordered;
+  for (const char* p : {"batch", "rate", "fleet"}) {
+    if (HasPhase(*o, p)) ordered.push_back(p);
+  }
+  o->phases = std::move(ordered);
   struct Ladder {
     std::vector<double>* values;
     const char* name;
