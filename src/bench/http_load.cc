@@ -173,7 +173,7 @@ Result<HttpLoadResult> RunHttpLoad(const HttpLoadOptions& options, const Payload
       if (options.rate > 0) {
         auto due = start + std::chrono::duration_cast<Clock::duration>(
                                std::chrono::duration<double>(static_cast<double>(i) / options.rate));
-        if (!by_requests && due >= deadline) break;
+        if (!by_requests && (due >= deadline || Clock::now() >= deadline)) break;  // late ones are dropped, not sent
         std::this_thread::sleep_until(due);
       } else if (!by_requests && Clock::now() >= deadline) {
         break;
