@@ -7,6 +7,7 @@
 #include "bench/ingest_run.h"
 #include "bench/load_generator.h"
 #include "bench/oltp.h"
+#include "bench/report.h"
 
 namespace sightline {
 
@@ -65,6 +66,7 @@ void AddBenchCommands(CLI::App* app) {
     if (code != 0) throw CLI::RuntimeError(code);
   });
   bench::AddOltpCommand(bench);
+  bench::AddReportCommand(bench);
 }
 
 }  // namespace sightline
