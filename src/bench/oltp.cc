@@ -36,7 +36,7 @@ constexpr const char* kDatabaseFile = "oltp.sqlite";
 // that a slow disk would otherwise stretch for hours.
 constexpr double kHardPhaseCapSeconds = 3600;
 constexpr int64_t kTimeBaseMs = 1'767'225'600'000;  // 2026-01-01, the start of created_at
-constexpr int64_t kTimeSpanMs = 30LL * 24 * 3600 * 1000;  // created_at spread over 30 days
+constexpr int64_t kTimeSpanMs = 30LL * 24 * 3600 * 1000;  // the bulk insert's rows span 30 days
 constexpr const char* kStatuses[] = {"new", "paid", "shipped", "delivered", "cancelled"};
 
 // ---- SQLite handles ---------------------------------------------------------------
@@ -108,15 +108,19 @@ Result<Db> OpenDb(const std::string& path, CacheMode mode, uint64_t cache_mb) {
 //! Random column values of an orders-like row (~150 bytes on disk).
 class RowMaker {
  public:
-  RowMaker(uint64_t seed, uint64_t users) : rng_(seed), users_(std::max<uint64_t>(users, 1)) {
+  //! `rows` sizes the user population (rows / 20) and the time slot of a row.
+  RowMaker(uint64_t seed, uint64_t rows)
+      : rng_(seed),
+        users_(std::max<uint64_t>(rows / 20, 1)),
+        ms_per_row_(std::max<int64_t>(kTimeSpanMs / static_cast<int64_t>(std::max<uint64_t>(rows, 1)), 1)) {
     static const char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     text_.resize(256);
     for (char& c : text_) c = kAlphabet[rng_() % (sizeof(kAlphabet) - 1)];
   }
-  //! Binds user_id, created_at, amount, status, note to parameters first..first+4.
-  void Bind(sqlite3_stmt* s, int first) {
+  //! Binds user_id, created_at, amount, status, note of row `id` to parameters first..first+4.
+  void Bind(sqlite3_stmt* s, int first, int64_t id) {
     sqlite3_bind_int64(s, first, static_cast<int64_t>(rng_() % users_) + 1);
-    sqlite3_bind_int64(s, first + 1, CreatedAt());
+    sqlite3_bind_int64(s, first + 1, CreatedAt(id));
     sqlite3_bind_double(s, first + 2, static_cast<double>(rng_() % 100'000) / 100.0);
     BindStatus(s, first + 3);
     size_t len = 90 + rng_() % 21, at = rng_() % (text_.size() - len);
@@ -125,7 +129,12 @@ class RowMaker {
   void BindStatus(sqlite3_stmt* s, int i) {
     sqlite3_bind_text(s, i, kStatuses[rng_() % std::size(kStatuses)], -1, SQLITE_STATIC);
   }
-  int64_t CreatedAt() { return kTimeBaseMs + static_cast<int64_t>(rng_() % kTimeSpanMs); }
+  //! Rows arrive in time order, as an application inserts them, so created_at
+  //! grows with id (jittered within the row's slot) and a range on the index
+  //! reads neighbouring rows of the table, not 50 random pages.
+  int64_t CreatedAt(int64_t id) { return kTimeBaseMs + id * ms_per_row_ + static_cast<int64_t>(rng_() % static_cast<uint64_t>(ms_per_row_)); }
+  //! A random range start among the first max_id rows' times.
+  int64_t RangeStart(int64_t max_id) { return CreatedAt(Id(max_id)); }
   int64_t Id(int64_t max_id) { return static_cast<int64_t>(rng_() % static_cast<uint64_t>(max_id)) + 1; }
   double Amount() { return static_cast<double>(rng_() % 100'000) / 100.0; }
   uint64_t Percent() { return rng_() % 100; }
@@ -133,6 +142,7 @@ class RowMaker {
  private:
   std::mt19937_64 rng_;
   uint64_t users_;
+  int64_t ms_per_row_;
   std::string text_;
 };
 
@@ -238,7 +248,7 @@ constexpr const char* kInsertSql =
 //! The statements one connection runs, and the id range it picks rows from.
 class Session {
  public:
-  Session(sqlite3* db, uint64_t seed, uint64_t rows) : db_(db), rows_(seed, rows / 20) {}
+  Session(sqlite3* db, uint64_t seed, uint64_t rows) : db_(db), rows_(seed, rows) {}
 
   Status Prepare() {
     SL_RETURN_IF_ERROR(pk_.Prepare(db_, kPkSelectSql));
@@ -251,9 +261,9 @@ class Session {
     sqlite3_bind_int64(pk_.Reset(), 1, rows_.Id(max_id));
     return pk_.Drain().status();
   }
-  Status Range(int limit) {
+  Status Range(int64_t max_id, int limit) {
     sqlite3_stmt* s = range_.Reset();
-    sqlite3_bind_int64(s, 1, rows_.CreatedAt());
+    sqlite3_bind_int64(s, 1, rows_.RangeStart(max_id));
     sqlite3_bind_int(s, 2, limit);
     return range_.Drain().status();
   }
@@ -265,12 +275,10 @@ class Session {
     sqlite3_bind_int64(s, 3, rows_.Id(max_id));
     return update_.Drain().status();
   }
-  //! id 0 lets SQLite choose (max + 1).
   Status Insert(int64_t id) {
     sqlite3_stmt* s = insert_.Reset();
-    if (id > 0) sqlite3_bind_int64(s, 1, id);
-    else sqlite3_bind_null(s, 1);
-    rows_.Bind(s, 2);
+    sqlite3_bind_int64(s, 1, id);
+    rows_.Bind(s, 2, id);
     return insert_.Drain().status();
   }
   uint64_t Percent() { return rows_.Percent(); }
@@ -322,13 +330,13 @@ Result<PhaseResult> RunSingle(sqlite3* db, const OltpBenchOptions& o, Op op, con
     Status st;
     switch (op) {
       case Op::kPkSelect: st = session.PkSelect(*max_id); break;
-      case Op::kRange: st = session.Range(o.range_limit); break;
+      case Op::kRange: st = session.Range(*max_id, o.range_limit); break;
       case Op::kUpdate: st = session.Update(*max_id); break;
       case Op::kMixed: {
         uint64_t p = session.Percent();
         if (p < 70) st = session.PkSelect(*max_id);
         else if (p < 95) st = session.Update(*max_id);
-        else if ((st = session.Insert(0)).ok()) *max_id = sqlite3_last_insert_rowid(db);
+        else if ((st = session.Insert(*max_id + 1)).ok()) ++*max_id;
         break;
       }
     }
