@@ -527,8 +527,8 @@ void RenderThroughput(const Model& m, std::string* md, std::vector<std::pair<std
                          pub ? Commas(*pub) : "-", pub ? Ratio(c.best, *pub) : "-",
                          c.fleet > 0 ? Commas(c.fleet) : "-", pub_fleet ? Commas(*pub_fleet) : "-",
                          c.fleet > 0 && pub_fleet ? Ratio(c.fleet, *pub_fleet) : "-", c.best_from);
-      chart.bars.push_back({sig, engine + " ours", c.best, false});
-      if (pub) chart.bars.push_back({sig, engine + " published", *pub, true});
+      chart.bars.push_back({sig, engine + " ours", c.best, false, engine, ""});
+      if (pub) chart.bars.push_back({sig, engine + " published", *pub, true, engine, ""});
     }
   }
   charts->emplace_back("ingest-vs-published.svg", RenderBarChart(chart));
@@ -624,8 +624,9 @@ void RenderProbes(const Model& m, std::string* md, std::vector<std::pair<std::st
       auto pub = PublishedCliff(sig, engine);
       *md += fmt::format("| {} | {} | {} | {} |\n", sig, engine, CliffText(c),
                          pub ? Rows(pub->first) + " (" + Ms(pub->second) + ")" : "-");
-      if (c.kind != Cliff::kNone) chart.bars.push_back({sig, engine + (c.kind == Cliff::kBeyond ? " ours (no cliff yet)" : " ours"), c.rows, false});
-      if (pub) chart.bars.push_back({sig, engine + " published", pub->first, true});
+      std::string text = c.kind == Cliff::kBeyond ? "> " + Rows(c.rows) : c.kind == Cliff::kBelow ? "< " + Rows(c.rows) : "";
+      if (c.kind != Cliff::kNone) chart.bars.push_back({sig, engine + " ours", c.rows, false, engine, text});
+      if (pub) chart.bars.push_back({sig, engine + " published", pub->first, true, engine, ""});
     }
   }
   charts->emplace_back("read-cliffs.svg", RenderBarChart(chart));

@@ -157,6 +157,9 @@ TEST(BenchReport, ChartsAreWellFormedWithOneShapePerSeries) {
   const std::string* cliffs = Chart(r, "read-cliffs.svg");
   ASSERT_NE(cliffs, nullptr);
   EXPECT_EQ(Count(*cliffs, "<rect"), 6u);
+  // Bounds are labelled as bounds: logs/sqlite never failed, spans/duckdb failed at its first level.
+  EXPECT_THAT(*cliffs, HasSubstr(">&gt; 10M</text>"));
+  EXPECT_THAT(*cliffs, HasSubstr(">&lt; 1M</text>"));
   const std::string* ingest = Chart(r, "ingest-vs-published.svg");
   ASSERT_NE(ingest, nullptr);
   EXPECT_EQ(Count(*ingest, "<rect"), 8u);

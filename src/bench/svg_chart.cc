@@ -38,10 +38,10 @@ std::string Num(double v) {
 std::string DefaultFormat(double v) {
   char buf[32];
   double a = std::fabs(v);
-  if (a >= 1e9) std::snprintf(buf, sizeof(buf), "%gB", v / 1e9);
-  else if (a >= 1e6) std::snprintf(buf, sizeof(buf), "%gM", v / 1e6);
-  else if (a >= 1e3) std::snprintf(buf, sizeof(buf), "%gk", v / 1e3);
-  else std::snprintf(buf, sizeof(buf), "%g", v);
+  if (a >= 1e9) std::snprintf(buf, sizeof(buf), "%.3gB", v / 1e9);
+  else if (a >= 1e6) std::snprintf(buf, sizeof(buf), "%.3gM", v / 1e6);
+  else if (a >= 1e3) std::snprintf(buf, sizeof(buf), "%.3gk", v / 1e3);
+  else std::snprintf(buf, sizeof(buf), "%.3g", v);
   return buf;
 }
 
@@ -53,6 +53,8 @@ class YScale {
     if (log) {
       if (!(lo > 0) || lo > hi) lo = hi;
       lo_ = std::pow(10, std::floor(std::log10(lo)));
+      // A value on the bottom decade line would draw as nothing; start one lower.
+      if (lo_ >= lo * 0.999) lo_ /= 10;
       hi_ = std::pow(10, std::ceil(std::log10(hi)));
       if (hi_ <= lo_) hi_ = lo_ * 10;
     } else {
@@ -176,7 +178,13 @@ std::string RenderLineChart(const LineChart& c) {
 
 std::string RenderBarChart(const BarChart& c) {
   auto format = c.format != nullptr ? c.format : DefaultFormat;
-  std::vector<std::string> groups, labels;
+  std::vector<std::string> groups, labels, colors;
+  auto color_of = [&](const ChartBar& b) {
+    const std::string& key = b.color_key.empty() ? b.label : b.color_key;
+    auto at = std::find(colors.begin(), colors.end(), key);
+    if (at == colors.end()) at = colors.insert(colors.end(), key);
+    return std::string(kPalette[static_cast<size_t>(at - colors.begin()) % std::size(kPalette)]);
+  };
   std::map<std::string, std::vector<const ChartBar*>> by_group;
   double lo = std::numeric_limits<double>::infinity(), hi = 0;
   for (const ChartBar& b : c.bars) {
@@ -194,8 +202,7 @@ std::string RenderBarChart(const BarChart& c) {
     double gx = kLeft + group_w * static_cast<double>(g) + group_w * 0.1;
     for (size_t i = 0; i < bars.size(); ++i) {
       const ChartBar& b = *bars[i];
-      size_t li = static_cast<size_t>(std::find(labels.begin(), labels.end(), b.label) - labels.begin());
-      std::string color = kPalette[li % std::size(kPalette)];
+      std::string color = color_of(b);
       double top = y.Plottable(b.value) ? y(b.value) : kBottom;
       double x = gx + bar_w * static_cast<double>(i);
       s += "<rect x=\"" + Num(x + 1) + "\" y=\"" + Num(top) + "\" width=\"" + Num(bar_w - 2) + "\" height=\"" +
@@ -203,15 +210,17 @@ std::string RenderBarChart(const BarChart& c) {
            (b.hollow ? "fill=\"none\" stroke=\"" + color + "\" stroke-width=\"2\"" : "fill=\"" + color + "\"") +
            "><title>" + Escape(b.group + " " + b.label + ": " + format(b.value)) + "</title></rect>\n";
       s += "<text x=\"" + Num(x + bar_w / 2) + "\" y=\"" + Num(top - 4) + "\" text-anchor=\"middle\" font-size=\"9\">" +
-           Escape(format(b.value)) + "</text>\n";
+           Escape(b.text.empty() ? format(b.value) : b.text) + "</text>\n";
     }
     s += "<text x=\"" + Num(kLeft + group_w * (static_cast<double>(g) + 0.5)) + "\" y=\"" + Num(kBottom + 16) +
          "\" text-anchor=\"middle\">" + Escape(groups[g]) + "</text>\n";
   }
   for (size_t i = 0; i < labels.size(); ++i) {
-    bool hollow = false;
-    for (const ChartBar& b : c.bars) hollow = hollow || (b.label == labels[i] && b.hollow);
-    s += LegendEntry(i, kPalette[i % std::size(kPalette)], labels[i], false, hollow);
+    const ChartBar* first = nullptr;
+    for (const ChartBar& b : c.bars) {
+      if (first == nullptr && b.label == labels[i]) first = &b;
+    }
+    s += LegendEntry(i, color_of(*first), labels[i], false, first->hollow);
   }
   return s + "</svg>\n";
 }

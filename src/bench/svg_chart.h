@@ -30,11 +30,14 @@ struct LineChart {
 };
 
 //! One bar; bars with the same group sit together. `hollow` bars are drawn as
-//! outlines (used for published figures beside ours).
+//! outlines (used for published figures beside ours). Bars with the same
+//! `color_key` (default: the label) share a colour; `text` replaces the value
+//! printed above the bar (e.g. "> 10M" for a lower bound).
 struct ChartBar {
   std::string group, label;
   double value = 0;
   bool hollow = false;
+  std::string color_key, text;
 };
 
 //! A bar chart: one <rect> per bar, a legend of the labels.
