@@ -91,7 +91,8 @@ enum class CacheMode { kProduction, kSmall };
 
 Result<Db> OpenDb(const std::string& path, CacheMode mode, uint64_t cache_mb) {
   sqlite3* raw = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+  int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
   Db db(raw);
   if (rc != SQLITE_OK) return SqliteError(raw, "open " + path);
   SL_RETURN_IF_ERROR(Exec(db.get(), kSqliteProductionPragmas));
@@ -132,7 +133,9 @@ class RowMaker {
   //! Rows arrive in time order, as an application inserts them, so created_at
   //! grows with id (jittered within the row's slot) and a range on the index
   //! reads neighbouring rows of the table, not 50 random pages.
-  int64_t CreatedAt(int64_t id) { return kTimeBaseMs + id * ms_per_row_ + static_cast<int64_t>(rng_() % static_cast<uint64_t>(ms_per_row_)); }
+  int64_t CreatedAt(int64_t id) {
+    return kTimeBaseMs + id * ms_per_row_ + static_cast<int64_t>(rng_() % static_cast<uint64_t>(ms_per_row_));
+  }
   //! A random range start among the first max_id rows' times.
   int64_t RangeStart(int64_t max_id) { return CreatedAt(Id(max_id)); }
   int64_t Id(int64_t max_id) { return static_cast<int64_t>(rng_() % static_cast<uint64_t>(max_id)) + 1; }
@@ -650,8 +653,11 @@ int RunOltpBench(const OltpBenchOptions& o) {
 void AddOltpCommand(CLI::App* bench) {
   auto o = std::make_shared<OltpBenchOptions>();
   auto* c = bench->add_subcommand(
-      "oltp", "SQLite alone with the production pragmas: bulk insert, point/range reads, updates, mixed, concurrent readers");
-  c->add_option("--rows", o->rows, "Rows of the bulk insert")->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40))->capture_default_str();
+      "oltp",
+      "SQLite alone with the production pragmas: bulk insert, point/range reads, updates, mixed, concurrent readers");
+  c->add_option("--rows", o->rows, "Rows of the bulk insert")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40))
+      ->capture_default_str();
   c->add_option("--insert-batch", o->insert_batch, "Rows per bulk-insert transaction")
       ->check(CLI::Range(uint64_t{1}, uint64_t{100'000'000}))
       ->capture_default_str();
@@ -665,7 +671,9 @@ void AddOltpCommand(CLI::App* bench) {
   c->add_option("--cache-mb", o->cache_mb, "SQLite page cache (MiB) of the uncached pass, which also turns mmap off")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20))
       ->capture_default_str();
-  c->add_option("--range-limit", o->range_limit, "Rows per indexed range scan")->check(CLI::Range(1, 100'000))->capture_default_str();
+  c->add_option("--range-limit", o->range_limit, "Rows per indexed range scan")
+      ->check(CLI::Range(1, 100'000))
+      ->capture_default_str();
   c->add_option("--seed", o->seed, "Random seed of rows and keys")->capture_default_str();
   c->add_option("--data", o->data_dir, "Directory for oltp.sqlite (default: a temp dir under --work-dir)");
   c->add_option("--work-dir", o->work_dir, "Parent of the temp dir (default $TMPDIR or /tmp)");

@@ -130,7 +130,10 @@ std::string Bytes(double b) {
 
 std::string Slug(const std::string& s) {
   std::string out;
-  for (char c : s) out.push_back(std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::tolower(c)) : '-');
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    out.push_back(std::isalnum(u) ? static_cast<char>(std::tolower(u)) : '-');
+  }
   return out;
 }
 
@@ -410,7 +413,9 @@ Status ReadInput(const ReportInput& in, simdjson::dom::parser* parser, Model* mo
   std::string kind = Str(doc, "benchmark");
   if (kind.empty()) return Status::InvalidArgument(in.path + ": no \"benchmark\" field; not a sightline bench result");
   double version = NumOr(doc, "version", 1);
-  if (version != 1) return Status::InvalidArgument(in.path + ": " + kind + " version " + Commas(version) + " is not understood (1 is)");
+  if (version != 1) {
+    return Status::InvalidArgument(in.path + ": " + kind + " version " + Commas(version) + " is not understood (1 is)");
+  }
   model->inputs.push_back({in.path, kind, Str(doc, "started_at"), MachineText(doc)});
   if (kind == "ingest") ReadIngest(in.path, doc, model);
   else if (kind == "ramp") ReadRamp(in.path, doc, model);
@@ -483,7 +488,8 @@ std::vector<std::string> EnginesOf(const Model& m) {
   for (const ProbeSeries& p : m.probes) add(p.engine);
   std::vector<std::string> present;
   for (const std::string& e : engines) {
-    bool seen = std::any_of(m.capacity.begin(), m.capacity.end(), [&](const auto& kv) { return kv.first.second == e; }) ||
+    bool seen = std::any_of(m.capacity.begin(), m.capacity.end(),
+                            [&](const auto& kv) { return kv.first.second == e; }) ||
                 std::any_of(m.probes.begin(), m.probes.end(), [&](const ProbeSeries& p) { return p.engine == e; });
     if (seen) present.push_back(e);
   }
@@ -499,7 +505,8 @@ const ProbeSeries* ProbeOf(const Model& m, const std::string& signal, const std:
 }
 
 void RenderHeader(const Model& m, std::string* md) {
-  *md += "# Sightline benchmark report\n\nInputs, in the order given:\n\n| file | benchmark | started at | machine |\n|---|---|---|---|\n";
+  *md += "# Sightline benchmark report\n\nInputs, in the order given:\n\n"
+         "| file | benchmark | started at | machine |\n|---|---|---|---|\n";
   for (const InputInfo& in : m.inputs) {
     *md += fmt::format("| `{}` | {} | {} | {} |\n", in.path, in.kind, in.started_at.empty() ? "-" : in.started_at,
                        in.machine.empty() ? "-" : in.machine);
@@ -624,7 +631,9 @@ void RenderProbes(const Model& m, std::string* md, std::vector<std::pair<std::st
       auto pub = PublishedCliff(sig, engine);
       *md += fmt::format("| {} | {} | {} | {} |\n", sig, engine, CliffText(c),
                          pub ? Rows(pub->first) + " (" + Ms(pub->second) + ")" : "-");
-      std::string text = c.kind == Cliff::kBeyond ? "> " + Rows(c.rows) : c.kind == Cliff::kBelow ? "< " + Rows(c.rows) : "";
+      std::string text = c.kind == Cliff::kBeyond  ? "> " + Rows(c.rows)
+                         : c.kind == Cliff::kBelow ? "< " + Rows(c.rows)
+                                                   : "";
       if (c.kind != Cliff::kNone) chart.bars.push_back({sig, engine + " ours", c.rows, false, engine, text});
       if (pub) chart.bars.push_back({sig, engine + " published", pub->first, true, engine, ""});
     }
@@ -727,8 +736,11 @@ int RunReport(const ReportOptions& o) {
 
 void AddReportCommand(CLI::App* bench) {
   auto o = std::make_shared<ReportOptions>();
-  auto* c = bench->add_subcommand("report", "Markdown report with SVG charts from bench JSON files, beside the published baseline");
-  c->add_option("inputs", o->inputs, "JSON results of bench ingest, ramp, probe or oltp")->required()->check(CLI::ExistingFile);
+  auto* c = bench->add_subcommand(
+      "report", "Markdown report with SVG charts from bench JSON files, beside the published baseline");
+  c->add_option("inputs", o->inputs, "JSON results of bench ingest, ramp, probe or oltp")
+      ->required()
+      ->check(CLI::ExistingFile);
   c->add_option("--out", o->out_dir, "Directory for REPORT.md and the charts")->capture_default_str();
   c->callback([o] {
     int code = RunReport(*o);
