@@ -558,8 +558,9 @@ void RenderRamps(const Model& m, std::string* md, std::vector<std::pair<std::str
   *md += "\n## Throughput ramps (`bench ramp`)\n\nA step passes at < 5% errors and >= 70% of its target rate; "
          "**bold** = the phase's best step.\n";
   for (const RampSeries& r : m.ramps) {
-    *md += fmt::format("\n### {} on {} (`{}`)\n\nmax {} items/s; fleet (batch 100) max {} items/s\n", r.signal,
-                       r.engine, r.path, Commas(r.max_items), Commas(r.fleet_max_items));
+    *md += fmt::format("\n### {} on {} (`{}`)\n\nmax {} items/s; fleet (batch 100) max {}\n", r.signal, r.engine,
+                       r.path, Commas(r.max_items),
+                       r.fleet_max_items > 0 ? Commas(r.fleet_max_items) + " items/s" : "not measured");
     for (const RampPhase& p : r.phases) {
       *md += fmt::format("\n**{}** phase\n\n| step | batch | target req/s | achieved req/s | target items/s | "
                          "accepted items/s | errors | p99 | server RSS | server cores | verdict |\n"
