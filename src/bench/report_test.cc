@@ -17,8 +17,8 @@ using ::testing::Not;
 // Recorded fixtures: the ingest ones are real `bench ingest` results; ramp,
 // probe and oltp are hand-written to the schemas in bench/README.md.
 std::string FixtureDir() {
-  std::string here = __FILE__;  // .../src/bench/report_test.cc
-  return here.substr(0, here.rfind("/src/bench/")) + "/test/fixtures/bench/";
+  std::string here = __FILE__;  // [ROOT/]src/bench/report_test.cc, as the compiler was given it
+  return here.substr(0, here.rfind("src/bench/report_test.cc")) + "test/fixtures/bench/";
 }
 
 ReportInput Fixture(const std::string& name) {
