@@ -6,7 +6,9 @@
 
 #include "bench/ingest_run.h"
 #include "bench/load_generator.h"
+#include "bench/oltp.h"
 #include "bench/ramp.h"
+#include "bench/report.h"
 
 namespace sightline {
 
@@ -65,6 +67,8 @@ void AddBenchCommands(CLI::App* app) {
     if (code != 0) throw CLI::RuntimeError(code);
   });
   bench::AddRampCommand(bench);
+  bench::AddOltpCommand(bench);
+  bench::AddReportCommand(bench);
 }
 
 }  // namespace sightline

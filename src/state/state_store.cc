@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "common/hex.h"
+#include "state/sqlite_pragmas.h"
 
 namespace sightline {
 
@@ -55,11 +56,9 @@ Result<std::unique_ptr<StateStore>> StateStore::Open(const std::string& data_dir
   }
   std::unique_ptr<StateStore> store(new StateStore(db));
   MutexLock lock(&store->mu_);
-  // Production pragmas (DESIGN.md): WAL, synchronous=NORMAL, 8 KiB pages, 256 MiB cache and mmap.
+  SL_RETURN_IF_ERROR(store->Exec(kSqliteProductionPragmas));
   SL_RETURN_IF_ERROR(store->Exec(
-      "PRAGMA page_size=8192; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
-      "PRAGMA cache_size=-262144; PRAGMA mmap_size=268435456; PRAGMA busy_timeout=10000;"
-      "PRAGMA foreign_keys=ON;"
+      "PRAGMA busy_timeout=10000; PRAGMA foreign_keys=ON;"
       "CREATE TABLE IF NOT EXISTS projects(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,"
       "  created_at INTEGER NOT NULL DEFAULT (unixepoch()));"
       "CREATE TABLE IF NOT EXISTS tokens(hash TEXT PRIMARY KEY, project_id INTEGER NOT NULL REFERENCES projects(id),"
