@@ -36,10 +36,17 @@ constexpr const char* kConnectionPragmas =
     "PRAGMA temp_store=MEMORY;"
     "PRAGMA journal_size_limit=67108864;";  // truncate the WAL back to 64 MiB after checkpoints
 
-// Indexes: the trace-id lookup, newest-first log scans per project, and the
-// points-to-series join.
+// Indexes: the trace-id lookup, newest-first log scans per project, the
+// points-to-series join, and two partial indexes for the span dashboards:
+// entry spans covering everything the endpoint statistics read (an index-only
+// range scan instead of reading whole ~700 B span rows), and the ~1% of spans
+// with an exception. They lead with the time column because span queries
+// name `+project_id`, which keeps SQLite off the project_id indexes.
 constexpr const char* kIndexSql[] = {
     "CREATE INDEX IF NOT EXISTS spans_project_trace ON spans (project_id, trace_id)",
+    "CREATE INDEX IF NOT EXISTS spans_entry_stats ON spans "
+    "(start_time_ns, service_name, endpoint, status_code, duration_ns, project_id) WHERE is_entry = 1",
+    "CREATE INDEX IF NOT EXISTS spans_exceptions ON spans (start_time_ns) WHERE has_exception = 1",
     "CREATE INDEX IF NOT EXISTS logs_project_time ON logs (project_id, time_ns)",
     "CREATE INDEX IF NOT EXISTS metric_series_project_series ON metric_series (project_id, series_id)",
 };
@@ -410,16 +417,23 @@ Status SqliteStore::Init(const StoreOptions& options) {
     created = Exec(read_db_, ddl.c_str());
     if (!created.ok()) break;
   }
+  if (!created.ok()) {
+    (void)Exec(read_db_, "ROLLBACK");
+    return created;
+  }
+  SL_RETURN_IF_ERROR(Exec(read_db_, "COMMIT"));
+  // Migrate first: the indexes name columns an older table lacks.
+  SL_RETURN_IF_ERROR(CheckSchema());
+  SL_RETURN_IF_ERROR(Exec(read_db_, "BEGIN IMMEDIATE"));
   for (const char* ddl : kIndexSql) {
-    if (!created.ok()) break;
     created = Exec(read_db_, ddl);
+    if (!created.ok()) break;
   }
   if (!created.ok()) {
     (void)Exec(read_db_, "ROLLBACK");
     return created;
   }
   SL_RETURN_IF_ERROR(Exec(read_db_, "COMMIT"));
-  SL_RETURN_IF_ERROR(CheckSchema());
   SL_RETURN_IF_ERROR(LoadCounters());
   SL_RETURN_IF_ERROR(LoadKnownSeries());
   std::vector<std::unique_ptr<ReadConnection>> readers;
