@@ -6,6 +6,7 @@
 
 #include "bench/ingest_run.h"
 #include "bench/load_generator.h"
+#include "bench/probe.h"
 
 namespace sightline {
 
@@ -63,6 +64,7 @@ void AddBenchCommands(CLI::App* app) {
     int code = bench::RunIngestBench(*o);
     if (code != 0) throw CLI::RuntimeError(code);
   });
+  bench::AddProbeCommand(bench);
 }
 
 }  // namespace sightline
