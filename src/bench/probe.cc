@@ -132,8 +132,12 @@ struct SignalResult {
   std::optional<uint64_t> read_cliff;
 };
 
+//! The background ingest of a run, summed over its levels and ladders.
 struct UnderIngest {
-  double target = 0, achieved = 0;
+  double target = 0;
+  uint64_t accepted = 0;
+  double seconds = 0;
+  double achieved() const { return seconds > 0 ? static_cast<double>(accepted) / seconds : 0; }
 };
 
 struct RunResult {
@@ -230,12 +234,16 @@ struct Target {
   bool spawned = false;
 };
 
-//! Background ingest while probing (--under-ingest): 1 s slices of
-//! RunHttpLoad at the target rate until stopped, so the load ends with the probes.
+//! Background ingest while probing (--under-ingest): slices of RunHttpLoad,
+//! each a second's worth of requests paced at the target rate, until
+//! stopped, so the load ends with the probes. Its achieved rate divides by
+//! the whole wall time, gaps between slices included (or, when longer, the
+//! time the schedule allotted to the requests sent).
 class BackgroundIngest {
  public:
-  BackgroundIngest(const ProbeBenchOptions& o, const Target& t, const std::vector<Signal>& signals, const Window& w)
-      : signals_(signals) {
+  BackgroundIngest(const ProbeBenchOptions& o, const Target& t, const std::vector<Signal>& signals, const Window& w,
+                   uint64_t first_payload)
+      : signals_(signals), next_(first_payload) {
     GeneratorOptions g;
     g.seed = o.seed + 1;
     g.batch = o.under_ingest_batch;
@@ -244,43 +252,58 @@ class BackgroundIngest {
     lo_.endpoint = t.otlp;
     lo_.token = t.token;
     lo_.connections = 2;
-    lo_.duration_s = 1;
-    lo_.rate = o.under_ingest / static_cast<double>(o.under_ingest_batch);
+    lo_.rate = o.under_ingest / static_cast<double>(o.under_ingest_batch);  // requests/s over all signals
+    lo_.requests = std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(lo_.rate)));
     lo_.content_type = ContentTypeFor(WireFormat::kProtobuf);
     lo_.content_encoding = ContentEncodingFor(gen_->options());
     lo_.request_timeout_s = 10;
+    start_ = Clock::now();
     thread_ = std::thread([this] { Loop(); });
   }
-  //! Stops the load and returns items/s accepted over its whole time.
-  double Stop() {
+  ~BackgroundIngest() {
+    if (thread_.joinable()) Stop();
+  }
+
+  //! Stops the load; adds its accepted items and seconds to *u.
+  void Stop(UnderIngest* u = nullptr) {
     stop_ = true;
     thread_.join();
-    return elapsed_ > 0 ? static_cast<double>(accepted_) / elapsed_ : 0;
+    if (u != nullptr) {
+      u->accepted += accepted_;
+      // A probe shorter than the schedule's step still sent its first
+      // request at once: count the time the schedule gave what was sent.
+      u->seconds += std::max(Since(start_), static_cast<double>(sent_) / lo_.rate);
+    }
   }
+  uint64_t next_payload() const { return next_; }
 
  private:
   void Loop() {
-    uint64_t next = kUnderIngestFirstPayload;
-    for (int slice = 0; slice < 1000000 && !stop_; ++slice) {
-      PayloadPool pool(gen_.get(), signals_, next);
+    for (int slice = 0; slice < 10000000 && !stop_; ++slice) {
+      const Clock::time_point slice_start = Clock::now();
+      PayloadPool pool(gen_.get(), signals_, next_);
       auto r = RunHttpLoad(lo_, pool);
       if (!r.ok()) break;
-      uint64_t requests = 0;
       for (const auto& s : r->signals) {
         accepted_ += s.items_accepted;
-        requests += s.requests;
+        sent_ += s.requests;
       }
-      elapsed_ += r->elapsed_s;
-      next += requests / signals_.size() + 1;
+      next_ += (lo_.requests + signals_.size() - 1) / signals_.size();
+      // Below one request per second a slice is one request: wait out its share.
+      const double due_s = static_cast<double>(lo_.requests) / lo_.rate;
+      for (int i = 0; i < 100000 && !stop_ && Since(slice_start) < due_s; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
     }
   }
 
   std::vector<Signal> signals_;
+  uint64_t next_;
   std::unique_ptr<LoadGenerator> gen_;
   HttpLoadOptions lo_;
+  Clock::time_point start_;
   std::atomic<bool> stop_{false};
-  uint64_t accepted_ = 0;
-  double elapsed_ = 0;
+  uint64_t accepted_ = 0, sent_ = 0;
   std::thread thread_;
 };
 
@@ -321,6 +344,7 @@ class Ladder {
       truth_ = std::make_unique<ProbeTruth>(to);
     }
     first_payload_ = t_.spawned ? 0 : static_cast<uint64_t>(run_ - 1) << 32;
+    background_payload_ = kUnderIngestFirstPayload + first_payload_;
 
     std::vector<std::vector<bool>> passed(signals_.size());
     for (uint64_t level : levels_) {
@@ -329,7 +353,9 @@ class Ladder {
       Fill(level, &base);
       Digest(&base);
       std::unique_ptr<BackgroundIngest> background;
-      if (o_.under_ingest > 0) background = std::make_unique<BackgroundIngest>(o_, t_, signals_, window_);
+      if (o_.under_ingest > 0) {
+        background = std::make_unique<BackgroundIngest>(o_, t_, signals_, window_, background_payload_);
+      }
       bool all_passed = true;
       for (size_t k = 0; k < signals_.size(); ++k) {
         LevelResult r = base;
@@ -341,9 +367,13 @@ class Ladder {
         out.signals[k].levels.push_back(std::move(r));
       }
       if (background) {
-        double achieved = background->Stop();
-        out.under_ingest = UnderIngest{o_.under_ingest, achieved};
-        std::printf("  under ingest: %s items/s achieved (target %s)\n", Human(achieved).c_str(),
+        UnderIngest level{o_.under_ingest, 0, 0};
+        background->Stop(&level);
+        background_payload_ = background->next_payload();
+        if (!out.under_ingest) out.under_ingest = UnderIngest{o_.under_ingest, 0, 0};
+        out.under_ingest->accepted += level.accepted;
+        out.under_ingest->seconds += level.seconds;
+        std::printf("  under ingest: %s items/s achieved (target %s)\n", Human(level.achieved()).c_str(),
                     Human(o_.under_ingest).c_str());
       }
       if (!all_passed) break;  // the ladder stops at the first failing level
@@ -506,6 +536,7 @@ class Ladder {
   bool truth_complete_ = true;
   std::string trace_id_;
   uint64_t first_payload_ = 0;
+  uint64_t background_payload_ = 0;  // next payload of the background ingest
   uint64_t sent_ = 0;  // payloads sent per signal
   std::array<uint64_t, kSignalCount> accepted_ = {0, 0, 0};
   std::vector<uint64_t> before_;  // accepted per signal before this level's fill
@@ -674,7 +705,7 @@ std::string ResultJson(const ProbeBenchOptions& o, const std::vector<uint64_t>& 
       w.Key("target_items_per_s");
       w.Double(run.under_ingest->target);
       w.Key("achieved_items_per_s");
-      w.Double(run.under_ingest->achieved);
+      w.Double(run.under_ingest->achieved());
       w.EndObject();
     } else {
       w.Null();
@@ -848,7 +879,11 @@ int RunProbeBench(const ProbeBenchOptions& o) {
       std::printf("run %d/%d, %s:\n", rep, o.repeat, group.size() == 1 ? SignalName(group[0]) : "mixed");
       RunResult part = Ladder(o, *levels, group, t, rep).Run(run.engine);
       for (auto& s : part.signals) run.signals.push_back(std::move(s));
-      if (part.under_ingest) run.under_ingest = part.under_ingest;
+      if (part.under_ingest) {
+        if (!run.under_ingest) run.under_ingest = UnderIngest{o.under_ingest, 0, 0};
+        run.under_ingest->accepted += part.under_ingest->accepted;
+        run.under_ingest->seconds += part.under_ingest->seconds;
+      }
       if (server) {
         double shutdown_s = 0;
         Status stopped = server->Stop(120, &shutdown_s);
