@@ -395,19 +395,33 @@ class Ladder {
     return std::max<int64_t>(1, span_ns / static_cast<int64_t>(std::max<uint64_t>(steps, 1)));
   }
 
+  //! Rows the signal furthest from `level` still lacks (accepted rows only).
+  uint64_t Shortfall(uint64_t level) const {
+    uint64_t worst = 0;
+    for (Signal s : signals_) {
+      const uint64_t have = accepted_[static_cast<int>(s)];
+      if (have < level) worst = std::max(worst, level - have);
+    }
+    return worst;
+  }
+
+  //! Sends payloads until every signal has `level` accepted rows: rejected
+  //! requests (a busy server's 429/503) are made up with new payloads.
+  //! Gives up after three chunks in a row with nothing accepted.
   void Fill(uint64_t level, LevelResult* r) {
     const size_t n = signals_.size();
     const uint64_t batch = gen_->options().batch;
-    const uint64_t target = (level + batch - 1) / batch;  // payloads per signal
     before_.clear();
     for (Signal s : signals_) before_.push_back(accepted_[static_cast<int>(s)]);
-    const uint64_t need = target > sent_ ? target - sent_ : 0;
-    const uint64_t chunk = std::clamp<uint64_t>((need + 9) / 10, 1, 256);
+    const uint64_t missing = Shortfall(level);
+    // ~10 progress lines, but enough requests per chunk to keep every connection busy.
+    const uint64_t busy = (static_cast<uint64_t>(o_.connections) + n - 1) / n;
+    const uint64_t chunk = std::clamp<uint64_t>((missing / batch + 10) / 10, busy, std::max<uint64_t>(busy, 256));
     const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     const bool tty = isatty(fileno(stdout));
-    uint64_t done = 0;
-    for (uint64_t round = 0; round < need && done < need; ++round) {
-      const uint64_t now = std::min(chunk, need - done);
+    int fruitless = 0;
+    for (int round = 0; round < 1000000 && Shortfall(level) > 0; ++round) {
+      const uint64_t now = std::min(chunk, (Shortfall(level) + batch - 1) / batch);
       PayloadPool pool(gen_.get(), signals_, first_payload_ + sent_);
       pool.Prebuild(now * n, threads, o_.pool_mb << 20);  // untimed: the fill rate is the server's
       HttpLoadOptions lo;
@@ -415,19 +429,20 @@ class Ladder {
       lo.token = t_.token;
       lo.connections = o_.connections;
       lo.requests = now * n;
-      lo.duration_s = 1e9;
       lo.content_type = ContentTypeFor(WireFormat::kProtobuf);
       lo.content_encoding = ContentEncodingFor(gen_->options());
       auto loaded = RunHttpLoad(lo, pool);
       if (!loaded.ok()) {
-        std::fprintf(stderr, "bench probe: fill: %s\n", loaded.status().message().c_str());
+        std::fprintf(stderr, "\nbench probe: fill: %s\n", loaded.status().message().c_str());
         break;
       }
       r->fill_s += loaded->elapsed_s;
+      uint64_t accepted_now = 0;
       for (Signal s : signals_) {
         const SignalLoadResult& x = loaded->signals[static_cast<int>(s)];
         accepted_[static_cast<int>(s)] += x.items_accepted;
-        if (x.items_accepted != x.items_sent) truth_complete_ = false;  // a rejected request's rows are unknown
+        accepted_now += x.items_accepted;
+        if (x.items_accepted != x.items_sent) truth_complete_ = false;  // which request failed is unknown
       }
       if (truth_) {
         for (uint64_t p = 0; p < now; ++p) {
@@ -435,18 +450,24 @@ class Ladder {
         }
       }
       sent_ += now;
-      done += now;
       uint64_t filled = 0;
       for (size_t k = 0; k < n; ++k) filled += accepted_[static_cast<int>(signals_[k])] - before_[k];
       const double rate = r->fill_s > 0 ? static_cast<double>(filled) / r->fill_s : 0;
-      const double left = static_cast<double>((need - done) * batch * n);
+      const uint64_t left = Shortfall(level);
       // One line rewritten in place on a terminal; a line per chunk in a log.
       std::printf("%s  %s level %s: %3.0f%% filled, %s rows/s, ETA %.0f s   %s", tty ? "\r" : "", SignalsName().c_str(),
-                  Human(static_cast<double>(level)).c_str(), 100.0 * static_cast<double>(done) / static_cast<double>(need),
-                  Human(rate).c_str(), rate > 0 ? left / rate : 0.0, tty ? "" : "\n");
+                  Human(static_cast<double>(level)).c_str(),
+                  missing ? 100.0 * static_cast<double>(missing - left) / static_cast<double>(missing) : 100.0,
+                  Human(rate).c_str(), rate > 0 ? static_cast<double>(left * n) / rate : 0.0, tty ? "" : "\n");
       std::fflush(stdout);
+      fruitless = accepted_now == 0 ? fruitless + 1 : 0;
+      if (fruitless >= 3) {
+        std::fprintf(stderr, "\nbench probe: fill: nothing accepted in 3 rounds; probing at %llu rows\n",
+                     static_cast<unsigned long long>(level - left));
+        break;
+      }
     }
-    if (need > 0 && tty) std::printf("\n");
+    if (missing > 0 && tty) std::printf("\n");
   }
 
   //! Waits until deep health's database and WAL sizes read the same in
