@@ -550,7 +550,7 @@ uint32_t LoadGenerator::Metrics(E* e, uint64_t index) const {
         const size_t n = Share(options_.batch, total_series, series_no);
         for (size_t p = 0; p < n; ++p) {
           const uint64_t step = first_step + p;
-          const int64_t t = options_.base_time_ns + static_cast<int64_t>(step) * options_.time_step_ns;
+          const int64_t t = options_.base_time_ns + static_cast<int64_t>(step) * options_.point_step_ns;
           e->BeginElement();
           const int attr_field = def.kind == Kind::kHistogram ? 9 : 7;
           if (!list[i].labels.empty()) {
@@ -612,6 +612,7 @@ LoadGenerator::LoadGenerator(GeneratorOptions options) : options_(options) {
   }
   options_.batch = std::clamp<size_t>(options_.batch, 1, kMaxGeneratorBatch);
   options_.time_step_ns = std::max<int64_t>(options_.time_step_ns, 1);
+  if (options_.point_step_ns <= 0) options_.point_step_ns = options_.time_step_ns;
   (void)Cat();
 }
 

@@ -331,7 +331,7 @@ class Ladder {
     g.seed = o_.seed;
     g.batch = std::min<size_t>(o_.batch, levels_.front());  // the first level must not overshoot by a whole batch
     g.base_time_ns = (window_.from_ms + 60000) * kNsPerMs;
-    g.time_step_ns = TimeStep(g.batch, g.sdk_batch_limit);
+    SpreadOverWindow(&g);
     gen_ = std::make_unique<LoadGenerator>(g);
     trace_id_ = KnownLogTraceId(*gen_);
     if (o_.check) {
@@ -383,16 +383,17 @@ class Ladder {
   }
 
  private:
-  //! Data time per generator step so the largest level fits the window.
-  int64_t TimeStep(size_t batch, size_t sdk_limit) const {
+  //! Sets the generator's steps so the largest level spans the window, with
+  //! 10% headroom for requests sent again after a rejection.
+  void SpreadOverWindow(GeneratorOptions* g) const {
     const int64_t span_ns = (kDayMs - 180000) * kNsPerMs;
-    const uint64_t payloads = (levels_.back() + batch - 1) / batch;
-    uint64_t steps = payloads;  // spans and logs: one step per request
-    if (std::find(signals_.begin(), signals_.end(), Signal::kMetrics) != signals_.end()) {
-      const uint64_t series = batch <= sdk_limit ? 20 : 200;  // the generator's series per request
-      steps = payloads * ((batch + series - 1) / series);     // metrics: one step per point of a series
-    }
-    return std::max<int64_t>(1, span_ns / static_cast<int64_t>(std::max<uint64_t>(steps, 1)));
+    const uint64_t payloads = (levels_.back() + g->batch - 1) / g->batch * 11 / 10 + 1;
+    // Spans and logs: one step per request. Metrics: one per point of a
+    // series; a request holds batch / series points of each.
+    const uint64_t series = g->batch <= g->sdk_batch_limit ? 20 : 200;
+    const uint64_t points = payloads * ((g->batch + series - 1) / series);
+    g->time_step_ns = std::max<int64_t>(1, span_ns / static_cast<int64_t>(payloads));
+    g->point_step_ns = std::max<int64_t>(1, span_ns / static_cast<int64_t>(points));
   }
 
   //! Rows the signal furthest from `level` still lacks (accepted rows only).

@@ -80,9 +80,9 @@ TEST(ProbeRule, ReadCliffIsTheLastPassBeforeTheFirstFailure) {
   EXPECT_EQ(ReadCliff(levels, {}), std::nullopt);
 }
 
-// The probe spreads a fill over its window with the generator's time step:
+// The probe spreads a fill over its window with the generator's steps:
 // request k's spans and logs fall in [base + k step, base + (k + 1) step), and
-// a metric series' points are one step apart.
+// a metric series' points are one point step apart.
 TEST(ProbeTimeLayout, TimeStepSpreadsRequestsAndPoints) {
   GeneratorOptions g;
   g.batch = 400;  // 20 series (one service), 20 points each
@@ -111,15 +111,17 @@ TEST(ProbeTimeLayout, TimeStepSpreadsRequestsAndPoints) {
       EXPECT_LT(logs.time_ns[i], hi + 1000);  // plus up to 999 ns of jitter
     }
   }
+  g.point_step_ns = 60ll * 1000000000ll;  // metrics on a step of their own
+  LoadGenerator gen2(g);
   uint32_t items = 0;
   MetricBatch m;
   Rejections rejected;
-  ASSERT_TRUE(DecodeMetrics(gen.BuildRaw(Signal::kMetrics, 1, &items), PayloadFormat::kProtobuf, &m, &rejected).ok());
+  ASSERT_TRUE(DecodeMetrics(gen2.BuildRaw(Signal::kMetrics, 1, &items), PayloadFormat::kProtobuf, &m, &rejected).ok());
   ASSERT_EQ(m.rows(), 400u);
   std::set<int64_t> times(m.time_ns.begin(), m.time_ns.end());
   EXPECT_EQ(times.size(), 20u);  // request 1 continues each series at steps 20..39
-  EXPECT_EQ(*times.begin(), g.base_time_ns + 20 * g.time_step_ns);
-  EXPECT_EQ(*times.rbegin(), g.base_time_ns + 39 * g.time_step_ns);
+  EXPECT_EQ(*times.begin(), g.base_time_ns + 20 * g.point_step_ns);
+  EXPECT_EQ(*times.rbegin(), g.base_time_ns + 39 * g.point_step_ns);
 }
 
 }  // namespace
