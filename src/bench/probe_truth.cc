@@ -107,10 +107,10 @@ void ProbeTruth::AddSpans(const SpanBatch& b) {
     EndpointTally& t = endpoints_[{service, std::string(route.empty() ? b.name.Get(i) : route)}];
     ++t.count;
     if (b.status_code[i] == 2) ++t.errors;
-    if (Exact()) t.durations_ns.push_back(b.end_time_ns[i] - start);
+    if (Exact()) t.spans.emplace_back(start, b.end_time_ns[i] - start);
   }
   if (!Exact()) {
-    for (auto& [key, t] : endpoints_) std::vector<int64_t>().swap(t.durations_ns);
+    for (auto& [key, t] : endpoints_) std::vector<std::pair<int64_t, int64_t>>().swap(t.spans);
   }
 }
 
@@ -180,8 +180,9 @@ std::string ProbeTruth::CheckEndpoints(std::string_view json) const {
     got_counts.push_back(static_cast<uint64_t>(count));
     if (count != static_cast<int64_t>(t.count)) d.Add(service, " ", endpoint, " count ", count, " != ", t.count);
     if (errors != static_cast<int64_t>(t.errors)) d.Add(service, " ", endpoint, " errors ", errors, " != ", t.errors);
-    if (!Exact() || t.durations_ns.empty()) continue;
-    std::vector<int64_t> sorted = t.durations_ns;
+    if (!Exact() || t.spans.empty()) continue;
+    std::vector<int64_t> sorted;
+    for (const auto& [start, duration] : t.spans) sorted.push_back(duration);
     std::sort(sorted.begin(), sorted.end());
     for (auto [name, q] : {std::pair{"p50_ms", 0.5}, std::pair{"p95_ms", 0.95}, std::pair{"p99_ms", 0.99}}) {
       const double want = InterpolatedPercentile(sorted, q) / 1e6, got = Num(row, name);
@@ -212,6 +213,39 @@ std::string ProbeTruth::CheckEndpointSeries(std::string_view json) const {
   for (size_t i = 0; i < std::max(want.size(), got.size()); ++i) {
     const std::string g = i < got.size() ? got[i] : "(none)", w = i < want.size() ? want[i] : "(none)";
     if (g != w) d.Add("series ", i, " '", g, "' != '", w, "'");
+  }
+  if (got != want || !Exact()) return d.Verdict();
+
+  // Each series' p95 per bucket; "other" pools every group past the top N.
+  int64_t step_ms = 0;
+  if (doc["step_ms"].get_int64().get(step_ms) != simdjson::SUCCESS || step_ms <= 0) return "mismatch: no step_ms";
+  const int64_t step_ns = step_ms * 1000000;
+  size_t i = 0;
+  for (simdjson::dom::element s : series) {
+    std::map<int64_t, std::vector<int64_t>> buckets;  // bucket -> durations
+    for (size_t g = (want[i] == "other" ? o_.top : i); g < (want[i] == "other" ? groups.size() : i + 1); ++g) {
+      for (const auto& [start, duration] : endpoints_.at(groups[g].second).spans) {
+        buckets[(start - o_.from_ns) / step_ns].push_back(duration);
+      }
+    }
+    simdjson::dom::array values;
+    if (s["values"].get_array().get(values) != simdjson::SUCCESS) return "mismatch: no values array";
+    int64_t b = 0;
+    for (simdjson::dom::element v : values) {
+      double got_ms = NAN;
+      if (!v.is_null() && v.get_double().get(got_ms) != simdjson::SUCCESS) got_ms = NAN;
+      auto it = buckets.find(b);
+      double want_ms = NAN;
+      if (it != buckets.end()) {
+        std::sort(it->second.begin(), it->second.end());
+        want_ms = InterpolatedPercentile(it->second, 0.95) / 1e6;
+      }
+      if (std::isnan(got_ms) != std::isnan(want_ms) || (!std::isnan(want_ms) && !CloseMs(got_ms, want_ms))) {
+        d.Add(want[i], " bucket ", b, " p95 ", got_ms, " != ", want_ms);
+      }
+      ++b;
+    }
+    ++i;
   }
   return d.Verdict();
 }

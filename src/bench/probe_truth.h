@@ -52,7 +52,8 @@ class ProbeTruth {
   //! GET /api/v1/endpoints?limit=page: total, and per row count, errors and
   //! (exact level) p50/p95/p99; rows are the top counts.
   std::string CheckEndpoints(std::string_view json) const;
-  //! GET /api/v1/endpoints/series?top=N: the series names, in order.
+  //! GET /api/v1/endpoints/series?metric=p95&top=N: the series names in
+  //! order and, at an exact level, every bucket's p95 (in the answer's step_ms).
   std::string CheckEndpointSeries(std::string_view json) const;
   //! GET /api/v1/exceptions?limit=page: (type, message, service, count) rows in order.
   std::string CheckExceptions(std::string_view json) const;
@@ -74,7 +75,7 @@ class ProbeTruth {
  private:
   struct EndpointTally {
     uint64_t count = 0, errors = 0;
-    std::vector<int64_t> durations_ns;
+    std::vector<std::pair<int64_t, int64_t>> spans;  // (start, duration) ns, while Exact()
   };
   //! The newest `page` times of the rows matching one log filter.
   struct NewestPage {

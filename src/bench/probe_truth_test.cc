@@ -90,12 +90,23 @@ TEST(ProbeTruth, PercentilesAreNotComparedPastTheExactLimit) {
   EXPECT_EQ(t.CheckEndpoints(approx), "ok");
 }
 
-TEST(ProbeTruth, EndpointSeriesNamesTheTopGroupsThenOther) {
-  ProbeTruth t(Options());  // top = 1
+TEST(ProbeTruth, EndpointSeriesNamesTheTopGroupsThenOtherWithBucketP95s) {
+  ProbeTruth t(Options());  // top = 1, from = 1000 ms
   t.AddSpans(Spans());
-  EXPECT_EQ(t.CheckEndpointSeries(R"({"series":[{"name":"a /x","values":[1]},{"name":"other","values":[2]}]})"), "ok");
-  EXPECT_NE(t.CheckEndpointSeries(R"({"series":[{"name":"b work","values":[1]},{"name":"other","values":[2]}]})"), "ok");
-  EXPECT_NE(t.CheckEndpointSeries(R"({"series":[{"name":"a /x","values":[1]}]})"), "ok");
+  // 1 s buckets: every in-range span starts in bucket 1 (2000..2004 ms).
+  // "a /x": p95 of 10, 20, 30 ms = 29; "other" ("b work"): 5.
+  EXPECT_EQ(t.CheckEndpointSeries(
+                R"({"step_ms":1000,"series":[{"name":"a /x","values":[null,29,null]},{"name":"other","values":[null,5,null]}]})"),
+            "ok");
+  const std::string wrong_value =
+      t.CheckEndpointSeries(R"({"step_ms":1000,"series":[{"name":"a /x","values":[null,30,null]},{"name":"other","values":[null,5,null]}]})");
+  EXPECT_NE(wrong_value.find("bucket 1 p95"), std::string::npos) << wrong_value;
+  EXPECT_NE(t.CheckEndpointSeries(
+                R"({"step_ms":1000,"series":[{"name":"a /x","values":[29,null,null]},{"name":"other","values":[null,5,null]}]})"),
+            "ok");  // the right value in the wrong bucket
+  EXPECT_NE(t.CheckEndpointSeries(R"({"step_ms":1000,"series":[{"name":"b work","values":[null,5]},{"name":"other","values":[null,29]}]})"),
+            "ok");
+  EXPECT_NE(t.CheckEndpointSeries(R"({"step_ms":1000,"series":[{"name":"a /x","values":[null,29]}]})"), "ok");
 }
 
 TEST(ProbeTruth, ExceptionsAreGroupedOverAllSpansInOrder) {
