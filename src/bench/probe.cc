@@ -187,7 +187,7 @@ std::string CheckCall(const ProbeTruth& t, const std::string& name, const std::s
   if (name == "logs_search") return t.CheckLogs(body, F::kWord);
   if (name == "logs_trace") return t.CheckLogs(body, F::kTraceId);
   if (name == "metrics_list") return t.CheckMetricList(body);
-  if (name == "metric_series") return t.CheckMetricGroups(body, "process.cpu.utilization", "cpu.mode");
+  if (name == "metric_series") return t.CheckMetricGroups(body, "process.cpu.utilization", "cpu.mode", /*avg=*/true);
   if (name == "metrics_overview") return t.CheckMetricGroups(body, "http.server.request.duration", "service.name");
   return "skipped";
 }

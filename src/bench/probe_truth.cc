@@ -107,9 +107,9 @@ void ProbeTruth::AddSpans(const SpanBatch& b) {
     EndpointTally& t = endpoints_[{service, std::string(route.empty() ? b.name.Get(i) : route)}];
     ++t.count;
     if (b.status_code[i] == 2) ++t.errors;
-    if (Exact()) t.spans.emplace_back(start, b.end_time_ns[i] - start);
+    if (ExactSpans()) t.spans.emplace_back(start, b.end_time_ns[i] - start);
   }
-  if (!Exact()) {
+  if (!ExactSpans()) {
     for (auto& [key, t] : endpoints_) std::vector<std::pair<int64_t, int64_t>>().swap(t.spans);
   }
 }
@@ -147,9 +147,12 @@ void ProbeTruth::AddMetrics(const MetricBatch& b) {
     auto it = series_row.find(b.point_series_id[i]);
     if (it == series_row.end()) continue;
     const size_t s = it->second;
-    series_[std::string(b.metric_name.Get(s))].emplace(std::string(b.service_name.Get(s)),
-                                                       std::string(b.attributes.Get(s)));
+    SeriesKey key{std::string(b.service_name.Get(s)), std::string(b.attributes.Get(s))};
+    std::string name(b.metric_name.Get(s));
+    if (ExactPoints() && !std::isnan(b.value[i])) points_[name].push_back({b.time_ns[i], b.value[i], key});
+    series_[name].insert(std::move(key));
   }
+  if (!ExactPoints()) points_.clear();
 }
 
 // ---- diffs --------------------------------------------------------------------
@@ -180,7 +183,7 @@ std::string ProbeTruth::CheckEndpoints(std::string_view json) const {
     got_counts.push_back(static_cast<uint64_t>(count));
     if (count != static_cast<int64_t>(t.count)) d.Add(service, " ", endpoint, " count ", count, " != ", t.count);
     if (errors != static_cast<int64_t>(t.errors)) d.Add(service, " ", endpoint, " errors ", errors, " != ", t.errors);
-    if (!Exact() || t.spans.empty()) continue;
+    if (!ExactSpans() || t.spans.empty()) continue;
     std::vector<int64_t> sorted;
     for (const auto& [start, duration] : t.spans) sorted.push_back(duration);
     std::sort(sorted.begin(), sorted.end());
@@ -214,7 +217,7 @@ std::string ProbeTruth::CheckEndpointSeries(std::string_view json) const {
     const std::string g = i < got.size() ? got[i] : "(none)", w = i < want.size() ? want[i] : "(none)";
     if (g != w) d.Add("series ", i, " '", g, "' != '", w, "'");
   }
-  if (got != want || !Exact()) return d.Verdict();
+  if (got != want || !ExactSpans()) return d.Verdict();
 
   // Each series' p95 per bucket; "other" pools every group past the top N.
   int64_t step_ms = 0;
@@ -333,24 +336,27 @@ std::string ProbeTruth::CheckMetricList(std::string_view json) const {
   return d.Verdict();
 }
 
-std::string ProbeTruth::CheckMetricGroups(std::string_view json, const std::string& name, const std::string& key) const {
+std::string ProbeTruth::CheckMetricGroups(std::string_view json, const std::string& name, const std::string& key,
+                                          bool avg) const {
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   std::string error;
   if (!Parse(&parser, json, &doc, &error)) return error;
   std::set<std::string> want, got;
+  std::map<SeriesKey, std::string> group_of;  // series -> its value of `key`
   auto it = series_.find(name);
   if (it != series_.end()) {
     simdjson::dom::parser attr_parser;
-    for (const auto& [service, attributes] : it->second) {
-      if (key == "service.name") {
-        want.insert(service);
-        continue;
+    for (const SeriesKey& series : it->second) {
+      std::string value = series.first;
+      if (key != "service.name") {
+        simdjson::dom::element attrs;
+        std::string unused;
+        if (!Parse(&attr_parser, series.second, &attrs, &unused)) continue;
+        value = Str(attrs, key.c_str());
       }
-      simdjson::dom::element attrs;
-      std::string unused;
-      if (!Parse(&attr_parser, attributes, &attrs, &unused)) continue;
-      want.insert(Str(attrs, key.c_str()));
+      group_of[series] = value;
+      want.insert(value);
     }
   }
   simdjson::dom::array series;
@@ -366,6 +372,39 @@ std::string ProbeTruth::CheckMetricGroups(std::string_view json, const std::stri
   }
   for (const auto& v : got) {
     if (!want.count(v)) d.Add("unexpected ", key, "=", v);
+  }
+  auto pts = points_.find(name);
+  if (!avg || got != want || !ExactPoints() || pts == points_.end()) return d.Verdict();
+
+  // Pooled mean per (group, bucket): sum of values / number of points.
+  int64_t step_ms = 0;
+  if (doc["step_ms"].get_int64().get(step_ms) != simdjson::SUCCESS || step_ms <= 0) return "mismatch: no step_ms";
+  std::map<std::pair<std::string, int64_t>, std::pair<double, uint64_t>> sums;
+  for (const Point& p : pts->second) {
+    auto& [sum, n] = sums[{group_of[p.series], (p.time_ns - o_.from_ns) / (step_ms * 1000000)}];
+    sum += p.value;
+    ++n;
+  }
+  for (simdjson::dom::element s : series) {
+    simdjson::dom::element labels;
+    simdjson::dom::array values;
+    if (s["labels"].get(labels) != simdjson::SUCCESS || s["values"].get_array().get(values) != simdjson::SUCCESS) {
+      return "mismatch: a series without labels or values";
+    }
+    const std::string group = Str(labels, key.c_str());
+    int64_t b = 0;
+    for (simdjson::dom::element v : values) {
+      double got_v = NAN;
+      if (!v.is_null() && v.get_double().get(got_v) != simdjson::SUCCESS) got_v = NAN;
+      auto w = sums.find({group, b});
+      const double want_v = w == sums.end() ? NAN : w->second.first / static_cast<double>(w->second.second);
+      // Sums in another order differ in the last bits.
+      if (std::isnan(got_v) != std::isnan(want_v) ||
+          (!std::isnan(want_v) && std::fabs(got_v - want_v) > 1e-9 * std::max(1.0, std::fabs(want_v)))) {
+        d.Add(key, "=", group, " bucket ", b, " avg ", got_v, " != ", want_v);
+      }
+      ++b;
+    }
   }
   return d.Verdict();
 }

@@ -32,7 +32,7 @@ struct ProbeTruthOptions {
   int64_t from_ns = 0, to_ns = 0;  // the queried range [from, to)
   size_t page = 50;                 // limit= of the list calls
   size_t top = 10;                  // endpoints/series top=
-  size_t exact_percentile_rows = 100000;
+  size_t exact_percentile_rows = 100000;  // per signal: entry spans, metric points
   int severity_min = 17;
   std::string word;      // logs q=
   std::string trace_id;  // logs trace_id= (hex)
@@ -62,12 +62,19 @@ class ProbeTruth {
   std::string CheckLogs(std::string_view json, LogFilter filter) const;
   //! GET /api/v1/metrics: the set of metric names.
   std::string CheckMetricList(std::string_view json) const;
-  //! GET /api/v1/metrics/series?name=N&group_by=K: the set of values of K.
-  std::string CheckMetricGroups(std::string_view json, const std::string& name, const std::string& key) const;
+  //! GET /api/v1/metrics/series?name=N&group_by=K: the set of values of K;
+  //! with avg, also (at an exact level) each group's mean per bucket, pooled
+  //! over its series' points, in the answer's step_ms.
+  std::string CheckMetricGroups(std::string_view json, const std::string& name, const std::string& key,
+                                bool avg = false) const;
 
   uint64_t entry_spans() const { return entry_spans_; }
   uint64_t log_rows() const { return log_rows_; }
   uint64_t metric_points() const { return metric_points_; }
+  //! Entry spans (for percentiles) and metric points (for bucket means) are
+  //! kept while there are at most exact_percentile_rows of them.
+  bool ExactSpans() const { return entry_spans_ <= o_.exact_percentile_rows; }
+  bool ExactPoints() const { return metric_points_ <= o_.exact_percentile_rows; }
   //! Log rows matching a filter (all of them, not just the newest page).
   uint64_t LogMatches(LogFilter f) const { return logs_[static_cast<int>(f)].matches; }
   const ProbeTruthOptions& options() const { return o_; }
@@ -83,7 +90,6 @@ class ProbeTruth {
     std::multiset<int64_t> times;
   };
   bool InRange(int64_t t) const { return t >= o_.from_ns && t < o_.to_ns; }
-  bool Exact() const { return entry_spans_ <= o_.exact_percentile_rows; }
   void Keep(NewestPage* p, int64_t t) const;
 
   ProbeTruthOptions o_;
@@ -92,7 +98,14 @@ class ProbeTruth {
   std::map<std::tuple<std::string, std::string, std::string>, uint64_t> exceptions_;  // (type, message, service)
   NewestPage logs_[3];
   // metric name -> (service, point attributes JSON) of every series with a point in range
-  std::map<std::string, std::set<std::pair<std::string, std::string>>> series_;
+  using SeriesKey = std::pair<std::string, std::string>;
+  std::map<std::string, std::set<SeriesKey>> series_;
+  struct Point {
+    int64_t time_ns;
+    double value;
+    SeriesKey series;
+  };
+  std::map<std::string, std::vector<Point>> points_;  // gauge / sum points by metric name, while Exact()
 };
 
 }  // namespace sightline::bench

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <tuple>
 
 namespace sightline::bench {
 namespace {
@@ -176,21 +177,41 @@ TEST(ProbeTruth, MetricNamesAndGroupValues) {
   series(2, "cpu", "b", R"({"cpu.mode":"system"})");
   series(3, "mem", "a", "{}");
   series(4, "late", "a", "{}");
-  for (auto [id, ms] : {std::pair<int64_t, int64_t>{1, 2000}, {2, 2000}, {3, 3000}, {4, 200000}}) {
+  // (series, ms, value); cpu of service c shares cpu.mode=user with a's.
+  series(5, "cpu", "c", R"({"cpu.mode":"user"})");
+  for (auto [id, ms, value] : {std::tuple<int64_t, int64_t, double>{1, 2000, 0.5}, {2, 2000, 0.25}, {3, 3000, 7},
+                               {4, 200000, 1}, {5, 2500, 0.75}, {1, 3100, 0.125}}) {
     b.point_series_id.push_back(id);
     b.time_ns.push_back(ms * kMs);
+    b.value.push_back(value);
   }
   t.AddMetrics(b);
-  EXPECT_EQ(t.metric_points(), 3u);
+  EXPECT_EQ(t.metric_points(), 5u);
   EXPECT_EQ(t.CheckMetricList(R"({"metrics":[{"name":"cpu"},{"name":"mem"}]})"), "ok");
   EXPECT_NE(t.CheckMetricList(R"({"metrics":[{"name":"cpu"},{"name":"mem"},{"name":"late"}]})"), "ok");
   EXPECT_EQ(t.CheckMetricGroups(R"({"series":[{"labels":{"cpu.mode":"user"}},{"labels":{"cpu.mode":"system"}}]})", "cpu",
                                 "cpu.mode"),
             "ok");
   EXPECT_NE(t.CheckMetricGroups(R"({"series":[{"labels":{"cpu.mode":"user"}}]})", "cpu", "cpu.mode"), "ok");
-  EXPECT_EQ(t.CheckMetricGroups(R"({"series":[{"labels":{"service.name":"a"}},{"labels":{"service.name":"b"}}]})", "cpu",
+  EXPECT_NE(t.CheckMetricGroups(R"({"series":[{"labels":{"service.name":"a"}},{"labels":{"service.name":"b"}}]})", "cpu",
                                 "service.name"),
+            "ok");  // c is missing
+  EXPECT_EQ(t.CheckMetricGroups(
+                R"({"series":[{"labels":{"service.name":"a"}},{"labels":{"service.name":"b"}},{"labels":{"service.name":"c"}}]})",
+                "cpu", "service.name"),
             "ok");
+  // Means pooled over the group's points, 1 s buckets from 1000 ms: user has
+  // 0.5 and 0.75 in bucket 1 (mean 0.625) and 0.125 in bucket 2; system 0.25 in bucket 1.
+  const std::string means =
+      R"({"step_ms":1000,"series":[{"labels":{"cpu.mode":"user"},"values":[null,0.625,0.125]},)"
+      R"({"labels":{"cpu.mode":"system"},"values":[null,0.25,null]}]})";
+  EXPECT_EQ(t.CheckMetricGroups(means, "cpu", "cpu.mode", /*avg=*/true), "ok");
+  std::string wrong_mean = means;
+  wrong_mean.replace(wrong_mean.find("0.125"), 5, "0.3125");
+  EXPECT_NE(t.CheckMetricGroups(wrong_mean, "cpu", "cpu.mode", true).find("bucket 2 avg"), std::string::npos);
+  std::string missing_bucket = means;
+  missing_bucket.replace(missing_bucket.find("null,0.25"), 9, "0.25,null");
+  EXPECT_NE(t.CheckMetricGroups(missing_bucket, "cpu", "cpu.mode", true), "ok");
 }
 
 }  // namespace
