@@ -311,6 +311,12 @@ size_t Share(size_t n, size_t k, size_t i) { return n / k + (i < n % k ? 1 : 0);
 
 constexpr int64_t kNsPerSecond = 1000000000;
 
+//! base + n * step in wrapping arithmetic: payload numbers far up (the
+//! warm-up's start at 2^39) overflow int64 nanoseconds, which must not be UB.
+inline int64_t TimeAt(int64_t base, uint64_t n, int64_t step) {
+  return static_cast<int64_t>(static_cast<uint64_t>(base) + n * static_cast<uint64_t>(step));
+}
+
 }  // namespace
 
 // ---- spans ---------------------------------------------------------------------
@@ -322,7 +328,7 @@ uint32_t LoadGenerator::Spans(E* e, uint64_t index) const {
   int first = 0, count = 0;
   ServicesFor(options_, index, &first, &count);
   const int64_t window = options_.time_step_ns;  // each request covers one step of data time
-  const int64_t window_start = options_.base_time_ns + static_cast<int64_t>(index) * window;
+  const int64_t window_start = TimeAt(options_.base_time_ns, index, window);
   uint64_t ordinal = 0;   // span ordinal within the request: part of the span id
   uint64_t trace_no = 0;  // trace ordinal within the request: part of the trace id
   e->BeginRoot();
@@ -436,7 +442,7 @@ uint32_t LoadGenerator::Logs(E* e, uint64_t index) const {
   int first = 0, count = 0;
   ServicesFor(options_, index, &first, &count);
   const int64_t window = options_.time_step_ns;  // each request covers one step of data time
-  const int64_t window_start = options_.base_time_ns + static_cast<int64_t>(index) * window;
+  const int64_t window_start = TimeAt(options_.base_time_ns, index, window);
   uint64_t ordinal = 0;
   std::string body;
   e->BeginRoot();
@@ -550,7 +556,7 @@ uint32_t LoadGenerator::Metrics(E* e, uint64_t index) const {
         const size_t n = Share(options_.batch, total_series, series_no);
         for (size_t p = 0; p < n; ++p) {
           const uint64_t step = first_step + p;
-          const int64_t t = options_.base_time_ns + static_cast<int64_t>(step) * options_.point_step_ns;
+          const int64_t t = TimeAt(options_.base_time_ns, step, options_.point_step_ns);
           e->BeginElement();
           const int attr_field = def.kind == Kind::kHistogram ? 9 : 7;
           if (!list[i].labels.empty()) {
