@@ -104,7 +104,9 @@ double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 
 constexpr int64_t kNsPerMs = 1000000;
 constexpr int64_t kDayMs = 86400000;
-constexpr uint64_t kUnderIngestFirstPayload = 1ull << 40;  // ids apart from the fill's
+// Background payload numbers: above any fill's (< 100 << 32) and below 2^40,
+// where the generator's ids (index << 24 | ordinal) would wrap onto the fill's.
+constexpr uint64_t kUnderIngestFirstPayload = 3ull << 38;
 constexpr const char* kSearchWord = "timeout";           // one of the generator's body words
 constexpr size_t kPage = 50;
 
@@ -241,13 +243,21 @@ struct Target {
 //! time the schedule allotted to the requests sent).
 class BackgroundIngest {
  public:
+  //! Payload numbers from first_payload (ids unique among the ladder's
+  //! background payloads, which start at index0 and are all far above the fill's).
   BackgroundIngest(const ProbeBenchOptions& o, const Target& t, const std::vector<Signal>& signals, const Window& w,
-                   uint64_t first_payload)
+                   uint64_t index0, uint64_t first_payload)
       : signals_(signals), next_(first_payload) {
     GeneratorOptions g;
     g.seed = o.seed + 1;
     g.batch = o.under_ingest_batch;
-    g.base_time_ns = (w.to_ms + 3600 * 1000) * kNsPerMs;  // after the queried range: the truth stays exact
+    // Data an hour after the queried range, so the truth stays exact: payload
+    // index0 starts there and each request advances 1 ms (small enough that
+    // payload numbers near 2^39 stay far from overflowing nanoseconds).
+    g.time_step_ns = 1000000;
+    const int64_t series = g.batch <= g.sdk_batch_limit ? 20 : 200;
+    g.point_step_ns = std::max<int64_t>(1, g.time_step_ns / ((static_cast<int64_t>(g.batch) + series - 1) / series));
+    g.base_time_ns = (w.to_ms + 3600 * 1000) * kNsPerMs - static_cast<int64_t>(index0) * g.time_step_ns;
     gen_ = std::make_unique<LoadGenerator>(g);
     lo_.endpoint = t.otlp;
     lo_.token = t.token;
@@ -354,7 +364,8 @@ class Ladder {
       Digest(&base);
       std::unique_ptr<BackgroundIngest> background;
       if (o_.under_ingest > 0) {
-        background = std::make_unique<BackgroundIngest>(o_, t_, signals_, window_, background_payload_);
+        background = std::make_unique<BackgroundIngest>(o_, t_, signals_, window_, kUnderIngestFirstPayload + first_payload_,
+                                                        background_payload_);
       }
       bool all_passed = true;
       for (size_t k = 0; k < signals_.size(); ++k) {

@@ -36,6 +36,7 @@ class Diff {
   void Add(const Args&... parts) {
     if (++count_ > kMaxReported) return;
     std::ostringstream s;
+    s.precision(12);  // enough digits to see a near miss
     (s << ... << parts);
     if (!text_.empty()) text_ += "; ";
     text_ += s.str();
