@@ -2,7 +2,9 @@
 // (--levels 2000,6000 --check) on spawned servers must fill every signal to
 // exactly its levels, digest, answer every dashboard call with 200, pass both
 // levels and find no difference from the ground truth; the JSON must follow
-// bench/README.md. Then the check must catch a wrong answer: against a
+// bench/README.md. A mixed ladder under a background ingest, run twice, must
+// still match the truth, pace that ingest at its target and summarise both
+// runs. Then the check must catch a wrong answer: against a
 // server that already holds a span the probe did not send, the endpoint
 // counts differ and the command exits 3.
 
@@ -96,6 +98,49 @@ for (const engine of ENGINES) {
     });
   });
 }
+
+describe(`bench probe --mixed --under-ingest --repeat 2 (${ENGINES[0]})`, () => {
+  it('probes all signals of one server while a fleet writes, twice, and still matches the truth', async () => {
+    const dir = await makeTempDir('sightline-probe-it-');
+    dirs.push(dir);
+    const out = path.join(dir, 'probe.json');
+    const r = await probe(['--spawn', ENGINES[0], '--mixed', '--levels', '2000,6000', '--check', '--under-ingest', '1000',
+      '--repeat', '2', '--digest-interval', '0.3', '--work-dir', dir], out);
+    assert.equal(r.code, 0, `exit ${r.code}\n${r.stdout}\n${r.stderr}`);
+    const j = r.json;
+    assert.equal(j.config.mixed, true);
+    assert.deepEqual(j.runs.map((x) => x.run), [1, 2]);
+    for (const run of j.runs) {
+      assert.deepEqual(run.signals.map((s) => s.signal), ['spans', 'logs', 'metrics']);
+      // The background load is paced at its target; its rows lie outside the queried range.
+      assert.equal(run.under_ingest.target_items_per_s, 1000);
+      assert.ok(run.under_ingest.achieved_items_per_s > 500 && run.under_ingest.achieved_items_per_s < 1500,
+        `achieved ${run.under_ingest.achieved_items_per_s}`);
+      for (const s of run.signals) {
+        // One fill for all signals: every signal's level shares its fill time.
+        assert.equal(s.levels[0].fill_s, run.signals[0].levels[0].fill_s);
+        for (const l of s.levels) {
+          assert.equal(l.accepted_rows, l.level_rows);
+          for (const c of l.calls) assert.equal(c.check, 'ok', `run ${run.run} ${s.signal} ${c.call}: ${c.check}`);
+        }
+        assert.equal(s.read_cliff_rows, 6000);
+      }
+    }
+    for (const signal of ['spans', 'logs', 'metrics']) {
+      assert.equal(j.summary[signal].read_cliff_rows, 6000);
+      for (const [call, byLevel] of Object.entries(j.summary[signal].calls)) {
+        // min/max are over every sample of both runs; the median is the median of the two runs' medians.
+        const calls = j.runs.map((run) => run.signals.find((s) => s.signal === signal).levels[1].calls
+          .find((c) => c.call === call));
+        const samples = calls.flatMap((c) => c.samples_ms);
+        assert.equal(byLevel['6000'].min_ms, Math.min(...samples), call);
+        assert.equal(byLevel['6000'].max_ms, Math.max(...samples), call);
+        const medians = calls.map((c) => c.median_ms);
+        assert.ok(Math.abs(byLevel['6000'].median_ms - (medians[0] + medians[1]) / 2) < 1e-6, call);
+      }
+    }
+  });
+});
 
 describe('bench probe --check against a server holding a foreign span', () => {
   it('reports the endpoint mismatch and exits 3', async () => {
