@@ -7,6 +7,7 @@
 #include "bench/ingest_run.h"
 #include "bench/load_generator.h"
 #include "bench/oltp.h"
+#include "bench/probe.h"
 #include "bench/ramp.h"
 #include "bench/report.h"
 
@@ -69,6 +70,7 @@ void AddBenchCommands(CLI::App* app) {
   bench::AddRampCommand(bench);
   bench::AddOltpCommand(bench);
   bench::AddReportCommand(bench);
+  bench::AddProbeCommand(bench);
 }
 
 }  // namespace sightline

@@ -257,7 +257,8 @@ Result<HttpLoadResult> RunHttpLoad(const HttpLoadOptions& options, const Payload
   return out;
 }
 
-Result<int> HttpGet(const HttpEndpoint& endpoint, const std::string& target, std::string* body, int timeout_ms) {
+Result<int> HttpGet(const HttpEndpoint& endpoint, const std::string& target, std::string* body, int timeout_ms,
+                    const std::string& token) {
   // Asynchronous operations on one private io_context: tcp_stream's timeout
   // applies to them, so a wedged server cannot hang the probe.
   asio::io_context ioc;
@@ -266,6 +267,7 @@ Result<int> HttpGet(const HttpEndpoint& endpoint, const std::string& target, std
   http::request<http::empty_body> req{http::verb::get, target, 11};
   req.set(http::field::host, endpoint.host);
   req.keep_alive(false);
+  if (!token.empty()) req.set(http::field::authorization, "Bearer " + token);
   http::response<http::string_body> res;
   boost::system::error_code error;
   stream.expires_after(std::chrono::milliseconds(timeout_ms));

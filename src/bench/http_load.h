@@ -60,9 +60,10 @@ struct HttpLoadResult {
 //! Runs the load; an error only when no connection could be made at all.
 Result<HttpLoadResult> RunHttpLoad(const HttpLoadOptions& options, const PayloadPool& pool);
 
-//! One GET (new connection each time; for health probes). Returns the status
-//! and fills *body.
-Result<int> HttpGet(const HttpEndpoint& endpoint, const std::string& target, std::string* body, int timeout_ms = 5000);
+//! One GET (new connection each time; for health probes and API calls, which
+//! pass a bearer token). Returns the status and fills *body.
+Result<int> HttpGet(const HttpEndpoint& endpoint, const std::string& target, std::string* body, int timeout_ms = 5000,
+                    const std::string& token = "");
 
 //! Percentile (0..100) of values, nearest-rank; 0 when empty. Sorts values.
 double Percentile(std::vector<float>* values, double p);

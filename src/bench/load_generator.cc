@@ -310,8 +310,12 @@ void ServicesFor(const GeneratorOptions& o, uint64_t index, int* first, int* cou
 size_t Share(size_t n, size_t k, size_t i) { return n / k + (i < n % k ? 1 : 0); }
 
 constexpr int64_t kNsPerSecond = 1000000000;
-// Each request covers one second of data time per signal.
-constexpr int64_t kRequestWindowNs = kNsPerSecond;
+
+//! base + n * step in wrapping arithmetic: payload numbers far up (the
+//! warm-up's start at 2^39) overflow int64 nanoseconds, which must not be UB.
+inline int64_t TimeAt(int64_t base, uint64_t n, int64_t step) {
+  return static_cast<int64_t>(static_cast<uint64_t>(base) + n * static_cast<uint64_t>(step));
+}
 
 }  // namespace
 
@@ -323,7 +327,8 @@ uint32_t LoadGenerator::Spans(E* e, uint64_t index) const {
   Rng rng(Mix64(options_.seed) ^ Mix64(index * 3 + 0));
   int first = 0, count = 0;
   ServicesFor(options_, index, &first, &count);
-  const int64_t window_start = options_.base_time_ns + static_cast<int64_t>(index) * kRequestWindowNs;
+  const int64_t window = options_.time_step_ns;  // each request covers one step of data time
+  const int64_t window_start = TimeAt(options_.base_time_ns, index, window);
   uint64_t ordinal = 0;   // span ordinal within the request: part of the span id
   uint64_t trace_no = 0;  // trace ordinal within the request: part of the trace id
   e->BeginRoot();
@@ -345,7 +350,7 @@ uint32_t LoadGenerator::Spans(E* e, uint64_t index) const {
       uint8_t trace_id[16], root_id[8];
       UniqueId16(index, trace_no++, kTraceIdSalt, trace_id);
       const Endpoint& ep = cat.endpoints[s][rng.Below(kEndpointsPerService)];
-      int64_t start = window_start + rng.Range(0, kRequestWindowNs - 1);
+      int64_t start = window_start + rng.Range(0, window - 1);
       int64_t duration = rng.Range(1000000, 500000000);  // 1..500 ms
       bool error = rng.Percent(5);
       const ErrorKind& err = kErrors[rng.Below(5)];
@@ -436,7 +441,8 @@ uint32_t LoadGenerator::Logs(E* e, uint64_t index) const {
   Rng rng(Mix64(options_.seed) ^ Mix64(index * 3 + 1));
   int first = 0, count = 0;
   ServicesFor(options_, index, &first, &count);
-  const int64_t window_start = options_.base_time_ns + static_cast<int64_t>(index) * kRequestWindowNs;
+  const int64_t window = options_.time_step_ns;  // each request covers one step of data time
+  const int64_t window_start = TimeAt(options_.base_time_ns, index, window);
   uint64_t ordinal = 0;
   std::string body;
   e->BeginRoot();
@@ -452,7 +458,7 @@ uint32_t LoadGenerator::Logs(E* e, uint64_t index) const {
     Scope(e, "io.opentelemetry.logs");
     e->BeginRepeated(2, "logRecords");
     for (size_t i = 0; i < n; ++i) {
-      int64_t t = window_start + static_cast<int64_t>((static_cast<uint64_t>(kRequestWindowNs) * i) / n) +
+      int64_t t = window_start + static_cast<int64_t>((static_cast<uint64_t>(window) * i) / n) +
                   rng.Range(0, 999);
       int roll = static_cast<int>(rng.Below(100));
       const Severity* sev = &kSeverities[0];
@@ -516,7 +522,7 @@ uint32_t LoadGenerator::Metrics(E* e, uint64_t index) const {
   const size_t series_per_service = cat.series[0].size();
   const size_t total_series = series_per_service * static_cast<size_t>(count);
   // Points per series in this request; successive requests continue each
-  // series' timeline, one point per second of data time.
+  // series' timeline, one point per step of data time.
   const size_t per_series_max = (options_.batch + total_series - 1) / total_series;
   const uint64_t first_step = index * per_series_max;
   const int64_t start_ns = options_.base_time_ns - 3600 * kNsPerSecond;  // cumulative start
@@ -550,7 +556,7 @@ uint32_t LoadGenerator::Metrics(E* e, uint64_t index) const {
         const size_t n = Share(options_.batch, total_series, series_no);
         for (size_t p = 0; p < n; ++p) {
           const uint64_t step = first_step + p;
-          const int64_t t = options_.base_time_ns + static_cast<int64_t>(step) * kNsPerSecond;
+          const int64_t t = TimeAt(options_.base_time_ns, step, options_.point_step_ns);
           e->BeginElement();
           const int attr_field = def.kind == Kind::kHistogram ? 9 : 7;
           if (!list[i].labels.empty()) {
@@ -611,6 +617,8 @@ LoadGenerator::LoadGenerator(GeneratorOptions options) : options_(options) {
     options_.base_time_ns = std::chrono::duration_cast<std::chrono::seconds>(now).count() * kNsPerSecond;
   }
   options_.batch = std::clamp<size_t>(options_.batch, 1, kMaxGeneratorBatch);
+  options_.time_step_ns = std::max<int64_t>(options_.time_step_ns, 1);
+  if (options_.point_step_ns <= 0) options_.point_step_ns = options_.time_step_ns;
   (void)Cat();
 }
 

@@ -39,6 +39,12 @@ struct GeneratorOptions {
   WireFormat format = WireFormat::kProtobuf;
   int gzip_level = 1;            // libdeflate level; 0 sends the body uncompressed
   int64_t base_time_ns = 0;      // data time of payload 0; 0 = now
+  //! Data time per step: the window one span / log request covers, and (unless
+  //! point_step_ns is set) the interval between a metric series' points. The
+  //! read probe shrinks or stretches them so a whole fill lands inside the
+  //! range it queries.
+  int64_t time_step_ns = 1000000000;
+  int64_t point_step_ns = 0;  // 0 = time_step_ns
   size_t sdk_batch_limit = 1000; // at or below: one service per request
 };
 

@@ -1,0 +1,128 @@
+#include "bench/probe.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <climits>
+#include <set>
+
+#include "bench/load_generator.h"
+#include "otlp/decoder.h"
+
+namespace sightline::bench {
+namespace {
+
+TEST(ProbeLevels, ParsesPlainAndSuffixedCounts) {
+  auto a = ParseLevels("10000,50000");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(*a, (std::vector<uint64_t>{10000, 50000}));
+  auto b = ParseLevels("1M,10M,100M");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(*b, (std::vector<uint64_t>{1000000, 10000000, 100000000}));
+  auto c = ParseLevels("2.5k,1B");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(*c, (std::vector<uint64_t>{2500, 1000000000}));
+}
+
+TEST(ProbeLevels, RejectsGarbageEmptyAndNonIncreasing) {
+  EXPECT_FALSE(ParseLevels("").ok());
+  EXPECT_FALSE(ParseLevels("10x").ok());
+  EXPECT_FALSE(ParseLevels("1M,,2M").ok());
+  EXPECT_FALSE(ParseLevels("0").ok());
+  EXPECT_FALSE(ParseLevels("10M,1M").ok());
+  EXPECT_FALSE(ParseLevels("5k,5000").ok());
+}
+
+CallSamples Samples(std::vector<double> ms, std::vector<int> status) {
+  CallSamples c;
+  c.samples_ms = std::move(ms);
+  c.http_status = std::move(status);
+  for (int s : c.http_status) c.timeouts += (s == 504 || s == 0) ? 1 : 0;
+  return c;
+}
+
+TEST(ProbeRule, PassesWhenEveryMedianIsWithinTheLimit) {
+  std::string reason = "stale";
+  // One slow sample does not fail a call whose median is fast.
+  EXPECT_TRUE(LevelPasses({"a", "b"}, {Samples({100, 4900, 5800}, {200, 200, 200}), Samples({5000, 1, 2}, {200, 200, 200})},
+                          5000, &reason));
+  EXPECT_EQ(reason, "");
+}
+
+TEST(ProbeRule, FailsOnASlowMedianNamingTheCall) {
+  std::string reason;
+  EXPECT_FALSE(LevelPasses({"fast", "slow"}, {Samples({1, 2, 3}, {200, 200, 200}), Samples({5001, 5002, 1}, {200, 200, 200})},
+                           5000, &reason));
+  EXPECT_NE(reason.find("slow"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("median"), std::string::npos) << reason;
+}
+
+TEST(ProbeRule, FailsOnAnyTimeoutEvenWithAFastMedian) {
+  std::string reason;
+  EXPECT_FALSE(LevelPasses({"c"}, {Samples({10, 20, 6000}, {200, 200, 504})}, 5000, &reason));
+  EXPECT_NE(reason.find("timeout"), std::string::npos) << reason;
+  EXPECT_FALSE(LevelPasses({"c"}, {Samples({10, 20, 6000}, {200, 200, 0})}, 5000, &reason));
+  EXPECT_NE(reason.find("timeout"), std::string::npos) << reason;
+}
+
+TEST(ProbeRule, FailsOnAnErrorStatus) {
+  std::string reason;
+  EXPECT_FALSE(LevelPasses({"c"}, {Samples({10, 20, 30}, {200, 500, 200})}, 5000, &reason));
+  EXPECT_NE(reason.find("HTTP 500"), std::string::npos) << reason;
+}
+
+TEST(ProbeRule, ReadCliffIsTheLastPassBeforeTheFirstFailure) {
+  const std::vector<uint64_t> levels = {1000, 10000, 100000};
+  EXPECT_EQ(ReadCliff(levels, {true, true, true}), 100000u);
+  EXPECT_EQ(ReadCliff(levels, {true, false}), 1000u);
+  EXPECT_EQ(ReadCliff(levels, {true, false, true}), 1000u);  // a later pass does not count
+  EXPECT_EQ(ReadCliff(levels, {false}), std::nullopt);
+  EXPECT_EQ(ReadCliff(levels, {}), std::nullopt);
+}
+
+// The probe spreads a fill over its window with the generator's steps:
+// request k's spans and logs fall in [base + k step, base + (k + 1) step), and
+// a metric series' points are one point step apart.
+TEST(ProbeTimeLayout, TimeStepSpreadsRequestsAndPoints) {
+  GeneratorOptions g;
+  g.batch = 400;  // 20 series (one service), 20 points each
+  g.base_time_ns = 1700000000ll * 1000000000ll;
+  g.time_step_ns = 3600ll * 1000000000ll;
+  LoadGenerator gen(g);
+  for (uint64_t k : {0u, 5u}) {
+    uint32_t items = 0;
+    SpanBatch spans;
+    LogBatch logs;
+    Rejections rejected;
+    ASSERT_TRUE(DecodeSpans(gen.BuildRaw(Signal::kSpans, k, &items), PayloadFormat::kProtobuf, &spans, &rejected).ok());
+    ASSERT_TRUE(DecodeLogs(gen.BuildRaw(Signal::kLogs, k, &items), PayloadFormat::kProtobuf, 1, &logs, &rejected).ok());
+    const int64_t lo = g.base_time_ns + static_cast<int64_t>(k) * g.time_step_ns, hi = lo + g.time_step_ns;
+    int64_t min_start = INT64_MAX, max_start = 0;
+    for (size_t i = 0; i < spans.rows(); ++i) {
+      if (!spans.parent_span_id.Get(i).empty()) continue;  // roots start inside the window
+      min_start = std::min(min_start, spans.start_time_ns[i]);
+      max_start = std::max(max_start, spans.start_time_ns[i]);
+    }
+    EXPECT_GE(min_start, lo);
+    EXPECT_LT(max_start, hi);
+    EXPECT_GT(max_start - min_start, g.time_step_ns / 2);  // spread over the window, not bunched
+    for (size_t i = 0; i < logs.rows(); ++i) {
+      EXPECT_GE(logs.time_ns[i], lo);
+      EXPECT_LT(logs.time_ns[i], hi + 1000);  // plus up to 999 ns of jitter
+    }
+  }
+  g.point_step_ns = 60ll * 1000000000ll;  // metrics on a step of their own
+  LoadGenerator gen2(g);
+  uint32_t items = 0;
+  MetricBatch m;
+  Rejections rejected;
+  ASSERT_TRUE(DecodeMetrics(gen2.BuildRaw(Signal::kMetrics, 1, &items), PayloadFormat::kProtobuf, &m, &rejected).ok());
+  ASSERT_EQ(m.rows(), 400u);
+  std::set<int64_t> times(m.time_ns.begin(), m.time_ns.end());
+  EXPECT_EQ(times.size(), 20u);  // request 1 continues each series at steps 20..39
+  EXPECT_EQ(*times.begin(), g.base_time_ns + 20 * g.point_step_ns);
+  EXPECT_EQ(*times.rbegin(), g.base_time_ns + 39 * g.point_step_ns);
+}
+
+}  // namespace
+}  // namespace sightline::bench

@@ -1,0 +1,171 @@
+// `sightline bench probe` end to end, for each engine: a short checked ladder
+// (--levels 2000,6000 --check) on spawned servers must fill every signal to
+// exactly its levels, digest, answer every dashboard call with 200, pass both
+// levels and find no difference from the ground truth; the JSON must follow
+// bench/README.md. A mixed ladder under a background ingest, run twice, must
+// still match the truth, pace that ingest at its target and summarise both
+// runs. Then the check must catch a wrong answer: against a
+// server that already holds a span the probe did not send, the endpoint
+// counts differ and the command exits 3.
+
+import { describe, it, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+
+import { BIN, ENGINES, TOKEN, makeTempDir, requireBinary, startServer } from './lib/server.mjs';
+import { encodeTraceRequestJson } from './lib/otlp.mjs';
+import { postOtlp } from './lib/api.mjs';
+
+const CALLS = {
+  spans: ['endpoints', 'endpoints_series', 'exceptions'],
+  logs: ['logs_errors', 'logs_search', 'logs_trace'],
+  metrics: ['metrics_list', 'metric_series', 'metrics_overview'],
+};
+
+//! Runs the probe; resolves {code, stdout, stderr, json}.
+function probe(args, jsonOut) {
+  requireBinary();
+  return new Promise((resolve) => {
+    execFile(BIN, ['bench', 'probe', ...args, '--json-out', jsonOut], { timeout: 90_000, maxBuffer: 16 << 20 },
+      async (err, stdout, stderr) => {
+        let json = null;
+        try { json = JSON.parse(await fsp.readFile(jsonOut, 'utf8')); } catch { /* asserted by the caller */ }
+        resolve({ code: err ? (err.code ?? 1) : 0, stdout, stderr, json });
+      });
+  });
+}
+
+const dirs = [];
+after(async () => {
+  for (const d of dirs) await fsp.rm(d, { recursive: true, force: true });
+});
+
+for (const engine of ENGINES) {
+  describe(`bench probe --spawn ${engine}`, () => {
+    it('fills, digests, probes and checks every signal at 2000 and 6000 rows', async () => {
+      const dir = await makeTempDir('sightline-probe-it-');
+      dirs.push(dir);
+      const out = path.join(dir, 'probe.json');
+      const r = await probe(['--spawn', engine, '--signal', 'all', '--levels', '2000,6000', '--check',
+        '--digest-interval', '0.3', '--work-dir', dir], out);
+      assert.equal(r.code, 0, `exit ${r.code}\n${r.stdout}\n${r.stderr}`);
+      const j = r.json;
+      assert.ok(j, 'JSON written');
+      assert.equal(j.benchmark, 'probe');
+      assert.equal(j.version, 1);
+      assert.deepEqual(j.config.levels, [2000, 6000]);
+      assert.equal(j.config.check, true);
+      assert.ok(j.machine.cores > 0 && j.machine.mem_bytes > 0 && j.machine.kernel.length > 0);
+      assert.match(j.started_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+      assert.equal(j.runs.length, 1);
+      const run = j.runs[0];
+      assert.equal(run.run, 1);
+      assert.equal(run.engine, engine);
+      assert.equal(run.under_ingest, null);
+      assert.deepEqual(run.signals.map((s) => s.signal), ['spans', 'logs', 'metrics']);
+      for (const s of run.signals) {
+        assert.deepEqual(s.levels.map((l) => l.level_rows), [2000, 6000], s.signal);
+        for (const l of s.levels) {
+          const where = `${engine} ${s.signal} @${l.level_rows}`;
+          // The batch is capped at the first level, so every level is reached exactly.
+          assert.equal(l.accepted_rows, l.level_rows, where);
+          assert.ok(l.fill_s > 0 && l.fill_items_per_s > 0, where);
+          assert.equal(l.digested, true, where);
+          assert.ok(l.digest_wait_s >= 0 && l.database_bytes > 0, where);
+          assert.deepEqual(l.calls.map((c) => c.call), CALLS[s.signal], where);
+          for (const c of l.calls) {
+            assert.equal(c.check, 'ok', `${where} ${c.call}: ${c.check}`);
+            assert.deepEqual(c.http_status, [200, 200, 200], `${where} ${c.call}`);
+            assert.equal(c.samples_ms.length, 3);
+            assert.equal(c.timeouts, 0);
+            assert.ok(c.min_ms <= c.median_ms && c.median_ms <= c.max_ms, `${where} ${c.call}`);
+            assert.ok(c.path.startsWith('/api/v1/'), c.path);
+          }
+          assert.equal(l.pass, true, `${where}: ${l.fail_reason}`);
+          assert.equal(l.fail_reason, '');
+        }
+        assert.equal(s.read_cliff_rows, 6000, s.signal);
+        assert.equal(j.summary[s.signal].read_cliff_rows, 6000);
+        for (const call of CALLS[s.signal]) {
+          const byLevel = j.summary[s.signal].calls[call];
+          assert.deepEqual(Object.keys(byLevel), ['2000', '6000'], call);
+          assert.ok(byLevel['6000'].median_ms > 0);
+        }
+      }
+      assert.match(r.stdout, /check: 0 mismatching answers/);
+    });
+  });
+}
+
+describe(`bench probe --mixed --under-ingest --repeat 2 (${ENGINES[0]})`, () => {
+  it('probes all signals of one server while a fleet writes, twice, and still matches the truth', async () => {
+    const dir = await makeTempDir('sightline-probe-it-');
+    dirs.push(dir);
+    const out = path.join(dir, 'probe.json');
+    const r = await probe(['--spawn', ENGINES[0], '--mixed', '--levels', '2000,6000', '--check', '--under-ingest', '1000',
+      '--repeat', '2', '--digest-interval', '0.3', '--work-dir', dir], out);
+    assert.equal(r.code, 0, `exit ${r.code}\n${r.stdout}\n${r.stderr}`);
+    const j = r.json;
+    assert.equal(j.config.mixed, true);
+    assert.deepEqual(j.runs.map((x) => x.run), [1, 2]);
+    for (const run of j.runs) {
+      assert.deepEqual(run.signals.map((s) => s.signal), ['spans', 'logs', 'metrics']);
+      // The background load is paced at its target; its rows lie outside the queried range.
+      assert.equal(run.under_ingest.target_items_per_s, 1000);
+      assert.ok(run.under_ingest.achieved_items_per_s > 500 && run.under_ingest.achieved_items_per_s < 1500,
+        `achieved ${run.under_ingest.achieved_items_per_s}`);
+      for (const s of run.signals) {
+        // One fill for all signals: every signal's level shares its fill time.
+        assert.equal(s.levels[0].fill_s, run.signals[0].levels[0].fill_s);
+        for (const l of s.levels) {
+          assert.equal(l.accepted_rows, l.level_rows);
+          for (const c of l.calls) assert.equal(c.check, 'ok', `run ${run.run} ${s.signal} ${c.call}: ${c.check}`);
+        }
+        assert.equal(s.read_cliff_rows, 6000);
+      }
+    }
+    for (const signal of ['spans', 'logs', 'metrics']) {
+      assert.equal(j.summary[signal].read_cliff_rows, 6000);
+      for (const [call, byLevel] of Object.entries(j.summary[signal].calls)) {
+        // min/max are over every sample of both runs; the median is the median of the two runs' medians.
+        const calls = j.runs.map((run) => run.signals.find((s) => s.signal === signal).levels[1].calls
+          .find((c) => c.call === call));
+        const samples = calls.flatMap((c) => c.samples_ms);
+        assert.equal(byLevel['6000'].min_ms, Math.min(...samples), call);
+        assert.equal(byLevel['6000'].max_ms, Math.max(...samples), call);
+        const medians = calls.map((c) => c.median_ms);
+        assert.ok(Math.abs(byLevel['6000'].median_ms - (medians[0] + medians[1]) / 2) < 1e-6, call);
+      }
+    }
+  });
+});
+
+describe('bench probe --check against a server holding a foreign span', () => {
+  it('reports the endpoint mismatch and exits 3', async () => {
+    const server = await startServer({ engine: ENGINES[0] });
+    try {
+      const now = BigInt(Date.now()) * 1_000_000n;
+      const body = encodeTraceRequestJson({
+        resource: { 'service.name': 'intruder' },
+        spans: [{ traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331', name: 'GET /x', kind: 2,
+          start: now - 3_600_000_000_000n, end: now - 3_599_000_000_000n }],
+      });
+      await postOtlp(server, 'traces', body, { json: true });
+      const dir = await makeTempDir('sightline-probe-it-');
+      dirs.push(dir);
+      const out = path.join(dir, 'probe.json');
+      const r = await probe(['--endpoint', server.otlpUrl, '--api', server.apiUrl, '--token', TOKEN, '--signal', 'spans',
+        '--levels', '1000', '--check', '--digest-interval', '0.3'], out);
+      assert.equal(r.code, 3, `exit ${r.code}\n${r.stdout}\n${r.stderr}`);
+      const calls = r.json.runs[0].signals[0].levels[0].calls;
+      const endpoints = calls.find((c) => c.call === 'endpoints');
+      assert.match(endpoints.check, /^mismatch: .*total/, endpoints.check);
+      assert.equal(r.json.runs[0].engine, 'external');
+    } finally {
+      await server.stop();
+      await server.cleanup();
+    }
+  });
+});
