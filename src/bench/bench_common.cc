@@ -4,12 +4,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <random>
 #include <sstream>
 #include <thread>
+
+#include "common/json_writer.h"
 
 namespace sightline::bench {
 
@@ -38,6 +41,29 @@ Machine DescribeMachine() {
   utsname u{};
   if (uname(&u) == 0) m.kernel = std::string(u.sysname) + " " + u.release;
   return m;
+}
+
+void WriteMachineJson(JsonWriter* w, const Machine& m) {
+  w->Key("machine");
+  w->BeginObject();
+  w->Key("cores");
+  w->Uint(m.cores);
+  w->Key("cpu_model");
+  w->String(m.cpu_model);
+  w->Key("mem_bytes");
+  w->Uint(m.mem_bytes);
+  w->Key("kernel");
+  w->String(m.kernel);
+  w->EndObject();
+}
+
+std::string UtcNowIso8601() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
 }
 
 double LoadAverage1m() {

@@ -4,10 +4,20 @@
 // the machine for the JSON, temp data directories, spawned-server tokens, and
 // median/min/max of repeated measurements.
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
 #include <optional>
 #include <string>
 #include <vector>
+
+namespace sightline {
+class JsonWriter;
+}
 
 namespace sightline::bench {
 
@@ -31,8 +41,52 @@ std::string RandomToken();
 //! mkdtemp of PARENT/sightline-bench-XXXXXX.
 std::optional<std::string> MakeTempDir(const std::string& parent);
 
+//! Writes "machine": {"cores", "cpu_model", "mem_bytes", "kernel"} (key included).
+void WriteMachineJson(JsonWriter* w, const Machine& m);
+
+//! The current UTC time as 2026-11-29T23:40:00Z (the JSON's started_at).
+std::string UtcNowIso8601();
+
 //! $TMPDIR, or /tmp.
 std::string DefaultWorkParent();
+
+//! Samples a server's RSS (from /proc or deep health: `probe`) on its own
+//! thread until Stop(); returns the peak.
+class RssPeakSampler {
+ public:
+  explicit RssPeakSampler(std::function<uint64_t()> probe, std::chrono::milliseconds interval = std::chrono::milliseconds(200))
+      : probe_(std::move(probe)), interval_(interval) {
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~RssPeakSampler() { Stop(); }
+  uint64_t Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+    return peak_.load();
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_) {
+      lock.unlock();
+      peak_ = std::max<uint64_t>(peak_.load(), probe_());
+      lock.lock();
+      cv_.wait_for(lock, interval_, [this] { return stop_; });
+    }
+  }
+  std::function<uint64_t()> probe_;
+  std::chrono::milliseconds interval_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::atomic<uint64_t> peak_{0};
+  std::thread thread_;
+};
 
 struct Spread {
   double median = 0, min = 0, max = 0;

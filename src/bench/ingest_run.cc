@@ -72,43 +72,6 @@ struct Run {
   std::string raw_error;
 };
 
-//! Samples the server's RSS through deep health while the load runs.
-class RssSampler {
- public:
-  RssSampler(const HttpEndpoint& api, double interval_s) : api_(api), interval_s_(interval_s) {
-    thread_ = std::thread([this] { Loop(); });
-  }
-  ~RssSampler() { Stop(); }
-  uint64_t Stop() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
-    return peak_.load();
-  }
-
- private:
-  void Loop() {
-    std::unique_lock<std::mutex> lock(mu_);
-    while (!stop_) {
-      lock.unlock();
-      auto h = FetchDeepHealth(api_);
-      if (h.ok()) peak_ = std::max<uint64_t>(peak_.load(), h->rss_bytes);
-      lock.lock();
-      cv_.wait_for(lock, std::chrono::duration<double>(interval_s_), [this] { return stop_; });
-    }
-  }
-  HttpEndpoint api_;
-  double interval_s_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  std::atomic<uint64_t> peak_{0};
-  std::thread thread_;
-};
-
 // ---- statistics ----------------------------------------------------------------
 
 std::string StatusSummary(const std::map<int, uint64_t>& counts) {
@@ -200,13 +163,17 @@ void WriteSpread(JsonWriter* w, const char* key, const std::vector<double>& v) {
   w->EndObject();
 }
 
-std::string ResultJson(const IngestBenchOptions& o, const Machine& m, const PrebuildStats& pre,
+std::string ResultJson(const IngestBenchOptions& o, const Machine& m, const std::string& started_at, const PrebuildStats& pre,
                        const std::vector<Run>& runs, const std::vector<Signal>& signals) {
   std::string out;
   JsonWriter w(&out);
   w.BeginObject();
   w.Key("benchmark");
   w.String("ingest");
+  w.Key("version");
+  w.Int(1);
+  w.Key("started_at");
+  w.String(started_at);
   w.Key("config");
   w.BeginObject();
   w.Key("signal");
@@ -241,17 +208,7 @@ std::string ResultJson(const IngestBenchOptions& o, const Machine& m, const Preb
   w.Int(o.repeat);
   w.EndObject();
 
-  w.Key("machine");
-  w.BeginObject();
-  w.Key("cores");
-  w.Uint(m.cores);
-  w.Key("cpu_model");
-  w.String(m.cpu_model);
-  w.Key("mem_bytes");
-  w.Uint(m.mem_bytes);
-  w.Key("kernel");
-  w.String(m.kernel);
-  w.EndObject();
+  WriteMachineJson(&w, m);
 
   w.Key("generator");
   w.BeginObject();
@@ -520,6 +477,7 @@ int RunIngestBench(const IngestBenchOptions& o) {
   g.gzip_level = o.gzip_level;
   LoadGenerator generator(g);
   Machine machine = DescribeMachine();
+  const std::string started_at = UtcNowIso8601();
   const int build_threads = static_cast<int>(std::max(1u, machine.cores));
   std::printf("sightline bench ingest: %s, batch %zu, %s%s, %d connection%s, %s, ", o.signal.c_str(), o.batch,
               o.format == "json" ? "json" : "protobuf", o.gzip_level > 0 ? "+gzip" : "", o.connections,
@@ -641,8 +599,15 @@ int RunIngestBench(const IngestBenchOptions& o) {
       auto h = FetchDeepHealth(*health);
       if (h.ok()) before = *h;
     }
-    std::unique_ptr<RssSampler> sampler;
-    if (health) sampler = std::make_unique<RssSampler>(*health, 0.5);
+    std::unique_ptr<RssPeakSampler> sampler;
+    if (health) {
+      sampler = std::make_unique<RssPeakSampler>(
+          [api = *health]() -> uint64_t {
+            auto h = FetchDeepHealth(api);
+            return h.ok() ? h->rss_bytes : 0;
+          },
+          std::chrono::milliseconds(500));
+    }
     double server_cpu0 = server ? ProcessCpuSecondsOf(server->pid()) : -1;
 
     HttpLoadOptions lo;
@@ -762,7 +727,7 @@ int RunIngestBench(const IngestBenchOptions& o) {
   }
   if (!o.json_out.empty()) {
     std::ofstream f(o.json_out);
-    f << ResultJson(o, machine, pre, runs, signals);
+    f << ResultJson(o, machine, started_at, pre, runs, signals);
     if (!f) {
       std::fprintf(stderr, "bench ingest: cannot write %s\n", o.json_out.c_str());
       return 1;

@@ -472,14 +472,6 @@ void PrintTable(const std::vector<PhaseResult>& phases) {
   std::printf("published: DESIGN.md's SQLite reference (2 vCPU, 3.7 GB); its cached PK select had p99 715 us.\n");
 }
 
-std::string IsoNow() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 std::string ResultJson(const OltpBenchOptions& o, const Machine& m, const std::string& started_at, uint64_t db_bytes,
                        const std::vector<PhaseResult>& phases) {
@@ -513,17 +505,7 @@ std::string ResultJson(const OltpBenchOptions& o, const Machine& m, const std::s
   w.Key("sqlite_version");
   w.String(sqlite3_libversion());
   w.EndObject();
-  w.Key("machine");
-  w.BeginObject();
-  w.Key("cores");
-  w.Uint(m.cores);
-  w.Key("cpu_model");
-  w.String(m.cpu_model);
-  w.Key("mem_bytes");
-  w.Uint(m.mem_bytes);
-  w.Key("kernel");
-  w.String(m.kernel);
-  w.EndObject();
+  WriteMachineJson(&w, m);
   w.Key("started_at");
   w.String(started_at);
   w.Key("database_bytes");
@@ -605,7 +587,7 @@ std::optional<double> PublishedOltpOpsPerS(std::string_view phase, std::string_v
 }
 
 int RunOltpBench(const OltpBenchOptions& o) {
-  std::string started_at = IsoNow();
+  std::string started_at = UtcNowIso8601();
   std::string dir = o.data_dir;
   bool temp = dir.empty();
   if (temp) {

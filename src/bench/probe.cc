@@ -643,17 +643,7 @@ std::string ResultJson(const ProbeBenchOptions& o, const std::vector<uint64_t>& 
   w.Key("version");
   w.Int(1);
   WriteConfig(&w, o, levels);
-  w.Key("machine");
-  w.BeginObject();
-  w.Key("cores");
-  w.Uint(m.cores);
-  w.Key("cpu_model");
-  w.String(m.cpu_model);
-  w.Key("mem_bytes");
-  w.Uint(m.mem_bytes);
-  w.Key("kernel");
-  w.String(m.kernel);
-  w.EndObject();
+  WriteMachineJson(&w, m);
   w.Key("started_at");
   w.String(started_at);
   w.Key("runs");
@@ -823,14 +813,6 @@ void PrintTable(const std::vector<RunResult>& runs) {
   }
 }
 
-std::string IsoNow() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 }  // namespace
 
@@ -874,7 +856,7 @@ int RunProbeBench(const ProbeBenchOptions& o) {
   const std::string work_parent = o.work_dir.empty() ? DefaultWorkParent() : o.work_dir;
 
   const Machine machine = DescribeMachine();
-  const std::string started_at = IsoNow();
+  const std::string started_at = UtcNowIso8601();
   std::printf("sightline bench probe: %s%s, levels %s, batch %zu, %d probes per call, timeout %.0f s, %s%s x %d run%s\n",
               o.signal.c_str(), o.mixed ? " (mixed)" : "", o.levels.c_str(), o.batch, o.probes, o.timeout_s,
               o.spawn.empty() ? o.api.c_str() : ("spawned " + o.spawn).c_str(), o.check ? ", --check" : "", o.repeat,

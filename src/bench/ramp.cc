@@ -92,41 +92,6 @@ uint64_t CurrentRssBytesOf(pid_t pid) {
   return 0;
 }
 
-//! Samples the server's RSS on its own thread until Stop(); returns the peak.
-class RssPeakSampler {
- public:
-  explicit RssPeakSampler(std::function<uint64_t()> probe) : probe_(std::move(probe)) {
-    thread_ = std::thread([this] { Loop(); });
-  }
-  ~RssPeakSampler() { Stop(); }
-  uint64_t Stop() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
-    return peak_.load();
-  }
-
- private:
-  void Loop() {
-    std::unique_lock<std::mutex> lock(mu_);
-    while (!stop_) {
-      lock.unlock();
-      peak_ = std::max<uint64_t>(peak_.load(), probe_());
-      lock.lock();
-      cv_.wait_for(lock, std::chrono::milliseconds(200), [this] { return stop_; });
-    }
-  }
-  std::function<uint64_t()> probe_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  std::atomic<uint64_t> peak_{0};
-  std::thread thread_;
-};
-
 std::function<uint64_t()> RssProbeFor(const Target& t) {
   if (t.pid > 0) return [pid = t.pid] { return CurrentRssBytesOf(pid); };
   if (t.api) {
@@ -308,14 +273,6 @@ SignalResult RampRunner::RunSignal(Signal signal, const Target& target) {
 
 // ---- output --------------------------------------------------------------------
 
-std::string UtcNowIso8601() {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 void WriteDoubles(JsonWriter* w, const char* key, const std::vector<double>& v) {
   w->Key(key);
@@ -434,17 +391,7 @@ std::string ResultJson(const RampBenchOptions& o, const Machine& m, const std::s
   w.Key("version");
   w.Int(1);
   WriteConfig(&w, o);
-  w.Key("machine");
-  w.BeginObject();
-  w.Key("cores");
-  w.Uint(m.cores);
-  w.Key("cpu_model");
-  w.String(m.cpu_model);
-  w.Key("mem_bytes");
-  w.Uint(m.mem_bytes);
-  w.Key("kernel");
-  w.String(m.kernel);
-  w.EndObject();
+  WriteMachineJson(&w, m);
   w.Key("started_at");
   w.String(started_at);
   w.Key("signals");
