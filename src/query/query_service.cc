@@ -399,6 +399,13 @@ class Runner {
                 std::to_string(step_ms * kNsPerMs) + ")");
   }
 
+  // The dialect's "value of the newest point in the group" for a column.
+  std::string LastOf(const char* column) const {
+    std::string expr = d_.last_of;
+    expr.replace(expr.find("$COL"), 4, column);
+    return expr;
+  }
+
   // Appends "<attribute of column at key, as text>" to sql, binding the path.
   void JsonText(const char* column, const std::string& key, Sql* sql) const {
     std::string expr = d_.json_text;
@@ -1220,9 +1227,9 @@ Result<std::string> MetricLabels(Runner& run, const ApiParams& p) {
   return out;
 }
 
-std::vector<double> ParseDoubleArray(const std::string& json) {
+// `parser` is reused across calls: a fresh simdjson parser allocates.
+std::vector<double> ParseDoubleArray(simdjson::dom::parser& parser, const std::string& json) {
   std::vector<double> out;
-  simdjson::dom::parser parser;
   simdjson::dom::element doc;
   if (parser.parse(json).get(doc) != simdjson::SUCCESS) return out;
   simdjson::dom::array arr;
@@ -1313,8 +1320,8 @@ Result<std::string> MetricSeries(Runner& run, const ApiParams& p) {
   int64_t n = BucketCount(*range, *step);
   std::vector<std::vector<double>> values(group_keys.size(), std::vector<double>(n, NAN));
   if (!chosen.empty()) {
-    std::vector<std::string> ids;
-    for (const auto& [id, v] : chosen) ids.push_back(std::to_string(id));
+    std::vector<int64_t> ids;
+    for (const auto& [id, v] : chosen) ids.push_back(id);
     Sql where;
     where << " WHERE project_id = ";
     where.Bind(run.project_);
@@ -1322,16 +1329,20 @@ Result<std::string> MetricSeries(Runner& run, const ApiParams& p) {
     where.Bind(range->from_ns());
     where << " AND time_ns < ";
     where.Bind(range->to_ns());
-    where << " AND series_id IN (";
-    for (size_t i = 0; i < ids.size(); ++i) where << (i ? "," : "") << ids[i];
-    where << ")";
+    auto series_in = [](const std::vector<int64_t>& list) {
+      std::string in = " AND series_id IN (";
+      for (size_t i = 0; i < list.size(); ++i) in += (i ? "," : "") + std::to_string(list[i]);
+      return in + ")";
+    };
+    Sql where_ids = where;
+    where_ids << series_in(ids);
     std::string bucket = run.BucketExpr("time_ns", *range, *step).text;
     if (!quantile && agg != "rate") {
       // Per series and bucket in SQL, then combined per group here.
       Sql sql;
       sql << "SELECT series_id, " << bucket << ", sum(value), count(value), min(value), max(value) FROM metric_points"
-          << where.text << " GROUP BY 1, 2";
-      sql.params = where.params;
+          << where_ids.text << " GROUP BY 1, 2";
+      sql.params = where_ids.params;
       std::vector<std::vector<double>> sum(group_keys.size(), std::vector<double>(n, 0)),
           cnt(group_keys.size(), std::vector<double>(n, 0));
       SL_RETURN_IF_ERROR(run.Rows(sql, [&](const RowView& r) {
@@ -1357,9 +1368,9 @@ Result<std::string> MetricSeries(Runner& run, const ApiParams& p) {
       // consecutive buckets (a drop is a reset: the new value is the increase);
       // delta sums add up their values.
       Sql sql;
-      sql << "SELECT series_id, " << bucket << ", " << run.d_.last_value << ", sum(value), max(time_ns) FROM metric_points"
-          << where.text << " GROUP BY 1, 2 ORDER BY 1, 2";
-      sql.params = where.params;
+      sql << "SELECT series_id, " << bucket << ", " << run.LastOf("value") << ", sum(value), max(time_ns) FROM metric_points"
+          << where_ids.text << " GROUP BY 1, 2 ORDER BY 1, 2";
+      sql.params = where_ids.params;
       double step_s = static_cast<double>(*step) / 1000.0;
       int64_t prev_series = 0;
       double prev_last = NAN;
@@ -1390,10 +1401,28 @@ Result<std::string> MetricSeries(Runner& run, const ApiParams& p) {
       // Histogram percentiles: per series and bucket, the distribution of the
       // bucket (delta: sum of points; cumulative: last point minus the last
       // point of the previous bucket), merged per group when bounds agree.
-      Sql sql;
-      sql << "SELECT series_id, " << bucket << ", time_ns, bucket_counts, explicit_bounds FROM metric_points"
-          << where.text << " ORDER BY series_id, time_ns";
-      sql.params = where.params;
+      // Cumulative series need only the newest point of each bucket, so the
+      // engine picks it; delta series need every point.
+      std::vector<int64_t> cumulative, delta;
+      for (int64_t id : ids) (chosen.at(id).second->temporality == 1 ? delta : cumulative).push_back(id);
+      std::vector<Sql> queries;
+      if (!cumulative.empty()) {
+        Sql sql;
+        sql << "SELECT series_id, " << bucket << ", max(time_ns), " << run.LastOf("bucket_counts") << ", "
+            << run.LastOf("explicit_bounds") << " FROM metric_points" << where.text << series_in(cumulative)
+            << " GROUP BY 1, 2 ORDER BY 1, 2";
+        sql.params = where.params;
+        queries.push_back(std::move(sql));
+      }
+      if (!delta.empty()) {
+        Sql sql;
+        sql << "SELECT series_id, " << bucket << ", time_ns, bucket_counts, explicit_bounds FROM metric_points"
+            << where.text << series_in(delta) << " ORDER BY series_id, time_ns";
+        sql.params = where.params;
+        queries.push_back(std::move(sql));
+      }
+      simdjson::dom::parser parser;
+      std::string bounds_text;
       struct Dist {
         std::vector<double> bounds, counts;
       };
@@ -1425,25 +1454,34 @@ Result<std::string> MetricSeries(Runner& run, const ApiParams& p) {
           for (size_t i = 0; i < dist.size(); ++i) d.counts[i] += dist[i];
         }
       };
-      SL_RETURN_IF_ERROR(run.Rows(sql, [&](const RowView& r) {
-        int64_t sid = r.GetInt(0), b = r.GetInt(1);
-        auto it = chosen.find(sid);
-        if (it == chosen.end() || b < 0 || b >= n || r.IsNull(3)) return;
-        if (sid != cur_series || b != cur_bucket) {
-          flush();
-          if (sid != cur_series) last_prev_bucket.clear();
-          cur_series = sid;
-          cur_bucket = b;
-          cur_info = it->second.second;
-          delta_sum.clear();
-        }
-        std::vector<double> counts = ParseDoubleArray(r.GetString(3));
-        bounds = ParseDoubleArray(r.IsNull(4) ? "[]" : r.GetString(4));
-        last_this_bucket = counts;
-        if (delta_sum.size() != counts.size()) delta_sum.assign(counts.size(), 0);
-        for (size_t i = 0; i < counts.size(); ++i) delta_sum[i] += counts[i];
-      }));
-      flush();
+      for (const Sql& sql : queries) {
+        SL_RETURN_IF_ERROR(run.Rows(sql, [&](const RowView& r) {
+          int64_t sid = r.GetInt(0), b = r.GetInt(1);
+          auto it = chosen.find(sid);
+          if (it == chosen.end() || b < 0 || b >= n || r.IsNull(3)) return;
+          if (sid != cur_series || b != cur_bucket) {
+            flush();
+            if (sid != cur_series) last_prev_bucket.clear();
+            cur_series = sid;
+            cur_bucket = b;
+            cur_info = it->second.second;
+            delta_sum.clear();
+          }
+          std::vector<double> counts = ParseDoubleArray(parser, r.GetString(3));
+          std::string text = r.IsNull(4) ? "[]" : r.GetString(4);
+          if (text != bounds_text) {  // a series' bounds rarely change
+            bounds = ParseDoubleArray(parser, text);
+            bounds_text = std::move(text);
+          }
+          last_this_bucket = counts;
+          if (delta_sum.size() != counts.size()) delta_sum.assign(counts.size(), 0);
+          for (size_t i = 0; i < counts.size(); ++i) delta_sum[i] += counts[i];
+        }));
+        flush();
+        cur_info = nullptr;  // the next query starts its own series
+        cur_series = 0;
+        cur_bucket = -1;
+      }
       for (const auto& [key, d] : merged) values[key.first][key.second] = HistogramQuantile(d.bounds, d.counts, q);
     }
   }

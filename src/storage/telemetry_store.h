@@ -80,10 +80,10 @@ struct SqlDialect {
   const char* json_text =
       "CAST(CASE json_type($COL, $PATH) WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' "
       "ELSE json_extract($COL, $PATH) END AS TEXT)";
-  //! The value of the newest point in a group. The query also selects
-  //! max(time_ns) and no other min/max, so on SQLite the bare column `value`
-  //! comes from the row holding that max (a documented SQLite guarantee).
-  const char* last_value = "value";
+  //! $COL of the newest point in a group. The query also selects
+  //! max(time_ns) and no other min/max, so on SQLite the bare column comes
+  //! from the row holding that max (a documented SQLite guarantee).
+  const char* last_of = "$COL";
   //! Case-insensitive substring test of a column against one bound needle:
   //! $COL is the column; the needle is bound raw when contains_raw, else as a
   //! LIKE pattern ('%needle%' with \ escapes).

@@ -337,7 +337,7 @@ class DuckDbStore final : public TelemetryStore {
     SqlDialect d;
     d.has_quantile_cont = true;
     d.json_text = "json_extract_string($COL, $PATH)";
-    d.last_value = "arg_max(value, time_ns)";
+    d.last_of = "arg_max($COL, time_ns)";
     // ~3x faster than ILIKE ... ESCAPE over a full scan (measured at 1M logs).
     d.contains_ci = "contains(lower($COL), lower(?))";
     d.contains_raw = true;
