@@ -2,7 +2,7 @@
 # `make bench` (quick) and `make bench-full`: the benchmark suite end to end,
 # then one report.
 #
-#   scripts/bench.sh quick   # all signals, both embedded engines, read levels to 10M (~25 min here)
+#   scripts/bench.sh quick   # all signals, both embedded engines, read levels to 10M (~16 min here)
 #   scripts/bench.sh full    # the ladders to 100M and 1B, full-length steps (hours; never in CI)
 #
 # Every run writes its raw JSON under bench/results/<profile>-<UTC time>/ and
