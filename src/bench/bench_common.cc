@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <ctime>
 #include <cstdio>
 #include <cstdlib>
@@ -90,6 +91,44 @@ std::optional<std::string> MakeTempDir(const std::string& parent) {
 std::string DefaultWorkParent() {
   const char* tmp = std::getenv("TMPDIR");
   return tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+}
+
+double NearestRankSorted(const std::vector<float>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  // p * n / 100 rather than p / 100 * n: exact for whole p and 99.9 at round n.
+  double rank = std::ceil(p * static_cast<double>(sorted.size()) / 100.0);
+  size_t i = rank < 1 ? 0 : static_cast<size_t>(rank) - 1;
+  return sorted[std::min(i, sorted.size() - 1)];
+}
+
+double Percentile(std::vector<float>* values, double p) {
+  std::sort(values->begin(), values->end());
+  return NearestRankSorted(*values, p);
+}
+
+LatencySummary SummarizeLatency(std::vector<float>* values_ms) {
+  LatencySummary s;
+  if (values_ms->empty()) return s;
+  std::sort(values_ms->begin(), values_ms->end());
+  s.p50 = NearestRankSorted(*values_ms, 50);
+  s.p95 = NearestRankSorted(*values_ms, 95);
+  s.p99 = NearestRankSorted(*values_ms, 99);
+  s.max = values_ms->back();
+  return s;
+}
+
+void WriteLatencyJson(JsonWriter* w, const LatencySummary& s) {
+  w->Key("latency_ms");
+  w->BeginObject();
+  w->Key("p50");
+  w->Double(s.p50);
+  w->Key("p95");
+  w->Double(s.p95);
+  w->Key("p99");
+  w->Double(s.p99);
+  w->Key("max");
+  w->Double(s.max);
+  w->EndObject();
 }
 
 Spread SpreadOf(std::vector<double> v) {

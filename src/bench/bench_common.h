@@ -88,6 +88,23 @@ class RssPeakSampler {
   std::thread thread_;
 };
 
+//! Nearest-rank percentile (p in 0..100) of already sorted values; 0 when empty.
+double NearestRankSorted(const std::vector<float>& sorted, double p);
+
+//! Nearest-rank percentile (p in 0..100) of values; 0 when empty. Sorts values.
+double Percentile(std::vector<float>* values, double p);
+
+//! Request latencies, milliseconds: nearest-rank p50/p95/p99 and the max.
+struct LatencySummary {
+  double p50 = 0, p95 = 0, p99 = 0, max = 0;
+};
+
+//! Sorts *values_ms once and reads all four figures from it.
+LatencySummary SummarizeLatency(std::vector<float>* values_ms);
+
+//! Writes "latency_ms": {"p50", "p95", "p99", "max"} (key included).
+void WriteLatencyJson(JsonWriter* w, const LatencySummary& s);
+
 struct Spread {
   double median = 0, min = 0, max = 0;
 };

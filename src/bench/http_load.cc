@@ -55,14 +55,6 @@ Result<HttpEndpoint> ParseLoopbackUrl(const std::string& url) {
   return ep;
 }
 
-double Percentile(std::vector<float>* values, double p) {
-  if (values->empty()) return 0;
-  std::sort(values->begin(), values->end());
-  double rank = std::ceil(p / 100.0 * static_cast<double>(values->size()));
-  size_t i = rank < 1 ? 0 : static_cast<size_t>(rank) - 1;
-  return (*values)[std::min(i, values->size() - 1)];
-}
-
 namespace {
 
 tcp::endpoint ToTcp(const HttpEndpoint& ep) {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_common.h"
 #include "bench/payload_pool.h"
 #include "common/status.h"
 
@@ -65,7 +66,5 @@ Result<HttpLoadResult> RunHttpLoad(const HttpLoadOptions& options, const Payload
 Result<int> HttpGet(const HttpEndpoint& endpoint, const std::string& target, std::string* body, int timeout_ms = 5000,
                     const std::string& token = "");
 
-//! Percentile (0..100) of values, nearest-rank; 0 when empty. Sorts values.
-double Percentile(std::vector<float>* values, double p);
 
 }  // namespace sightline::bench

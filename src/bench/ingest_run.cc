@@ -39,7 +39,7 @@ struct SignalRun {
   uint64_t requests = 0, ok_requests = 0, items_sent = 0, items_accepted = 0, wire_bytes = 0;
   std::map<int, uint64_t> status_counts;
   double items_per_s = 0, requests_per_s = 0;
-  double p50_ms = 0, p95_ms = 0, p99_ms = 0, max_ms = 0;
+  LatencySummary latency;
   // From the server's deep health (when available).
   bool have_server_rows = false;
   uint64_t server_rows = 0, commits = 0;
@@ -106,7 +106,7 @@ void PrintRunTable(const std::vector<Run>& runs, const std::vector<Signal>& sign
       std::printf("%-4d %-8s %8llu %8llu %10s %9.1f %8.1f %8.1f %8.1f %11s %11s %8s %9s %8s  %s\n", r.number,
                   SignalName(s), static_cast<unsigned long long>(x.requests),
                   static_cast<unsigned long long>(x.ok_requests), Human(x.items_per_s).c_str(), x.requests_per_s,
-                  x.p50_ms, x.p95_ms, x.p99_ms, per_commit, raw, ratio, cpu, rss, StatusSummary(x.status_counts).c_str());
+                  x.latency.p50, x.latency.p95, x.latency.p99, per_commit, raw, ratio, cpu, rss, StatusSummary(x.status_counts).c_str());
     }
   }
   if (runs.size() > 1) {
@@ -116,7 +116,7 @@ void PrintRunTable(const std::vector<Run>& runs, const std::vector<Signal>& sign
       std::vector<double> rate, raw, ratio, p99;
       for (const Run& r : runs) {
         rate.push_back(r.signals[i].items_per_s);
-        p99.push_back(r.signals[i].p99_ms);
+        p99.push_back(r.signals[i].latency.p99);
         if (r.signals[i].have_raw && r.signals[i].raw_items_per_s > 0) {
           raw.push_back(r.signals[i].raw_items_per_s);
           ratio.push_back(r.signals[i].items_per_s / r.signals[i].raw_items_per_s);
@@ -291,17 +291,7 @@ std::string ResultJson(const IngestBenchOptions& o, const Machine& m, const std:
       w.Double(x.items_per_s);
       w.Key("requests_per_s");
       w.Double(x.requests_per_s);
-      w.Key("latency_ms");
-      w.BeginObject();
-      w.Key("p50");
-      w.Double(x.p50_ms);
-      w.Key("p95");
-      w.Double(x.p95_ms);
-      w.Key("p99");
-      w.Double(x.p99_ms);
-      w.Key("max");
-      w.Double(x.max_ms);
-      w.EndObject();
+      WriteLatencyJson(&w, x.latency);
       w.Key("status_counts");
       w.BeginObject();
       for (auto [code, n] : x.status_counts) {
@@ -356,9 +346,9 @@ std::string ResultJson(const IngestBenchOptions& o, const Machine& m, const std:
       const SignalRun& x = r.signals[i];
       rate.push_back(x.items_per_s);
       reqs.push_back(x.requests_per_s);
-      p50.push_back(x.p50_ms);
-      p95.push_back(x.p95_ms);
-      p99.push_back(x.p99_ms);
+      p50.push_back(x.latency.p50);
+      p95.push_back(x.latency.p95);
+      p99.push_back(x.latency.p99);
       if (x.have_raw && x.raw_items_per_s > 0) {
         raw.push_back(x.raw_items_per_s);
         ratio.push_back(x.items_per_s / x.raw_items_per_s);
@@ -665,10 +655,7 @@ int RunIngestBench(const IngestBenchOptions& o) {
       x.status_counts = in.status_counts;
       x.items_per_s = lr.elapsed_s > 0 ? static_cast<double>(in.items_accepted) / lr.elapsed_s : 0;
       x.requests_per_s = lr.elapsed_s > 0 ? static_cast<double>(in.ok_requests) / lr.elapsed_s : 0;
-      x.max_ms = in.latencies_ms.empty() ? 0 : *std::max_element(in.latencies_ms.begin(), in.latencies_ms.end());
-      x.p50_ms = Percentile(&in.latencies_ms, 50);
-      x.p95_ms = Percentile(&in.latencies_ms, 95);
-      x.p99_ms = Percentile(&in.latencies_ms, 99);
+      x.latency = SummarizeLatency(&in.latencies_ms);
       if (before && after) {
         x.have_server_rows = true;
         x.server_rows = after->rows[i] - before->rows[i];

@@ -171,16 +171,11 @@ struct Samples {
 
 //! Nearest-rank percentiles of the merged samples.
 void FillPercentiles(std::vector<float> us, PhaseResult* r) {
-  if (us.empty()) return;
   std::sort(us.begin(), us.end());
-  auto at = [&](double q) {
-    size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(us.size())));
-    return static_cast<double>(us[std::clamp<size_t>(rank, 1, us.size()) - 1]);
-  };
-  r->p50 = at(0.50);
-  r->p95 = at(0.95);
-  r->p99 = at(0.99);
-  r->p999 = at(0.999);
+  r->p50 = NearestRankSorted(us, 50);
+  r->p95 = NearestRankSorted(us, 95);
+  r->p99 = NearestRankSorted(us, 99);
+  r->p999 = NearestRankSorted(us, 99.9);
 }
 
 //! When a phase stops: after `ops` operations, else after `seconds`.

@@ -45,7 +45,7 @@ struct StepResult {
   double elapsed_s = 0;
   double achieved_rps = 0, accepted_items_per_s = 0;
   std::map<int, uint64_t> status_counts;  // 0 = no response
-  double p50_ms = 0, p95_ms = 0, p99_ms = 0, max_ms = 0;
+  LatencySummary latency;
   uint64_t server_rss_bytes = 0;  // peak sampled during the step; 0 = unknown
   double server_cpu_cores = -1;   // -1 = unknown (external server)
   StepVerdict verdict;
@@ -181,10 +181,7 @@ StepResult RampRunner::RunStep(Signal signal, const StepLoad& load) {
   r.status_counts = s.status_counts;
   r.achieved_rps = AchievedRate(s.ok_requests, r.elapsed_s, o_.step_duration_s);
   r.accepted_items_per_s = AchievedRate(s.items_accepted, r.elapsed_s, o_.step_duration_s);
-  r.max_ms = s.latencies_ms.empty() ? 0 : *std::max_element(s.latencies_ms.begin(), s.latencies_ms.end());
-  r.p50_ms = Percentile(&s.latencies_ms, 50);
-  r.p95_ms = Percentile(&s.latencies_ms, 95);
-  r.p99_ms = Percentile(&s.latencies_ms, 99);
+  r.latency = SummarizeLatency(&s.latencies_ms);
   if (cpu0 >= 0 && cpu1 >= 0 && r.elapsed_s > 0) r.server_cpu_cores = (cpu1 - cpu0) / r.elapsed_s;
   StepCounts c;
   c.requests = s.requests;
@@ -221,7 +218,7 @@ PhaseResult RampRunner::RunPhase(Signal signal, const std::string& name, std::ve
                 "p99 %.0f ms  %s%s%s  phase ETA %.0f s\n",
                 SignalName(signal), name.c_str(), i, i + search.MaxRemaining(), bisecting ? " (bisect)" : "",
                 load.batch, load.rate, Human(load.rate * static_cast<double>(load.batch)).c_str(), r.achieved_rps,
-                Human(r.accepted_items_per_s).c_str(), r.verdict.error_pct, r.p99_ms, r.verdict.pass ? "PASS" : "FAIL",
+                Human(r.accepted_items_per_s).c_str(), r.verdict.error_pct, r.latency.p99, r.verdict.pass ? "PASS" : "FAIL",
                 r.verdict.pass ? "" : ": ", r.verdict.fail_reason.c_str(), eta);
     std::fflush(stdout);
     phase.steps.push_back(std::move(r));
@@ -359,17 +356,7 @@ void WriteStep(JsonWriter* w, const StepResult& s) {
     w->Uint(n);
   }
   w->EndObject();
-  w->Key("latency_ms");
-  w->BeginObject();
-  w->Key("p50");
-  w->Double(s.p50_ms);
-  w->Key("p95");
-  w->Double(s.p95_ms);
-  w->Key("p99");
-  w->Double(s.p99_ms);
-  w->Key("max");
-  w->Double(s.max_ms);
-  w->EndObject();
+  WriteLatencyJson(w, s.latency);
   w->Key("server_rss_bytes");
   w->Uint(s.server_rss_bytes);
   w->Key("server_cpu_cores");
