@@ -566,15 +566,11 @@ Status DuckDbStore::CheckSchema() {
     if (migration->empty()) continue;
     // A table from an older version: add and fill the derived columns in one
     // transaction, so an interrupted migration is simply redone.
-    SL_RETURN_IF_ERROR(Exec(read_conn_, "BEGIN TRANSACTION"));
-    for (const std::string& sql : *migration) {
-      Status st = Exec(read_conn_, sql);
-      if (!st.ok()) {
-        (void)Exec(read_conn_, "ROLLBACK");
-        return Status::IoError(std::string("migrating ") + table + ": " + st.message());
-      }
-    }
-    SL_RETURN_IF_ERROR(Exec(read_conn_, "COMMIT"));
+    Transaction txn(read_conn_);
+    Status migrated = txn.Begin();
+    for (size_t i = 0; migrated.ok() && i < migration->size(); ++i) migrated = Exec(read_conn_, (*migration)[i]);
+    if (migrated.ok()) migrated = txn.Commit();
+    if (!migrated.ok()) return Status::IoError(std::string("migrating ") + table + ": " + migrated.message());
   }
   return Status::Ok();
 }

@@ -225,6 +225,14 @@ class SqliteSink;
 //! known series; sinks and ExecuteSql run concurrently, but writes from all
 //! sinks are serialized by write_mu_ (SQLite has one writer at a time);
 //! Close() (or the destructor) checkpoints and closes once every sink is gone.
+//! Runs the statements in one transaction: all of them take effect or none.
+Status ExecInTransaction(sqlite3* db, const std::vector<std::string>& statements) {
+  Transaction txn(db, {});
+  SL_RETURN_IF_ERROR(txn.Begin());
+  for (const std::string& sql : statements) SL_RETURN_IF_ERROR(Exec(db, sql.c_str()));
+  return txn.Commit();
+}
+
 class SqliteStore final : public TelemetryStore {
  public:
   static Result<std::unique_ptr<TelemetryStore>> Open(const StoreOptions& options);
@@ -411,29 +419,10 @@ Status SqliteStore::Init(const StoreOptions& options) {
       return Status::IoError("sqlite: " + db_path_ + " cannot use WAL (journal_mode=" + (mode ? mode : "?") + ")");
     }
   }
-  SL_RETURN_IF_ERROR(Exec(read_db_, "BEGIN IMMEDIATE"));
-  Status created;
-  for (const std::string& ddl : schema::CreateAllTablesSql(kSqliteTypes)) {
-    created = Exec(read_db_, ddl.c_str());
-    if (!created.ok()) break;
-  }
-  if (!created.ok()) {
-    (void)Exec(read_db_, "ROLLBACK");
-    return created;
-  }
-  SL_RETURN_IF_ERROR(Exec(read_db_, "COMMIT"));
+  SL_RETURN_IF_ERROR(ExecInTransaction(read_db_, schema::CreateAllTablesSql(kSqliteTypes)));
   // Migrate first: the indexes name columns an older table lacks.
   SL_RETURN_IF_ERROR(CheckSchema());
-  SL_RETURN_IF_ERROR(Exec(read_db_, "BEGIN IMMEDIATE"));
-  for (const char* ddl : kIndexSql) {
-    created = Exec(read_db_, ddl);
-    if (!created.ok()) break;
-  }
-  if (!created.ok()) {
-    (void)Exec(read_db_, "ROLLBACK");
-    return created;
-  }
-  SL_RETURN_IF_ERROR(Exec(read_db_, "COMMIT"));
+  SL_RETURN_IF_ERROR(ExecInTransaction(read_db_, std::vector<std::string>(std::begin(kIndexSql), std::end(kIndexSql))));
   SL_RETURN_IF_ERROR(LoadCounters());
   SL_RETURN_IF_ERROR(LoadKnownSeries());
   std::vector<std::unique_ptr<ReadConnection>> readers;
@@ -464,15 +453,8 @@ Status SqliteStore::CheckSchema() {
     if (migration->empty()) continue;
     // A table from an older version: add and fill the derived columns in one
     // transaction, so an interrupted migration is simply redone.
-    SL_RETURN_IF_ERROR(Exec(read_db_, "BEGIN TRANSACTION"));
-    for (const std::string& sql : *migration) {
-      Status st = Exec(read_db_, sql.c_str());
-      if (!st.ok()) {
-        (void)Exec(read_db_, "ROLLBACK");
-        return Status::IoError(std::string("migrating ") + table + ": " + st.message());
-      }
-    }
-    SL_RETURN_IF_ERROR(Exec(read_db_, "COMMIT"));
+    Status migrated = ExecInTransaction(read_db_, *migration);
+    if (!migrated.ok()) return Status::IoError(std::string("migrating ") + table + ": " + migrated.message());
   }
   return Status::Ok();
 }
