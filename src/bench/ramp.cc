@@ -76,22 +76,6 @@ struct Target {
   std::string token;
 };
 
-//! VmRSS of a live process in bytes (0 if unknown). The step's peak, unlike
-//! VmHWM, which is the peak of the whole life of the server.
-uint64_t CurrentRssBytesOf(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) {
-      std::istringstream in(line.substr(6));
-      uint64_t kb = 0;
-      in >> kb;
-      return kb * 1024;
-    }
-  }
-  return 0;
-}
-
 std::function<uint64_t()> RssProbeFor(const Target& t) {
   if (t.pid > 0) return [pid = t.pid] { return CurrentRssBytesOf(pid); };
   if (t.api) {

@@ -197,12 +197,16 @@ double ProcessCpuSecondsOf(pid_t pid) {
   return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
-uint64_t PeakRssBytesOf(pid_t pid) {
+namespace {
+
+//! A "Name:   N kB" line of /proc/PID/status in bytes; 0 if unknown.
+uint64_t StatusKilobytesOf(pid_t pid, const char* field) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/status");
   std::string line;
+  const size_t n = std::strlen(field);
   while (std::getline(f, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) {
-      std::istringstream in(line.substr(6));
+    if (line.compare(0, n, field) == 0) {
+      std::istringstream in(line.substr(n));
       uint64_t kb = 0;
       in >> kb;
       return kb * 1024;
@@ -210,6 +214,12 @@ uint64_t PeakRssBytesOf(pid_t pid) {
   }
   return 0;
 }
+
+}  // namespace
+
+uint64_t PeakRssBytesOf(pid_t pid) { return StatusKilobytesOf(pid, "VmHWM:"); }
+
+uint64_t CurrentRssBytesOf(pid_t pid) { return StatusKilobytesOf(pid, "VmRSS:"); }
 
 bool FindJsonNumber(const std::string& json, std::initializer_list<const char*> path, uint64_t* out) {
   size_t pos = 0;

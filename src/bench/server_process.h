@@ -54,6 +54,9 @@ class ServerProcess {
 double ProcessCpuSecondsOf(pid_t pid);
 //! VmHWM (peak resident set) of a live process, bytes; 0 if unknown.
 uint64_t PeakRssBytesOf(pid_t pid);
+//! VmRSS (current resident set) of a live process, bytes; 0 if unknown. A
+//! sampler's peak over one step, unlike VmHWM, the peak of the whole life.
+uint64_t CurrentRssBytesOf(pid_t pid);
 
 //! The numbers the benchmark takes from GET /api/health/deep.
 struct DeepHealth {
