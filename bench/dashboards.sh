@@ -109,10 +109,14 @@ P=2147483647
 # hv X A: a pseudo-random integer in [0, 2^31-1) from integer expression X:
 # ((X*A + B) mod P)^2 mod P; every intermediate stays below 2^62.
 hv() { local y="(((($1) % $P) * $2 + 12345) % $P)"; echo "(($y * $y) % $P)"; }
-# mx X A: a bijection of [0, 2^32) (odd multiplier), for unique hex ids.
+# mx X A: a bijection of [0, 2^32) (odd multiplier), for unique ids.
 mx() { echo "((($1) * $2 + 977) % 4294967296)"; }
-trace_hex() { echo "printf('%08x%08x%08x%08x', $(mx "$1" 2246822519), $(mx "$1" 3266489917), $(mx "$1" 668265263), $(mx "$1" 374761393))"; }
-span_hex() { echo "printf('%08x%08x', $(mx "$1" 2654435761), $(mx "$1" 1597334677))"; }
+# id63 X A B: a unique non-negative 63-bit id half (ids are stored as 64-bit halves).
+id63() { echo "($(mx "$1" "$2") * 2147483648 + $(mx "$1" "$3") % 2147483648)"; }
+trace_high() { id63 "$1" 2246822519 3266489917; }
+trace_low() { id63 "$1" 668265263 374761393; }
+span_int() { id63 "$1" 2654435761 1597334677; }
+HEX_TRACE="printf('%016x%016x', trace_id_high, trace_id_low)"
 # fixed-width word lists (0-based index)
 SVCS="'frontend       checkout       cart           payment        shipping       email          currency       catalog        recommendation ad             '"
 svc() { echo "rtrim(substr($SVCS, ($1) * 15 + 1, 15))"; }
@@ -145,8 +149,8 @@ WITH g $CTE_AS (
   SELECT *, $dur AS dur, $start AS st FROM g
 )
 INSERT INTO spans SELECT
-  1, $(trace_hex "CASE WHEN $p < 7 THEN i ELSE $r END"), $(span_hex i),
-  CASE WHEN $p < 7 THEN '' ELSE $(span_hex "$r") END,
+  1, $(trace_high "CASE WHEN $p < 7 THEN i ELSE $r END"), $(trace_low "CASE WHEN $p < 7 THEN i ELSE $r END"),
+  $(span_int i), CASE WHEN $p < 7 THEN NULL ELSE $(span_int "$r") END,
   '', 1,
   CASE WHEN $p < 7 THEN $meth || ' ' || $route WHEN $p < 9 THEN 'SELECT ' || $(resw "$k") ELSE 'render ' || $(resw "$k") END,
   CASE WHEN $p < 7 THEN 2 WHEN $p < 9 THEN 3 ELSE 1 END,
@@ -192,8 +196,9 @@ INSERT INTO logs SELECT
   CASE $base WHEN 1 THEN 'TRACE' WHEN 5 THEN 'DEBUG' WHEN 9 THEN 'INFO' WHEN 13 THEN 'WARN' WHEN 17 THEN 'ERROR' ELSE 'FATAL' END,
   $(word "(h3 % 20)") || ' ' || $(word "(h3 $DIV 20 % 20)") || ' user=u' || (h4 % 100000) || ' order=' || (h2 % 1000000) || ' took ' || (h5 % 2000) || 'ms on ' || $sv || '-' || (h1 % 3),
   1,
-  CASE WHEN h2 % 10 < 3 THEN $(trace_hex "$rr") ELSE '' END,
-  CASE WHEN h2 % 10 < 3 THEN $(span_hex "$rr") ELSE '' END,
+  CASE WHEN h2 % 10 < 3 THEN $(trace_high "$rr") END,
+  CASE WHEN h2 % 10 < 3 THEN $(trace_low "$rr") END,
+  CASE WHEN h2 % 10 < 3 THEN $(span_int "$rr") END,
   CASE WHEN h2 % 10 < 3 THEN 1 ELSE 0 END,
   $sv,
   '{"logger":"com.example.' || $sv || '.Handler","thread":"worker-' || (h5 % 16) || '","code.lineno":' || (h3 % 500) || '}',
@@ -289,7 +294,7 @@ FILL_SECONDS=$(($(date +%s) - FILL_T0))
 sql1() { "$BIN" sql --storage "$ENGINE" --data "$DATA" "$1" | python3 -c 'import json,sys; r=json.load(sys.stdin)["rows"]; print(r[0][0] if r else "")'; }
 COUNTS=$(sql1 "SELECT (SELECT count(*) FROM spans) || ' spans, ' || (SELECT count(*) FROM logs) || ' logs, ' || (SELECT count(*) FROM metric_points) || ' points, ' || (SELECT count(*) FROM metric_series) || ' series'")
 # a synthetic trace id from the middle of the range (not the seed request's)
-TRACE_ID=$(sql1 "SELECT min(trace_id) FROM logs WHERE trace_id <> '' AND time_ns >= $((T0 + SPAN_NS / 2)) AND time_ns < $((T0 + SPAN_NS / 2 + 600000000000))")
+TRACE_ID=$(sql1 "SELECT min($HEX_TRACE) FROM logs WHERE trace_id_high IS NOT NULL AND time_ns >= $((T0 + SPAN_NS / 2)) AND time_ns < $((T0 + SPAN_NS / 2 + 600000000000))")
 log "rows: $COUNTS; sample log trace id $TRACE_ID"
 if [[ $ENGINE == duckdb ]]; then DBFILE=$DATA/telemetry.duckdb; else DBFILE=$DATA/telemetry.sqlite; fi
 DB_BYTES=$(stat -c %s "$DBFILE")
@@ -350,7 +355,7 @@ if [[ "${EXPLAIN:-1}" == 1 ]]; then
   F=$((FROM_MS * 1000000)) T=$((TO_MS * 1000000)) STEP_NS=1800000000000 # auto step for 24 h: 30 min
   WSE="WHERE project_id = 1 AND start_time_ns >= $F AND start_time_ns < $T AND is_entry = 1"
   WL="WHERE project_id = 1 AND time_ns >= $F AND time_ns < $T"
-  LOGCOLS="time_ns, severity_number, severity_text, body, service_name, trace_id, span_id, attributes, rowid"
+  LOGCOLS="time_ns, severity_number, severity_text, body, service_name, $HEX_TRACE, printf('%016x', span_id), attributes, rowid"
   ids() { seq -s, "$1" "$2"; }
   if [[ $ENGINE == duckdb ]]; then
     AGGS="count(*), sum(CASE WHEN status_code = 2 THEN 1 ELSE 0 END), quantile_cont(duration_ns, [0.5, 0.95, 0.99]) FROM spans"
@@ -372,11 +377,11 @@ print(" LEFT JOIN (%s) top ON service_name = top.top_service AND endpoint = top.
     "endpoints|SELECT service_name, endpoint, $AGGS $WSE$GROUPBY2"
     "endpoints/series (ranking)|SELECT service_name, endpoint, count(*) FROM spans $WSE GROUP BY 1, 2"
     "endpoints/series (p95 per bucket)|SELECT ((start_time_ns - $F) $DIV $STEP_NS), coalesce(top.top_index, -1), ${AGG95/FROM spans/FROM spans $WSE_J}$GROUPBY2"
-    "exceptions|SELECT exception_type, exception_message, service_name, count(*), min(start_time_ns), max(start_time_ns), max(trace_id) FROM spans WHERE project_id = 1 AND start_time_ns >= $F AND start_time_ns < $T AND has_exception = 1 GROUP BY 1, 2, 3 ORDER BY 4 DESC, 1, 2, 3 LIMIT 50"
+    "exceptions|SELECT exception_type, exception_message, service_name, count(*), min(start_time_ns), max(start_time_ns), max($HEX_TRACE) FROM spans WHERE project_id = 1 AND start_time_ns >= $F AND start_time_ns < $T AND has_exception = 1 GROUP BY 1, 2, 3 ORDER BY 4 DESC, 1, 2, 3 LIMIT 50"
     "logs severity_min=17|SELECT $LOGCOLS FROM logs $WL AND severity_number >= 17 ORDER BY time_ns DESC, rowid DESC LIMIT 51"
     "logs q=timeout|SELECT $LOGCOLS FROM logs $WL AND body $LIKE '%timeout%' ESCAPE '\\' ORDER BY time_ns DESC, rowid DESC LIMIT 51"
     "logs q=zzyzx|SELECT $LOGCOLS FROM logs $WL AND body $LIKE '%zzyzx%' ESCAPE '\\' ORDER BY time_ns DESC, rowid DESC LIMIT 51"
-    "logs trace_id|SELECT $LOGCOLS FROM logs $WL AND trace_id = '$TRACE_ID' ORDER BY time_ns DESC, rowid DESC LIMIT 51"
+    "logs trace_id|SELECT $LOGCOLS FROM logs $WL AND trace_id_high = $((16#${TRACE_ID:0:16})) AND trace_id_low = $((16#${TRACE_ID:16:16})) ORDER BY time_ns DESC, rowid DESC LIMIT 51"
     "metrics/series cpu avg|SELECT series_id, ((time_ns - $F) $DIV $STEP_NS), sum(value), count(value), min(value), max(value) FROM metric_points $WL AND series_id IN ($(ids 1000000 1000039)) GROUP BY 1, 2"
     "metrics/series requests rate|SELECT series_id, ((time_ns - $F) $DIV $STEP_NS), $RATE_LAST, sum(value), max(time_ns) FROM metric_points $WL AND series_id IN ($(ids 1000050 1000099)) GROUP BY 1, 2 ORDER BY 1, 2"
   )

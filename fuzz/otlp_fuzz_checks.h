@@ -147,15 +147,6 @@ class JsonSyntax {
   size_t i_ = 0;
 };
 
-inline bool IsHex(std::string_view s, size_t len) {
-  if (s.size() != len) return false;
-  for (char c : s) {
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  }
-  return true;
-}
-inline bool AllZero(std::string_view s) { return s.find_first_not_of('0') == std::string_view::npos; }
-
 inline void CheckJsonColumn(const StringColumn& c, const char* name, char open, bool allow_empty) {
   for (size_t i = 0; i < c.size(); ++i) {
     std::string_view v = c.Get(i);
@@ -177,7 +168,8 @@ inline void CheckRejections(const Rejections& r) {
 inline void CheckInvariants(const SpanBatch& b) {
   const size_t n = b.rows();
 #define SL_SIZE(col) CheckSize(b.col.size(), n, #col)
-  SL_SIZE(trace_id); SL_SIZE(span_id); SL_SIZE(parent_span_id); SL_SIZE(trace_state); SL_SIZE(flags);
+  SL_SIZE(trace_id_high); SL_SIZE(trace_id_low); SL_SIZE(span_id); SL_SIZE(parent_span_id); SL_SIZE(trace_state);
+  SL_SIZE(flags);
   SL_SIZE(name); SL_SIZE(kind); SL_SIZE(end_time_ns); SL_SIZE(status_code); SL_SIZE(status_message);
   SL_SIZE(service_name); SL_SIZE(http_route); SL_SIZE(http_method); SL_SIZE(http_status_code);
   SL_SIZE(db_system); SL_SIZE(exception_type); SL_SIZE(exception_message); SL_SIZE(attributes);
@@ -186,10 +178,8 @@ inline void CheckInvariants(const SpanBatch& b) {
   SL_SIZE(scope_attributes);
 #undef SL_SIZE
   for (size_t i = 0; i < n; ++i) {
-    Check(IsHex(b.trace_id.Get(i), 32) && !AllZero(b.trace_id.Get(i)), "span trace_id", b.trace_id.Get(i));
-    Check(IsHex(b.span_id.Get(i), 16) && !AllZero(b.span_id.Get(i)), "span span_id", b.span_id.Get(i));
-    Check(b.parent_span_id.Get(i).empty() || IsHex(b.parent_span_id.Get(i), 16), "span parent_span_id",
-          b.parent_span_id.Get(i));
+    Check(b.trace_id_high[i] != 0 || b.trace_id_low[i] != 0, "span trace_id is all zero");
+    Check(b.span_id[i] != 0, "span span_id is all zero");
     Check(b.start_time_ns[i] >= 0 && b.end_time_ns[i] >= 0, "span times are non-negative");
   }
   CheckJsonColumn(b.attributes, "span attributes", '{', false);
@@ -203,13 +193,12 @@ inline void CheckInvariants(const LogBatch& b) {
   const size_t n = b.rows();
 #define SL_SIZE(col) CheckSize(b.col.size(), n, #col)
   SL_SIZE(observed_time_ns); SL_SIZE(severity_number); SL_SIZE(severity_text); SL_SIZE(body);
-  SL_SIZE(body_type); SL_SIZE(trace_id); SL_SIZE(span_id); SL_SIZE(flags); SL_SIZE(service_name);
+  SL_SIZE(body_type); SL_SIZE(trace_id_high); SL_SIZE(trace_id_low); SL_SIZE(span_id); SL_SIZE(flags);
+  SL_SIZE(service_name);
   SL_SIZE(attributes); SL_SIZE(dropped_attributes_count); SL_SIZE(resource_attributes); SL_SIZE(scope_name);
   SL_SIZE(scope_version); SL_SIZE(scope_attributes);
 #undef SL_SIZE
   for (size_t i = 0; i < n; ++i) {
-    Check(b.trace_id.Get(i).empty() || IsHex(b.trace_id.Get(i), 32), "log trace_id", b.trace_id.Get(i));
-    Check(b.span_id.Get(i).empty() || IsHex(b.span_id.Get(i), 16), "log span_id", b.span_id.Get(i));
     auto type = static_cast<AnyValueType>(b.body_type[i]);
     Check(b.body_type[i] <= static_cast<uint8_t>(AnyValueType::kBytes), "log body_type");
     if (type == AnyValueType::kEmpty) Check(b.body.Get(i).empty(), "empty body has text", b.body.Get(i));
@@ -283,7 +272,8 @@ inline bool Same(const std::vector<double>& a, const std::vector<double>& b) {
   if (!Same(a.col, b.col)) Fail("protobuf and JSON decodes differ in column", #col)
 
 inline void CheckSame(const SpanBatch& a, const SpanBatch& b) {
-  SL_SAME(trace_id); SL_SAME(span_id); SL_SAME(parent_span_id); SL_SAME(trace_state); SL_SAME(flags);
+  SL_SAME(trace_id_high); SL_SAME(trace_id_low); SL_SAME(span_id); SL_SAME(parent_span_id); SL_SAME(trace_state);
+  SL_SAME(flags);
   SL_SAME(name); SL_SAME(kind); SL_SAME(start_time_ns); SL_SAME(end_time_ns); SL_SAME(status_code);
   SL_SAME(status_message); SL_SAME(service_name); SL_SAME(http_route); SL_SAME(http_method);
   SL_SAME(http_status_code); SL_SAME(db_system); SL_SAME(exception_type); SL_SAME(exception_message);
@@ -294,7 +284,8 @@ inline void CheckSame(const SpanBatch& a, const SpanBatch& b) {
 
 inline void CheckSame(const LogBatch& a, const LogBatch& b) {
   SL_SAME(time_ns); SL_SAME(observed_time_ns); SL_SAME(severity_number); SL_SAME(severity_text); SL_SAME(body);
-  SL_SAME(body_type); SL_SAME(trace_id); SL_SAME(span_id); SL_SAME(flags); SL_SAME(service_name);
+  SL_SAME(body_type); SL_SAME(trace_id_high); SL_SAME(trace_id_low); SL_SAME(span_id); SL_SAME(flags);
+  SL_SAME(service_name);
   SL_SAME(attributes); SL_SAME(dropped_attributes_count); SL_SAME(resource_attributes); SL_SAME(scope_name);
   SL_SAME(scope_version); SL_SAME(scope_attributes);
 }

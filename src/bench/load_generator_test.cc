@@ -40,13 +40,13 @@ SpanBatch DecodeSpansOf(const LoadGenerator& gen, uint64_t index) {
 TEST(LoadGenerator, SpansDecodeToTheAdvertisedCountWithUniqueIds) {
   for (size_t batch : {1, 100, 16384}) {
     LoadGenerator gen(Options(batch));
-    std::set<std::string> span_ids;
+    std::set<uint64_t> span_ids;
     size_t rows = 0;
     for (uint64_t i = 0; i < 3; ++i) {
       SpanBatch b = DecodeSpansOf(gen, i);
       ASSERT_EQ(b.rows(), batch);
       rows += b.rows();
-      for (size_t r = 0; r < b.rows(); ++r) span_ids.insert(std::string(b.span_id.Get(r)));
+      for (size_t r = 0; r < b.rows(); ++r) span_ids.insert(b.span_id[r]);
     }
     EXPECT_EQ(span_ids.size(), rows) << "batch " << batch;
   }
@@ -55,14 +55,15 @@ TEST(LoadGenerator, SpansDecodeToTheAdvertisedCountWithUniqueIds) {
 TEST(LoadGenerator, SpansHaveTheAdvertisedShape) {
   LoadGenerator gen(Options(16384));
   SpanBatch b = DecodeSpansOf(gen, 0);
-  std::set<std::string> services, routes, traces;
+  std::set<std::string> services, routes;
+  std::set<std::pair<uint64_t, uint64_t>> traces;
   size_t roots = 0, errors = 0, children_with_parent_in_batch = 0;
-  std::set<std::string> span_ids;
-  for (size_t r = 0; r < b.rows(); ++r) span_ids.insert(std::string(b.span_id.Get(r)));
+  std::set<uint64_t> span_ids;
+  for (size_t r = 0; r < b.rows(); ++r) span_ids.insert(b.span_id[r]);
   for (size_t r = 0; r < b.rows(); ++r) {
     services.insert(std::string(b.service_name.Get(r)));
-    traces.insert(std::string(b.trace_id.Get(r)));
-    if (b.parent_span_id.Get(r).empty()) {
+    traces.insert({b.trace_id_high[r], b.trace_id_low[r]});
+    if (b.parent_span_id[r] == 0) {
       ++roots;
       routes.insert(std::string(b.http_method.Get(r)) + " " + std::string(b.http_route.Get(r)));
       EXPECT_NE(b.http_status_code[r], 0);
@@ -70,7 +71,7 @@ TEST(LoadGenerator, SpansHaveTheAdvertisedShape) {
         ++errors;
         EXPECT_FALSE(b.exception_type.Get(r).empty());
       }
-    } else if (span_ids.count(std::string(b.parent_span_id.Get(r))) != 0) {
+    } else if (span_ids.count(b.parent_span_id[r]) != 0) {
       ++children_with_parent_in_batch;
     }
     EXPECT_GT(b.end_time_ns[r], b.start_time_ns[r]);
@@ -105,9 +106,10 @@ TEST(LoadGenerator, JsonCarriesTheSameRowsAsProtobuf) {
   SpanBatch p = DecodeSpansOf(proto, 2), j = DecodeSpansOf(json, 2);
   ASSERT_EQ(p.rows(), j.rows());
   for (size_t r = 0; r < p.rows(); ++r) {
-    EXPECT_EQ(p.trace_id.Get(r), j.trace_id.Get(r));
-    EXPECT_EQ(p.span_id.Get(r), j.span_id.Get(r));
-    EXPECT_EQ(p.parent_span_id.Get(r), j.parent_span_id.Get(r));
+    EXPECT_EQ(p.trace_id_high[r], j.trace_id_high[r]);
+    EXPECT_EQ(p.trace_id_low[r], j.trace_id_low[r]);
+    EXPECT_EQ(p.span_id[r], j.span_id[r]);
+    EXPECT_EQ(p.parent_span_id[r], j.parent_span_id[r]);
     EXPECT_EQ(p.start_time_ns[r], j.start_time_ns[r]);
     EXPECT_EQ(p.attributes.Get(r), j.attributes.Get(r));
   }
@@ -128,7 +130,7 @@ TEST(LoadGenerator, LogsDecode) {
     size_t with_trace = 0;
     for (size_t i = 0; i < b.rows(); ++i) {
       severities.insert(b.severity_number[i]);
-      with_trace += b.trace_id.Get(i).empty() ? 0 : 1;
+      with_trace += b.trace_id_high[i] == 0 && b.trace_id_low[i] == 0 ? 0 : 1;
       EXPECT_FALSE(b.body.Get(i).empty());
     }
     EXPECT_EQ(severities.size(), 4u);

@@ -1,5 +1,7 @@
 #include "bench/probe.h"
 
+#include "common/hex.h"
+
 #include <signal.h>
 #include <unistd.h>
 
@@ -202,11 +204,11 @@ std::string KnownLogTraceId(const LoadGenerator& gen) {
   LogBatch b;
   Rejections rejected;
   if (!DecodeLogs(raw, PayloadFormat::kProtobuf, 1, &b, &rejected).ok()) return "";
-  for (size_t i = b.rows() / 2; i < b.rows(); ++i) {
-    if (!b.trace_id.Get(i).empty()) return std::string(b.trace_id.Get(i));
-  }
-  for (size_t i = 0; i < b.rows(); ++i) {
-    if (!b.trace_id.Get(i).empty()) return std::string(b.trace_id.Get(i));
+  for (size_t start : {b.rows() / 2, size_t{0}}) {
+    for (size_t i = start; i < b.rows(); ++i) {
+      std::string id = TraceIdHex(b.trace_id_high[i], b.trace_id_low[i]);
+      if (!id.empty()) return id;
+    }
   }
   return "";
 }

@@ -99,7 +99,7 @@ TEST(ProbeTimeLayout, TimeStepSpreadsRequestsAndPoints) {
     const int64_t lo = g.base_time_ns + static_cast<int64_t>(k) * g.time_step_ns, hi = lo + g.time_step_ns;
     int64_t min_start = INT64_MAX, max_start = 0;
     for (size_t i = 0; i < spans.rows(); ++i) {
-      if (!spans.parent_span_id.Get(i).empty()) continue;  // roots start inside the window
+      if (spans.parent_span_id[i] != 0) continue;  // roots start inside the window
       min_start = std::min(min_start, spans.start_time_ns[i]);
       max_start = std::max(max_start, spans.start_time_ns[i]);
     }

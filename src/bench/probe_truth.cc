@@ -1,5 +1,7 @@
 #include "bench/probe_truth.h"
 
+#include "common/hex.h"
+
 #include <simdjson.h>
 
 #include <algorithm>
@@ -101,7 +103,7 @@ void ProbeTruth::AddSpans(const SpanBatch& b) {
       ++exceptions_[{std::string(b.exception_type.Get(i)), std::string(b.exception_message.Get(i)), service}];
     }
     // Entry spans (docs/API.md): SERVER or CONSUMER, or without a parent.
-    const bool entry = b.kind[i] == 2 || b.kind[i] == 5 || b.parent_span_id.Get(i).empty();
+    const bool entry = b.kind[i] == 2 || b.kind[i] == 5 || b.parent_span_id[i] == 0;
     if (!entry) continue;
     ++entry_spans_;
     std::string_view route = b.http_route.Get(i);
@@ -135,7 +137,7 @@ void ProbeTruth::AddLogs(const LogBatch& b) {
     if (!word.empty() && Lower(b.body.Get(i)).find(word) != std::string::npos) {
       Keep(&logs_[static_cast<int>(LogFilter::kWord)], t);
     }
-    if (!o_.trace_id.empty() && b.trace_id.Get(i) == o_.trace_id) Keep(&logs_[static_cast<int>(LogFilter::kTraceId)], t);
+    if (!o_.trace_id.empty() && TraceIdHex(b.trace_id_high[i], b.trace_id_low[i]) == o_.trace_id) Keep(&logs_[static_cast<int>(LogFilter::kTraceId)], t);
   }
 }
 

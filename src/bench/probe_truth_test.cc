@@ -3,12 +3,16 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 #include <tuple>
+
+#include "common/hex.h"
 
 namespace sightline::bench {
 namespace {
 
 constexpr int64_t kMs = 1000000;
+const std::string kTraceA = "000000000000000000000000000000aa";
 
 ProbeTruthOptions Options() {
   ProbeTruthOptions o;
@@ -17,7 +21,7 @@ ProbeTruthOptions Options() {
   o.page = 2;
   o.top = 1;
   o.word = "timeout";
-  o.trace_id = "aa";
+  o.trace_id = kTraceA;
   return o;
 }
 
@@ -29,7 +33,11 @@ void AddSpan(SpanBatch* b, const std::string& service, const std::string& name, 
   b->name.Append(name);
   b->http_route.Append(route);
   b->kind.push_back(kind);
-  b->parent_span_id.Append(parent);
+  uint64_t unused = 0, parent_id = 0;
+  if (!parent.empty()) {
+    EXPECT_TRUE(IdFromHex(parent, &unused, &parent_id));
+  }
+  b->parent_span_id.push_back(parent_id);
   b->start_time_ns.push_back(start_ms * kMs);
   b->end_time_ns.push_back((start_ms + duration_ms) * kMs);
   b->status_code.push_back(error ? 2 : 0);
@@ -128,7 +136,12 @@ void AddLog(LogBatch* b, int64_t ms, int severity, const std::string& body, cons
   b->time_ns.push_back(ms * kMs);
   b->severity_number.push_back(severity);
   b->body.Append(body);
-  b->trace_id.Append(trace);
+  uint64_t high = 0, low = 0;
+  if (!trace.empty()) {
+    EXPECT_TRUE(IdFromHex(trace, &high, &low));
+  }
+  b->trace_id_high.push_back(high);
+  b->trace_id_low.push_back(low);
 }
 
 std::string LogsAnswer(std::initializer_list<int64_t> ms) {
@@ -136,7 +149,7 @@ std::string LogsAnswer(std::initializer_list<int64_t> ms) {
   bool first = true;
   for (int64_t m : ms) {
     out += (first ? "" : ",") + std::string(R"({"time_ns":")") + std::to_string(m * kMs) +
-           R"(","severity_number":17,"body":"upstream Timeout","trace_id":"aa"})";
+           R"(","severity_number":17,"body":"upstream Timeout","trace_id":")" + kTraceA + R"("})";
     first = false;
   }
   return out + R"(],"next_cursor":null})";
@@ -145,11 +158,11 @@ std::string LogsAnswer(std::initializer_list<int64_t> ms) {
 TEST(ProbeTruth, LogsAreTheNewestPageOfEachFilter) {
   ProbeTruth t(Options());  // page = 2
   LogBatch b;
-  AddLog(&b, 2000, 17, "upstream timeout", "aa");
+  AddLog(&b, 2000, 17, "upstream timeout", kTraceA);
   AddLog(&b, 5000, 9, "request TIMEOUT again", "");
-  AddLog(&b, 3000, 21, "disk full", "bb");
+  AddLog(&b, 3000, 21, "disk full", "000000000000000000000000000000bb");
   AddLog(&b, 4000, 17, "queue timeout", "");
-  AddLog(&b, 999, 17, "old timeout", "aa");  // before the range
+  AddLog(&b, 999, 17, "old timeout", kTraceA);  // before the range
   t.AddLogs(b);
   using F = ProbeTruth::LogFilter;
   EXPECT_EQ(t.log_rows(), 4u);

@@ -116,13 +116,18 @@ class IdReader {
  public:
   explicit IdReader(PayloadFormat format) : json_(format == PayloadFormat::kJson) {}
 
-  // Appends the lowercase hex form of an id of `bytes` raw bytes, or "" when
-  // empty. False when the id is malformed.
-  bool Append(const std::string& raw, size_t bytes, StringColumn* out) {
+  // Reads an id of `bytes` (8 or 16) raw bytes as integers (IdFromBytes);
+  // an empty id is 0. False when the id is malformed.
+  bool ToInts(const std::string& raw, size_t bytes, uint64_t* high, uint64_t* low) {
+    *high = *low = 0;
+    if (raw.empty()) return true;
+    if (!json_) {
+      if (raw.size() != bytes) return false;
+      IdFromBytes(raw, high, low);
+      return true;
+    }
     scratch_.clear();
-    if (!ToHex(raw, bytes, &scratch_)) return false;
-    out->Append(scratch_);
-    return true;
+    return ToHex(raw, bytes, &scratch_) && IdFromHex(scratch_, high, low);
   }
 
   bool ToHex(const std::string& raw, size_t bytes, std::string* hex) {
@@ -142,8 +147,6 @@ class IdReader {
     }
     return true;
   }
-
-  bool IsAllZero(std::string_view hex) const { return hex.find_first_not_of('0') == std::string_view::npos; }
 
  private:
   static void Base64(std::string_view in, std::string* out) {
@@ -199,23 +202,20 @@ const std::string& FirstString(const KeyValues& attrs, std::initializer_list<std
 bool AppendSpan(const otlp_trace::Span& span, const Context& ctx, IdReader* ids, SpanBatch* out,
                 Rejections* rejected) {
   // Validate ids before touching any column so a rejected span leaves no partial row.
-  // Per-thread scratch: 32- and 16-char hex ids exceed the small-string
-  // buffer, so locals would cost three mallocs per span.
-  thread_local std::string trace_hex, span_hex, parent_hex, events_json, links_json;
-  trace_hex.clear();
-  span_hex.clear();
-  parent_hex.clear();
+  // Per-thread scratch, so the JSON text costs no malloc per span.
+  thread_local std::string events_json, links_json;
   events_json.clear();
   links_json.clear();
-  if (!ids->ToHex(span.trace_id(), 16, &trace_hex) || trace_hex.empty() || ids->IsAllZero(trace_hex)) {
+  uint64_t trace_high, trace_low, span_id, unused, parent_id;
+  if (!ids->ToInts(span.trace_id(), 16, &trace_high, &trace_low) || (trace_high == 0 && trace_low == 0)) {
     rejected->Add("span with an invalid trace_id (want 16 bytes, not all zero)");
     return false;
   }
-  if (!ids->ToHex(span.span_id(), 8, &span_hex) || span_hex.empty() || ids->IsAllZero(span_hex)) {
+  if (!ids->ToInts(span.span_id(), 8, &unused, &span_id) || span_id == 0) {
     rejected->Add("span with an invalid span_id (want 8 bytes, not all zero)");
     return false;
   }
-  if (!ids->ToHex(span.parent_span_id(), 8, &parent_hex)) {
+  if (!ids->ToInts(span.parent_span_id(), 8, &unused, &parent_id)) {
     rejected->Add("span with an invalid parent_span_id (want 8 bytes or empty)");
     return false;
   }
@@ -264,9 +264,10 @@ bool AppendSpan(const otlp_trace::Span& span, const Context& ctx, IdReader* ids,
     }
     w.EndArray();
   }
-  out->trace_id.Append(trace_hex);
-  out->span_id.Append(span_hex);
-  out->parent_span_id.Append(parent_hex);
+  out->trace_id_high.push_back(trace_high);
+  out->trace_id_low.push_back(trace_low);
+  out->span_id.push_back(span_id);
+  out->parent_span_id.push_back(parent_id);
   out->trace_state.Append(span.trace_state());
   out->flags.push_back(span.flags());
   out->name.Append(span.name());
@@ -337,15 +338,13 @@ Status DecodeLogs(std::string_view body, PayloadFormat format, int64_t receive_t
   const ExportLogsServiceRequest& req = **parsed;
   IdReader ids(format);
   Context ctx;
-  std::string trace_hex, span_hex;
+  uint64_t trace_high, trace_low, span_id, unused;
   for (const auto& rl : req.resource_logs()) {
     ctx.SetResource(rl.resource().attributes());
     for (const auto& sl : rl.scope_logs()) {
       ctx.SetScope(sl.scope());
       for (const auto& rec : sl.log_records()) {
-        trace_hex.clear();
-        span_hex.clear();
-        if (!ids.ToHex(rec.trace_id(), 16, &trace_hex) || !ids.ToHex(rec.span_id(), 8, &span_hex)) {
+        if (!ids.ToInts(rec.trace_id(), 16, &trace_high, &trace_low) || !ids.ToInts(rec.span_id(), 8, &unused, &span_id)) {
           rejected->Add("log record with an invalid trace_id or span_id (want 16/8 bytes or empty)");
           continue;
         }
@@ -376,8 +375,9 @@ Status DecodeLogs(std::string_view body, PayloadFormat format, int64_t receive_t
           out->body.CommitRow();
         }
         out->body_type.push_back(static_cast<uint8_t>(type));
-        out->trace_id.Append(trace_hex);
-        out->span_id.Append(span_hex);
+        out->trace_id_high.push_back(trace_high);
+        out->trace_id_low.push_back(trace_low);
+        out->span_id.push_back(span_id);
         out->flags.push_back(rec.flags());
         out->service_name.Append(ctx.service_name);
         AppendAttributesJson(&out->attributes.buffer(), rec.attributes());

@@ -91,11 +91,25 @@ Strings Column(const std::vector<double>& v) {
 
 Strings Doubles(std::initializer_list<double> v) { return Column(std::vector<double>(v)); }
 
+// Ids in hex, as the API shows them; "" when absent.
+template <typename Batch>
+Strings TraceIds(const Batch& b) {
+  Strings v;
+  for (size_t i = 0; i < b.trace_id_high.size(); ++i) v.push_back(TraceIdHex(b.trace_id_high[i], b.trace_id_low[i]));
+  return v;
+}
+Strings SpanIds(const std::vector<uint64_t>& ids) {
+  Strings v;
+  for (uint64_t id : ids) v.push_back(id == 0 ? "" : HexU64(id));
+  return v;
+}
+
 #define EXPECT_SAME_COLUMN(a, b, col) EXPECT_EQ(Column((a).col), Column((b).col)) << "column " #col
 
 void ExpectSameSpans(const SpanBatch& a, const SpanBatch& b) {
   EXPECT_EQ(a.rows(), b.rows());
-  EXPECT_SAME_COLUMN(a, b, trace_id);
+  EXPECT_SAME_COLUMN(a, b, trace_id_high);
+  EXPECT_SAME_COLUMN(a, b, trace_id_low);
   EXPECT_SAME_COLUMN(a, b, span_id);
   EXPECT_SAME_COLUMN(a, b, parent_span_id);
   EXPECT_SAME_COLUMN(a, b, trace_state);
@@ -133,7 +147,8 @@ void ExpectSameLogs(const LogBatch& a, const LogBatch& b) {
   EXPECT_SAME_COLUMN(a, b, severity_text);
   EXPECT_SAME_COLUMN(a, b, body);
   EXPECT_SAME_COLUMN(a, b, body_type);
-  EXPECT_SAME_COLUMN(a, b, trace_id);
+  EXPECT_SAME_COLUMN(a, b, trace_id_high);
+  EXPECT_SAME_COLUMN(a, b, trace_id_low);
   EXPECT_SAME_COLUMN(a, b, span_id);
   EXPECT_SAME_COLUMN(a, b, flags);
   EXPECT_SAME_COLUMN(a, b, service_name);
@@ -181,7 +196,7 @@ void ExpectSameMetrics(const MetricBatch& a, const MetricBatch& b) {
 //! Every column of a span batch has one entry per row (a rejected span leaves no partial row).
 void ExpectSpanColumnsAligned(const SpanBatch& b) {
   size_t n = b.rows();
-  for (size_t s : {b.trace_id.size(), b.span_id.size(), b.parent_span_id.size(), b.trace_state.size(),
+  for (size_t s : {b.trace_id_high.size(), b.trace_id_low.size(), b.span_id.size(), b.parent_span_id.size(), b.trace_state.size(),
                    b.flags.size(), b.name.size(), b.kind.size(), b.end_time_ns.size(), b.status_code.size(),
                    b.status_message.size(), b.service_name.size(), b.http_route.size(), b.http_method.size(),
                    b.http_status_code.size(), b.db_system.size(), b.exception_type.size(),
@@ -505,9 +520,9 @@ void ExpectTraceRequestColumns(const SpanBatch& b) {
   ASSERT_EQ(b.rows(), 3u);
   ExpectSpanColumnsAligned(b);
   EXPECT_EQ(b.project_id, 7);
-  EXPECT_EQ(Column(b.trace_id), (Strings{kTrace1, kTrace1, kTrace3}));
-  EXPECT_EQ(Column(b.span_id), (Strings{kSpan1, kSpan2, kSpan3}));
-  EXPECT_EQ(Column(b.parent_span_id), (Strings{"", kSpan1, ""}));
+  EXPECT_EQ(TraceIds(b), (Strings{kTrace1, kTrace1, kTrace3}));
+  EXPECT_EQ(SpanIds(b.span_id), (Strings{kSpan1, kSpan2, kSpan3}));
+  EXPECT_EQ(SpanIds(b.parent_span_id), (Strings{"", kSpan1, ""}));
   EXPECT_EQ(Column(b.trace_state), (Strings{"congo=t61rcWkgMzE", "", ""}));
   EXPECT_EQ(b.flags, (std::vector<uint32_t>{0x301, 0, 0}));
   EXPECT_EQ(Column(b.name), (Strings{"GET /items/{id}", "SELECT items", ""}));
@@ -570,7 +585,7 @@ TEST(DecodeSpansTest, DecodesAppendToTheBatch) {
   ASSERT_TRUE(DecodeSpans(kTraceJson, PayloadFormat::kJson, &b, &rejected).ok());
   ASSERT_EQ(b.rows(), 6u);
   ExpectSpanColumnsAligned(b);
-  EXPECT_EQ(b.span_id.Get(3), kSpan1);
+  EXPECT_EQ(SpanIds(b.span_id)[3], kSpan1);
   EXPECT_EQ(b.events.Get(3), kSpan1Events);
   EXPECT_EQ(b.attributes.Get(5), "{}");
 }
@@ -723,8 +738,8 @@ TEST(DecodeSpansTest, InvalidIdsRejectOnlyTheirSpan) {
   ASSERT_EQ(b.rows(), 2u);
   ExpectSpanColumnsAligned(b);
   EXPECT_EQ(Column(b.name), (Strings{"good1", "good2"}));
-  EXPECT_EQ(Column(b.trace_id), (Strings{kTrace1, kTrace3}));
-  EXPECT_EQ(Column(b.parent_span_id), (Strings{"", kSpan1}));
+  EXPECT_EQ(TraceIds(b), (Strings{kTrace1, kTrace3}));
+  EXPECT_EQ(SpanIds(b.parent_span_id), (Strings{"", kSpan1}));
   EXPECT_EQ(Column(b.attributes), (Strings{R"({"k":"good1"})", R"({"k":"good2"})"}));
   EXPECT_EQ(b.events.Get(1), R"([{"time_unix_nano":0,"name":"good2","attributes":{},"dropped_attributes_count":0}])");
 }
@@ -784,7 +799,7 @@ TEST(DecodeSpansTest, JsonIdsThatAreNotHexAreRejectedItems) {
       ASSERT_TRUE(st.ok()) << body << ": " << st.ToString();
     }
     if (st.ok()) {
-      EXPECT_EQ(b.rows(), 0u) << body << " stored as " << (b.rows() ? b.trace_id.Get(0) : "");
+      EXPECT_EQ(b.rows(), 0u) << body << " stored as " << (b.rows() ? TraceIds(b)[0] : "");
       EXPECT_EQ(rejected.count, 1) << body;
     } else {
       EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << body;
@@ -798,8 +813,8 @@ TEST(DecodeSpansTest, JsonIdsAreCaseInsensitiveAndStoredLowercase) {
   SpanBatch b = Spans(OneJsonSpan("4BF92F3577B34DA6A3CE929D0E0E4736", "00F067AA0BA902B7"), PayloadFormat::kJson,
                       &rejected);
   ASSERT_EQ(b.rows(), 1u) << rejected.message;
-  EXPECT_EQ(b.trace_id.Get(0), kTrace1);
-  EXPECT_EQ(b.span_id.Get(0), kSpan1);
+  EXPECT_EQ(TraceIds(b)[0], kTrace1);
+  EXPECT_EQ(SpanIds(b.span_id)[0], kSpan1);
 }
 
 TEST(DecodeSpansTest, JsonUnknownFieldsAreIgnored) {
@@ -979,8 +994,8 @@ void ExpectLogsRequestColumns(const LogBatch& b) {
     types.push_back(static_cast<uint8_t>(t));
   }
   EXPECT_EQ(b.body_type, types);
-  EXPECT_EQ(Column(b.trace_id), (Strings{kTrace1, "", "", "", "", "", "", ""}));
-  EXPECT_EQ(Column(b.span_id), (Strings{kSpan1, "", "", "", "", "", "", ""}));
+  EXPECT_EQ(TraceIds(b), (Strings{kTrace1, "", "", "", "", "", "", ""}));
+  EXPECT_EQ(SpanIds(b.span_id), (Strings{kSpan1, "", "", "", "", "", "", ""}));
   EXPECT_EQ(b.flags, (std::vector<uint32_t>{1, 0, 0, 0, 0, 0, 0, 0}));
   EXPECT_EQ(Column(b.service_name), Strings(8, "api"));
   EXPECT_EQ(Column(b.attributes), (Strings{R"({"retry":true})", "{}", "{}", "{}", "{}", "{}", "{}", "{}"}));
@@ -1031,8 +1046,8 @@ TEST(DecodeLogsTest, InvalidIdsRejectTheRecord) {
   EXPECT_EQ(rejected.count, 3);
   EXPECT_NE(rejected.message.find("trace_id"), std::string::npos);
   EXPECT_EQ(Column(b.body), (Strings{"good1", "good2", "good3"}));
-  EXPECT_EQ(Column(b.trace_id), (Strings{kTrace1, "", kTrace1}));
-  EXPECT_EQ(Column(b.span_id), (Strings{kSpan1, "", ""}));
+  EXPECT_EQ(TraceIds(b), (Strings{kTrace1, "", kTrace1}));
+  EXPECT_EQ(SpanIds(b.span_id), (Strings{kSpan1, "", ""}));
   EXPECT_EQ(b.attributes.size(), 3u);
   EXPECT_EQ(b.observed_time_ns.size(), 3u);
 }

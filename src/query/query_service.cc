@@ -12,6 +12,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "common/hex.h"
 #include "common/json_writer.h"
 
 namespace sightline {
@@ -101,6 +102,14 @@ constexpr int64_t kNsPerMs = 1000000;
 constexpr const char* kEndpointColumn = "endpoint";
 constexpr const char* kEntrySpan = "is_entry = 1";
 constexpr const char* kHasException = "has_exception = 1";
+// Ids are stored as signed 64-bit halves (docs/STORAGE.md); the API speaks
+// lowercase hex. printf('%016x') prints the same on both engines.
+#define SL_HEX_ID(col) "CASE WHEN " col " IS NULL THEN '' ELSE printf('%016x', " col ") END"
+constexpr const char* kTraceIdHex =
+    "CASE WHEN trace_id_high IS NULL THEN '' ELSE printf('%016x%016x', trace_id_high, trace_id_low) END";
+constexpr const char* kSpanIdHex = SL_HEX_ID("span_id");
+constexpr const char* kParentSpanIdHex = SL_HEX_ID("parent_span_id");
+#undef SL_HEX_ID
 
 Result<int64_t> ParseInt(const std::string& name, const std::string& v, int64_t min, int64_t max) {
   int64_t out = 0;
@@ -207,10 +216,6 @@ std::string LikeContains(const std::string& text) {
   return out;
 }
 
-bool IsHex(const std::string& s) {
-  return std::all_of(s.begin(), s.end(), [](char c) { return HexDigit(c) >= 0; });
-}
-
 std::string Lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
@@ -229,14 +234,16 @@ struct Sql {
     params.push_back(std::move(p));
     return *this;
   }
-  Sql& BindList(const std::vector<std::string>& values) {
-    text.push_back('(');
-    for (size_t i = 0; i < values.size(); ++i) {
-      if (i) text.push_back(',');
-      Bind(values[i]);
-    }
-    text.push_back(')');
-    return *this;
+  //! " AND trace_id_high = ? AND trace_id_low = ?" for a trace id in hex;
+  //! false when it is not 32 hex characters.
+  bool BindTraceId(std::string_view hex) {
+    uint64_t high = 0, low = 0;
+    if (hex.size() != 32 || !IdFromHex(hex, &high, &low)) return false;
+    text.append(" AND trace_id_high = ");
+    Bind(static_cast<int64_t>(high));
+    text.append(" AND trace_id_low = ");
+    Bind(static_cast<int64_t>(low));
+    return true;
   }
 };
 
@@ -676,14 +683,22 @@ Result<std::string> Traces(Runner& run, const ApiParams& p) {
   // span in the range, whichever span matched).
   Sql ids;
   Sql in_range = run.SpanWhere(*range, false);
-  ids << "SELECT trace_id FROM spans" << in_range.text;
+  ids << "SELECT trace_id_high, trace_id_low, " << kTraceIdHex << " FROM spans" << in_range.text;
   ids.params = in_range.params;
-  ids << " AND trace_id IN (SELECT trace_id FROM spans" << where.text << ")";
+  ids << " AND (trace_id_high, trace_id_low) IN (SELECT trace_id_high, trace_id_low FROM spans" << where.text << ")";
   ids.params.insert(ids.params.end(), where.params.begin(), where.params.end());
-  ids << " GROUP BY trace_id ORDER BY min(start_time_ns) DESC, trace_id LIMIT ";
+  ids << " GROUP BY trace_id_high, trace_id_low ORDER BY min(start_time_ns) DESC, 3 LIMIT ";
   ids.Bind(*limit);
   std::vector<std::string> trace_ids;
-  SL_RETURN_IF_ERROR(run.Rows(ids, [&](const RowView& r) { trace_ids.push_back(r.GetString(0)); }));
+  Sql wanted;  // ((high, low), ...) of the page's traces
+  SL_RETURN_IF_ERROR(run.Rows(ids, [&](const RowView& r) {
+    wanted << (trace_ids.empty() ? "((" : ", (");
+    wanted.Bind(r.GetInt(0));
+    wanted << ", ";
+    wanted.Bind(r.GetInt(1));
+    wanted << ")";
+    trace_ids.push_back(r.GetString(2));
+  }));
   struct Summary {
     int64_t start = INT64_MAX, end = INT64_MIN, spans = 0;
     bool error = false;
@@ -692,10 +707,11 @@ Result<std::string> Traces(Runner& run, const ApiParams& p) {
   std::unordered_map<std::string, Summary> sums;
   if (!trace_ids.empty()) {
     Sql spans;
-    spans << "SELECT trace_id, start_time_ns, end_time_ns, status_code, service_name, name FROM spans WHERE project_id = ";
+    spans << "SELECT " << kTraceIdHex << ", start_time_ns, end_time_ns, status_code, service_name, name FROM spans "
+          << "WHERE project_id = ";
     spans.Bind(run.project_);
-    spans << " AND trace_id IN ";
-    spans.BindList(trace_ids);
+    spans << " AND (trace_id_high, trace_id_low) IN " << wanted.text << ")";
+    spans.params.insert(spans.params.end(), wanted.params.begin(), wanted.params.end());
     SL_RETURN_IF_ERROR(run.Rows(spans, [&](const RowView& r) {
       Summary& s = sums[r.GetString(0)];
       int64_t st = r.GetInt(1), en = r.GetInt(2);
@@ -763,14 +779,13 @@ void WriteLogRow(JsonWriter* w, const RowView& r) {
   w->EndObject();
 }
 
-constexpr const char* kLogColumns =
-    "time_ns, severity_number, severity_text, body, service_name, trace_id, span_id, attributes";
+const std::string kLogColumns = std::string("time_ns, severity_number, severity_text, body, service_name, ") +
+                                kTraceIdHex + ", " + kSpanIdHex + ", attributes";
 
 Result<std::string> TraceDetail(Runner& run, const std::string& trace_id_in) {
   std::string trace_id = Lower(trace_id_in);
-  if (trace_id.size() != 32 || !IsHex(trace_id)) {
-    return Status::InvalidArgument("trace id must be 32 hex characters");
-  }
+  Sql by_trace;
+  if (!by_trace.BindTraceId(trace_id)) return Status::InvalidArgument("trace id must be 32 hex characters");
   std::string out;
   JsonWriter w(&out);
   w.BeginObject();
@@ -779,13 +794,14 @@ Result<std::string> TraceDetail(Runner& run, const std::string& trace_id_in) {
   w.Key("spans");
   w.BeginArray();
   Sql spans;
-  spans << "SELECT span_id, parent_span_id, service_name, name, kind, start_time_ns, end_time_ns, duration_ns, "
+  spans << "SELECT " << kSpanIdHex << ", " << kParentSpanIdHex
+        << ", service_name, name, kind, start_time_ns, end_time_ns, duration_ns, "
            "status_code, status_message, attributes, resource_attributes, events, links, scope_name, trace_state "
            "FROM spans WHERE project_id = ";
   spans.Bind(run.project_);
-  spans << " AND trace_id = ";
-  spans.Bind(trace_id);
-  spans << " ORDER BY start_time_ns, span_id";
+  spans << by_trace.text;
+  spans.params.insert(spans.params.end(), by_trace.params.begin(), by_trace.params.end());
+  spans << " ORDER BY start_time_ns, 1";
   int64_t n = 0;
   SL_RETURN_IF_ERROR(run.Rows(spans, [&](const RowView& r) {
     ++n;
@@ -829,8 +845,8 @@ Result<std::string> TraceDetail(Runner& run, const std::string& trace_id_in) {
   Sql logs;
   logs << "SELECT " << kLogColumns << " FROM logs WHERE project_id = ";
   logs.Bind(run.project_);
-  logs << " AND trace_id = ";
-  logs.Bind(trace_id);
+  logs << by_trace.text;
+  logs.params.insert(logs.params.end(), by_trace.params.begin(), by_trace.params.end());
   logs << " ORDER BY time_ns";
   SL_RETURN_IF_ERROR(run.Rows(logs, [&](const RowView& r) { WriteLogRow(&w, r); }));
   w.EndArray();
@@ -845,7 +861,7 @@ Result<std::string> Exceptions(Runner& run, const ApiParams& p) {
   if (!limit.ok()) return limit.status();
   Sql sql;
   sql << "SELECT exception_type, exception_message, service_name, count(*), min(start_time_ns), max(start_time_ns), "
-         "max(trace_id) FROM spans";
+         "max(" << kTraceIdHex << ") FROM spans";
   Sql where = run.SpanWhere(*range, false);
   sql.text += where.text;
   sql.params = where.params;
@@ -893,7 +909,7 @@ Result<std::string> ExceptionSpans(Runner& run, const ApiParams& p) {
   auto message = p.Get("message");
   if (!type && !message) return Status::InvalidArgument("give 'type' and/or 'message'");
   Sql sql;
-  sql << "SELECT trace_id, span_id, service_name, name, start_time_ns, duration_ns FROM spans";
+  sql << "SELECT " << kTraceIdHex << ", " << kSpanIdHex << ", service_name, name, start_time_ns, duration_ns FROM spans";
   Sql where = run.SpanWhere(*range, false);
   sql.text += where.text;
   sql.params = where.params;
@@ -962,10 +978,7 @@ Result<Sql> LogWhere(Runner& run, const ApiParams& p, const Range& range) {
     w.params.push_back(run.d_.contains_raw ? *v : LikeContains(*v));
   }
   if (auto v = p.Get("trace_id")) {
-    std::string id = Lower(*v);
-    if (id.size() != 32 || !IsHex(id)) return Status::InvalidArgument("trace_id must be 32 hex characters");
-    w << " AND trace_id = ";
-    w.Bind(id);
+    if (!w.BindTraceId(*v)) return Status::InvalidArgument("trace_id must be 32 hex characters");
   }
   SL_RETURN_IF_ERROR(AddAttrFilters(run, p, "attributes", &w));
   return w;

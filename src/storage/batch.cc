@@ -23,7 +23,8 @@ const char* MetricTypeName(MetricType t) {
 }
 
 size_t SpanBatch::ByteSize() const {
-  return trace_id.ByteSize() + span_id.ByteSize() + parent_span_id.ByteSize() + trace_state.ByteSize() +
+  return VectorBytes(trace_id_high) + VectorBytes(trace_id_low) + VectorBytes(span_id) +
+         VectorBytes(parent_span_id) + trace_state.ByteSize() +
          VectorBytes(flags) + name.ByteSize() + VectorBytes(kind) + VectorBytes(start_time_ns) +
          VectorBytes(end_time_ns) + VectorBytes(status_code) + status_message.ByteSize() +
          service_name.ByteSize() + http_route.ByteSize() + http_method.ByteSize() +
@@ -36,8 +37,8 @@ size_t SpanBatch::ByteSize() const {
 
 size_t LogBatch::ByteSize() const {
   return VectorBytes(time_ns) + VectorBytes(observed_time_ns) + VectorBytes(severity_number) +
-         severity_text.ByteSize() + body.ByteSize() + VectorBytes(body_type) + trace_id.ByteSize() +
-         span_id.ByteSize() + VectorBytes(flags) + service_name.ByteSize() + attributes.ByteSize() +
+         severity_text.ByteSize() + body.ByteSize() + VectorBytes(body_type) +
+         VectorBytes(trace_id_high) + VectorBytes(trace_id_low) + VectorBytes(span_id) + VectorBytes(flags) + service_name.ByteSize() + attributes.ByteSize() +
          VectorBytes(dropped_attributes_count) + resource_attributes.ByteSize() + scope_name.ByteSize() +
          scope_version.ByteSize() + scope_attributes.ByteSize();
 }

@@ -53,9 +53,11 @@ size_t VectorBytes(const std::vector<T>& v) {
 //! service_name is promoted from resource attribute service.name.
 struct SpanBatch {
   int64_t project_id = 0;
-  StringColumn trace_id;        // 32 lowercase hex chars
-  StringColumn span_id;         // 16 hex chars
-  StringColumn parent_span_id;  // 16 hex chars or empty for a root span
+  // Ids as big-endian 64-bit halves (common/hex.h IdFromBytes); 0 = absent.
+  std::vector<uint64_t> trace_id_high;
+  std::vector<uint64_t> trace_id_low;
+  std::vector<uint64_t> span_id;
+  std::vector<uint64_t> parent_span_id;  // 0 for a root span
   StringColumn trace_state;
   std::vector<uint32_t> flags;
   StringColumn name;
@@ -96,8 +98,9 @@ struct LogBatch {
   StringColumn severity_text;
   StringColumn body;                 // string bodies as is; other AnyValue kinds as JSON
   std::vector<uint8_t> body_type;    // AnyValueType below
-  StringColumn trace_id;             // hex or empty
-  StringColumn span_id;              // hex or empty
+  std::vector<uint64_t> trace_id_high;  // as in SpanBatch; 0 and 0 when absent
+  std::vector<uint64_t> trace_id_low;
+  std::vector<uint64_t> span_id;        // 0 when absent
   std::vector<uint32_t> flags;
   StringColumn service_name;
   StringColumn attributes;           // JSON

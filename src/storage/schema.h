@@ -43,12 +43,13 @@ enum class SourceKind : uint8_t {
   kInt64Diff,       // int64_t a[row] - b[row] (duration_ns = end - start)
   kDoubleNanNull,   // double[row]; NaN is NULL
   kInt64IfFlag,     // int64_t a[row] when uint8_t b[row] != 0, else NULL
+  kId,              // uint64_t a[row] as int64 (same bits); NULL when a[row] and b[row] are 0
   kText,            // StringColumn row as given ('' stays '')
   kTextEmptyNull,   // StringColumn row; '' is NULL
   // Derived at write time so dashboards filter and group on plain columns
   // instead of evaluating expressions over every row (DerivedText/DerivedInt).
   kTextOrElse,      // StringColumn a[row], or b[row] when that is '' (spans.endpoint)
-  kIsEntry,         // 1 when int32_t kind a[row] is SERVER/CONSUMER or parent b[row] is '' (spans.is_entry)
+  kIsEntry,         // 1 when int32_t kind a[row] is SERVER/CONSUMER or parent b[row] is 0 (spans.is_entry)
   kAnyText,         // 1 when StringColumn a[row] or b[row] is not '' (spans.has_exception)
 };
 
@@ -77,7 +78,7 @@ inline std::string_view DerivedText(const Column& c, size_t r) {
 inline int64_t DerivedInt(const Column& c, size_t r) {
   if (c.kind == SourceKind::kIsEntry) {
     int32_t kind = static_cast<const int32_t*>(c.a)[r];
-    return kind == 2 || kind == 5 || static_cast<const StringColumn*>(c.b)->Get(r).empty() ? 1 : 0;
+    return kind == 2 || kind == 5 || static_cast<const uint64_t*>(c.b)[r] == 0 ? 1 : 0;
   }
   return !static_cast<const StringColumn*>(c.a)->Get(r).empty() ||
                  !static_cast<const StringColumn*>(c.b)->Get(r).empty()
@@ -115,6 +116,11 @@ inline Column IntIfFlag(const char* name, const std::vector<int64_t>& v, const s
   return {name, ColumnType::kInt64, SourceKind::kInt64IfFlag, v.data(), flag.data(),
           std::min(v.size(), flag.size()), 0};
 }
+//! An id half: `other` is the trace id's other half (NULL only when both are
+//! 0), or `v` itself for a span id.
+inline Column Id(const char* name, const std::vector<uint64_t>& v, const std::vector<uint64_t>& other) {
+  return {name, ColumnType::kInt64, SourceKind::kId, v.data(), other.data(), std::min(v.size(), other.size()), 0};
+}
 inline Column DoubleOrNull(const char* name, const std::vector<double>& v) {
   return {name, ColumnType::kDouble, SourceKind::kDoubleNanNull, v.data(), nullptr, v.size(), 0};
 }
@@ -127,10 +133,10 @@ inline Column TextOrNull(const char* name, const StringColumn& s) {
 inline Column TextOrElse(const char* name, const StringColumn& a, const StringColumn& b, const char* backfill) {
   return {name, ColumnType::kText, SourceKind::kTextOrElse, &a, &b, std::min(a.size(), b.size()), 0, backfill};
 }
-inline Column IsEntry(const char* name, const std::vector<int32_t>& kind, const StringColumn& parent,
+inline Column IsEntry(const char* name, const std::vector<int32_t>& kind, const std::vector<uint64_t>& parent,
                       const char* backfill) {
-  return {name, ColumnType::kInt64, SourceKind::kIsEntry, kind.data(), &parent, std::min(kind.size(), parent.size()),
-          0, backfill};
+  return {name, ColumnType::kInt64, SourceKind::kIsEntry, kind.data(), parent.data(),
+          std::min(kind.size(), parent.size()), 0, backfill};
 }
 inline Column AnyText(const char* name, const StringColumn& a, const StringColumn& b, const char* backfill) {
   return {name, ColumnType::kInt64, SourceKind::kAnyText, &a, &b, std::min(a.size(), b.size()), 0, backfill};
@@ -138,8 +144,8 @@ inline Column AnyText(const char* name, const StringColumn& a, const StringColum
 
 }  // namespace internal
 
-inline constexpr size_t kSpanColumnCount = 33;
-inline constexpr size_t kLogColumnCount = 17;
+inline constexpr size_t kSpanColumnCount = 34;
+inline constexpr size_t kLogColumnCount = 18;
 inline constexpr size_t kMetricSeriesColumnCount = 13;
 inline constexpr size_t kMetricPointColumnCount = 16;
 
@@ -148,9 +154,10 @@ inline std::array<Column, kSpanColumnCount> SpanColumns(const SpanBatch& b) {
   using namespace internal;
   return {{
       Constant("project_id", b.project_id),
-      Text("trace_id", b.trace_id),
-      Text("span_id", b.span_id),
-      Text("parent_span_id", b.parent_span_id),
+      Id("trace_id_high", b.trace_id_high, b.trace_id_low),
+      Id("trace_id_low", b.trace_id_low, b.trace_id_high),
+      Id("span_id", b.span_id, b.span_id),
+      Id("parent_span_id", b.parent_span_id, b.parent_span_id),
       Text("trace_state", b.trace_state),
       Ints("flags", b.flags),
       Text("name", b.name),
@@ -180,7 +187,7 @@ inline std::array<Column, kSpanColumnCount> SpanColumns(const SpanBatch& b) {
       // Derived (added in schema 2; see MigrationSql).
       TextOrElse("endpoint", b.http_route, b.name, "CASE WHEN http_route <> '' THEN http_route ELSE name END"),
       IsEntry("is_entry", b.kind, b.parent_span_id,
-              "CASE WHEN kind IN (2, 5) OR parent_span_id = '' THEN 1 ELSE 0 END"),
+              "CASE WHEN kind IN (2, 5) OR parent_span_id IS NULL THEN 1 ELSE 0 END"),
       AnyText("has_exception", b.exception_type, b.exception_message,
               "CASE WHEN exception_type <> '' OR exception_message <> '' THEN 1 ELSE 0 END"),
   }};
@@ -197,8 +204,9 @@ inline std::array<Column, kLogColumnCount> LogColumns(const LogBatch& b) {
       Text("severity_text", b.severity_text),
       Text("body", b.body),
       Ints("body_type", b.body_type),
-      Text("trace_id", b.trace_id),
-      Text("span_id", b.span_id),
+      Id("trace_id_high", b.trace_id_high, b.trace_id_low),
+      Id("trace_id_low", b.trace_id_low, b.trace_id_high),
+      Id("span_id", b.span_id, b.span_id),
       Ints("flags", b.flags),
       Text("service_name", b.service_name),
       Text("attributes", b.attributes),
@@ -317,7 +325,9 @@ inline Status CheckColumnNames(const char* table, const std::vector<std::string>
     return out;
   };
   return Status::InvalidArgument(std::string("table ") + table + " has columns (" + join(actual) +
-                                 ") but this version expects (" + join(expected) + ")");
+                                 ") but this version expects (" + join(expected) +
+                                 "); the data directory was written by an incompatible version: start this one "
+                                 "on an empty --data directory (docs/STORAGE.md, Schema changes)");
 }
 
 //! Statements that bring a table written by an older version up to date, or

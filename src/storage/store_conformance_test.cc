@@ -25,6 +25,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/hex.h"
 #include "storage/batch.h"
 #include "storage/telemetry_store.h"
 
@@ -62,6 +63,23 @@ constexpr int64_t kProject = 7;
 
 //! Three spans: a root span with empty optional strings, and two children with
 //! every column filled, including non-ASCII text and uint32 values above INT32_MAX.
+// Ids written as hex in the fixtures; "" is absent (0).
+void AppendTraceId(std::string_view hex, std::vector<uint64_t>* high, std::vector<uint64_t>* low) {
+  uint64_t h = 0, l = 0;
+  if (!hex.empty()) {
+    EXPECT_TRUE(IdFromHex(hex, &h, &l)) << hex;
+  }
+  high->push_back(h);
+  low->push_back(l);
+}
+uint64_t SpanId(std::string_view hex) {
+  uint64_t unused = 0, id = 0;
+  if (!hex.empty()) {
+    EXPECT_TRUE(IdFromHex(hex, &unused, &id)) << hex;
+  }
+  return id;
+}
+
 SpanBatch MakeSpans(int64_t project_id = kProject) {
   SpanBatch b;
   b.project_id = project_id;
@@ -112,9 +130,9 @@ SpanBatch MakeSpans(int64_t project_id = kProject) {
        1, 0, 0, "{}", "", "", ""},
   };
   for (const Row& r : rows) {
-    b.trace_id.Append(r.trace_id);
-    b.span_id.Append(r.span_id);
-    b.parent_span_id.Append(r.parent);
+    AppendTraceId(r.trace_id, &b.trace_id_high, &b.trace_id_low);
+    b.span_id.push_back(SpanId(r.span_id));
+    b.parent_span_id.push_back(SpanId(r.parent));
     b.trace_state.Append(r.trace_state);
     b.flags.push_back(r.flags);
     b.name.Append(r.name);
@@ -157,10 +175,9 @@ LogBatch MakeLogs(int64_t project_id = kProject) {
   b.body.Append("payment failed: carte refusée");
   b.body.Append(R"({"event":"login","user":{"id":42}})");
   b.body_type = {static_cast<uint8_t>(AnyValueType::kString), static_cast<uint8_t>(AnyValueType::kKvList)};
-  b.trace_id.Append("0af7651916cd43dd8448eb211c80319c");
-  b.trace_id.Append("");
-  b.span_id.Append("b7ad6b7169203331");
-  b.span_id.Append("");
+  AppendTraceId("0af7651916cd43dd8448eb211c80319c", &b.trace_id_high, &b.trace_id_low);
+  AppendTraceId("", &b.trace_id_high, &b.trace_id_low);
+  b.span_id = {SpanId("b7ad6b7169203331"), 0};
   b.flags = {1, 0};
   b.service_name.Append("payments");
   b.service_name.Append("auth");
@@ -303,6 +320,10 @@ struct ExpectedColumn {
 Cell Int(int64_t v) { return std::to_string(v); }
 Cell Str(std::string_view s) { return std::string(s); }
 Cell OrNull(std::string_view s) { return s.empty() ? Cell() : Cell(std::string(s)); }
+//! An id half as stored: the same 64 bits as a signed integer, NULL when the id is absent.
+Cell IdHalf(uint64_t v, uint64_t other) {
+  return v == 0 && other == 0 ? Cell() : Int(static_cast<int64_t>(v));
+}
 Cell DoubleOrNull(double v) {
   if (std::isnan(v)) return std::nullopt;
   char buf[64];
@@ -313,9 +334,10 @@ Cell DoubleOrNull(double v) {
 std::vector<ExpectedColumn> SpanExpectations(const SpanBatch& b) {
   return {
       {"project_id", [&](size_t) { return Int(b.project_id); }},
-      {"trace_id", [&](size_t i) { return Str(b.trace_id.Get(i)); }},
-      {"span_id", [&](size_t i) { return Str(b.span_id.Get(i)); }},
-      {"parent_span_id", [&](size_t i) { return Str(b.parent_span_id.Get(i)); }},
+      {"trace_id_high", [&](size_t i) { return IdHalf(b.trace_id_high[i], b.trace_id_low[i]); }},
+      {"trace_id_low", [&](size_t i) { return IdHalf(b.trace_id_low[i], b.trace_id_high[i]); }},
+      {"span_id", [&](size_t i) { return IdHalf(b.span_id[i], b.span_id[i]); }},
+      {"parent_span_id", [&](size_t i) { return IdHalf(b.parent_span_id[i], b.parent_span_id[i]); }},
       {"trace_state", [&](size_t i) { return Str(b.trace_state.Get(i)); }},
       {"flags", [&](size_t i) { return Int(b.flags[i]); }},
       {"name", [&](size_t i) { return Str(b.name.Get(i)); }},
@@ -346,7 +368,7 @@ std::vector<ExpectedColumn> SpanExpectations(const SpanBatch& b) {
       {"endpoint",
        [&](size_t i) { return Str(b.http_route.Get(i).empty() ? b.name.Get(i) : b.http_route.Get(i)); }},
       {"is_entry",
-       [&](size_t i) { return Int(b.kind[i] == 2 || b.kind[i] == 5 || b.parent_span_id.Get(i).empty() ? 1 : 0); }},
+       [&](size_t i) { return Int(b.kind[i] == 2 || b.kind[i] == 5 || b.parent_span_id[i] == 0 ? 1 : 0); }},
       {"has_exception", [&](size_t i) {
          return Int(b.exception_type.Get(i).empty() && b.exception_message.Get(i).empty() ? 0 : 1);
        }},
@@ -362,8 +384,9 @@ std::vector<ExpectedColumn> LogExpectations(const LogBatch& b) {
       {"severity_text", [&](size_t i) { return Str(b.severity_text.Get(i)); }},
       {"body", [&](size_t i) { return Str(b.body.Get(i)); }},
       {"body_type", [&](size_t i) { return Int(b.body_type[i]); }},
-      {"trace_id", [&](size_t i) { return Str(b.trace_id.Get(i)); }},
-      {"span_id", [&](size_t i) { return Str(b.span_id.Get(i)); }},
+      {"trace_id_high", [&](size_t i) { return IdHalf(b.trace_id_high[i], b.trace_id_low[i]); }},
+      {"trace_id_low", [&](size_t i) { return IdHalf(b.trace_id_low[i], b.trace_id_high[i]); }},
+      {"span_id", [&](size_t i) { return IdHalf(b.span_id[i], b.span_id[i]); }},
       {"flags", [&](size_t i) { return Int(b.flags[i]); }},
       {"service_name", [&](size_t i) { return Str(b.service_name.Get(i)); }},
       {"attributes", [&](size_t i) { return Str(b.attributes.Get(i)); }},
@@ -522,10 +545,14 @@ TEST_P(StoreConformanceTest, SpansRoundTripEveryColumn) {
   ASSERT_TRUE(s.ok()) << s.ToString();
   ExpectRows(Query("SELECT * FROM spans ORDER BY start_time_ns"), SpanExpectations(spans), {0, 1, 2});
   // duration_ns is computed by the engine, not carried in the batch.
-  EXPECT_EQ(Scalar("SELECT duration_ns FROM spans WHERE span_id = '00f067aa0ba902b7'"), Cell("80000123"));
-  // Empty strings stay empty strings in spans, never NULL.
-  EXPECT_EQ(Scalar("SELECT COUNT(*) FROM spans WHERE parent_span_id = ''"), Cell("1"));
-  EXPECT_EQ(Scalar("SELECT COUNT(*) FROM spans WHERE parent_span_id IS NULL"), Cell("0"));
+  // Ids read back as hex the same way on every engine (docs/STORAGE.md).
+  EXPECT_EQ(Scalar("SELECT duration_ns FROM spans WHERE printf('%016x', span_id) = '00f067aa0ba902b7'"),
+            Cell("80000123"));
+  EXPECT_EQ(Scalar("SELECT printf('%016x%016x', trace_id_high, trace_id_low) FROM spans WHERE name = 'cache.get'"),
+            Cell("4bf92f3577b34da6a3ce929d0e0e4736"));
+  // An absent parent is NULL; empty strings stay empty strings, never NULL.
+  EXPECT_EQ(Scalar("SELECT COUNT(*) FROM spans WHERE parent_span_id IS NULL"), Cell("1"));
+  EXPECT_EQ(Scalar("SELECT COUNT(*) FROM spans WHERE status_message = ''"), Cell("1"));
   EXPECT_EQ(Scalar("SELECT COUNT(*) FROM spans WHERE flags = 4294967295"), Cell("1"));
 }
 
@@ -535,7 +562,8 @@ TEST_P(StoreConformanceTest, LogsRoundTripEveryColumn) {
   Status s = Sink(Signal::kLogs)->WriteLogs({&logs});
   ASSERT_TRUE(s.ok()) << s.ToString();
   ExpectRows(Query("SELECT * FROM logs ORDER BY observed_time_ns"), LogExpectations(logs), {0, 1});
-  EXPECT_EQ(Scalar("SELECT COUNT(*) FROM logs WHERE trace_id = ''"), Cell("1"));
+  EXPECT_EQ(Scalar("SELECT COUNT(*) FROM logs WHERE trace_id_high IS NULL AND trace_id_low IS NULL AND span_id IS NULL"),
+            Cell("1"));
 }
 
 TEST_P(StoreConformanceTest, MetricsRoundTripEveryColumnAndNullRules) {
@@ -738,9 +766,10 @@ TEST_P(StoreConformanceTest, LargeBatchesKeepEveryRow) {
   int ints = 0, sums = 0, buckets = 0, roots = 0;
   for (int i = 0; i < kRows; ++i) {
     std::string id = std::to_string(1000000 + i);
-    spans.trace_id.Append("trace-" + id + "-with-a-long-suffix");
-    spans.span_id.Append(id);
-    spans.parent_span_id.Append(i % 7 == 0 ? "" : "p" + id);
+    spans.trace_id_high.push_back(static_cast<uint64_t>(i) << 40);
+    spans.trace_id_low.push_back(~static_cast<uint64_t>(i));  // above INT64_MAX: stored negative
+    spans.span_id.push_back(1000000 + i);
+    spans.parent_span_id.push_back(i % 7 == 0 ? 0 : 2000000 + i);
     if (i % 7 == 0) ++roots;
     spans.trace_state.Append("");
     spans.flags.push_back(static_cast<uint32_t>(i));
@@ -798,12 +827,12 @@ TEST_P(StoreConformanceTest, LargeBatchesKeepEveryRow) {
 
   EXPECT_EQ(Count("spans"), kRows);
   EXPECT_EQ(Scalar("SELECT SUM(duration_ns) FROM spans"), Int(duration_sum));
-  EXPECT_EQ(Scalar("SELECT COUNT(*) FROM spans WHERE parent_span_id = ''"), Int(roots));
+  EXPECT_EQ(Scalar("SELECT COUNT(*) FROM spans WHERE parent_span_id IS NULL"), Int(roots));
   EXPECT_EQ(Scalar("SELECT SUM(flags) FROM spans"), Int(int64_t{kRows} * (kRows - 1) / 2));
-  EXPECT_EQ(Scalar("SELECT name FROM spans WHERE span_id = '1004096'"), Cell("a rather long operation name 1004096"));
-  EXPECT_EQ(Scalar("SELECT attributes FROM spans WHERE span_id = '1004097'"), Cell("{\"i\":4097}"));
-  EXPECT_EQ(Scalar("SELECT trace_id FROM spans WHERE span_id = '1002048'"),
-            Cell("trace-1002048-with-a-long-suffix"));
+  EXPECT_EQ(Scalar("SELECT name FROM spans WHERE span_id = 1004096"), Cell("a rather long operation name 1004096"));
+  EXPECT_EQ(Scalar("SELECT attributes FROM spans WHERE span_id = 1004097"), Cell("{\"i\":4097}"));
+  EXPECT_EQ(Scalar("SELECT printf('%016x%016x', trace_id_high, trace_id_low) FROM spans WHERE span_id = 1002048"),
+            Cell(TraceIdHex(uint64_t{2048} << 40, ~uint64_t{2048})));
 
   EXPECT_EQ(Count("metric_points"), kRows);
   EXPECT_EQ(Scalar("SELECT COUNT(value) FROM metric_points"), Int(kRows - kRows / 5));

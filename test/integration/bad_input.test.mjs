@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import net from 'node:net';
 import zlib from 'node:zlib';
 
-import { HOST, TOKEN, request, startServer } from './lib/server.mjs';
+import { HEX, HOST, TOKEN, request, startServer } from './lib/server.mjs';
 import { encodeTraceRequestProto, encodeTraceRequestJson, makeRunTag, makeSpanBatch } from './lib/otlp.mjs';
 
 const MAX_BODY = 1 << 20;       // --max-body-bytes
@@ -293,7 +293,7 @@ describe('bad OTLP/HTTP input (duckdb)', { timeout: 120_000 }, () => {
 
   it('stops cleanly and kept exactly the valid spans', async () => {
     await server.stop();
-    const out = await server.sql('SELECT span_id FROM spans ORDER BY span_id');
+    const out = await server.sql(`SELECT ${HEX.span_id} FROM spans ORDER BY 1`);
     const want = [...makeSpanBatch(runTag, 1, 1).spanIds, ...makeSpanBatch(runTag, 2, 3).spanIds,
       ...(HAVE_ZSTD ? makeSpanBatch(runTag, 3, 2).spanIds : [])].sort();
     assert.deepEqual(out.rows.map((r) => r[0]), want);

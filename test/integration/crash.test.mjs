@@ -6,7 +6,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 
-import { ENGINES, TOKEN, request, sleep, startServer } from './lib/server.mjs';
+import { ENGINES, HEX, TOKEN, request, sleep, startServer } from './lib/server.mjs';
 import { encodeTraceRequestProto, gzip, makeRunTag, makeSpanBatch } from './lib/otlp.mjs';
 
 const SENDERS = 6;
@@ -105,7 +105,7 @@ for (const engine of ENGINES) {
 
     it('stops cleanly; every acknowledged span is stored, once', async (t) => {
       await server.stop();
-      const out = await server.sql('SELECT span_id FROM spans');
+      const out = await server.sql(`SELECT ${HEX.span_id} FROM spans`);
       const stored = out.rows.map((r) => r[0]);
       const storedSet = new Set(stored);
       assert.equal(storedSet.size, stored.length, 'no span stored twice');

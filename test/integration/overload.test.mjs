@@ -6,7 +6,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 
-import { TOKEN, request, startServer } from './lib/server.mjs';
+import { HEX, TOKEN, request, startServer } from './lib/server.mjs';
 import { encodeTraceRequestJson, makeRunTag, makeSpanBatch } from './lib/otlp.mjs';
 
 const REQUESTS = 300;
@@ -104,7 +104,7 @@ describe('overload: admission control under a burst (duckdb)', { timeout: 180_00
 
   it('stores every acknowledged span and nothing it refused', async () => {
     await server.stop();
-    const out = await server.sql('SELECT span_id FROM spans');
+    const out = await server.sql(`SELECT ${HEX.span_id} FROM spans`);
     const stored = out.rows.map((r) => r[0]);
     const storedSet = new Set(stored);
     const acceptedIds = [...accepted.values()].flat();
@@ -118,7 +118,7 @@ describe('overload: admission control under a burst (duckdb)', { timeout: 180_00
       assert.ok(storedSet.has(id), `span ${id} of request ${someReq}`);
     }
     const rows = await server.sql(
-      `SELECT name, service_name, http_route FROM spans WHERE span_id = '${ids[0]}'`);
+      `SELECT name, service_name, http_route FROM spans WHERE ${HEX.span_id} = '${ids[0]}'`);
     assert.deepEqual(rows.rows, [['GET /api/items/{id}', 'it-overload', '/api/items/{id}']]);
   });
 });

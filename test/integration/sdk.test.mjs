@@ -24,7 +24,7 @@ import { OTLPLogExporter as LogsJson } from '@opentelemetry/exporter-logs-otlp-h
 import { OTLPMetricExporter as MetricsProto } from '@opentelemetry/exporter-metrics-otlp-proto';
 import { OTLPMetricExporter as MetricsJson } from '@opentelemetry/exporter-metrics-otlp-http';
 
-import { ENGINES, TOKEN, startServer } from './lib/server.mjs';
+import { ENGINES, HEX, TOKEN, startServer } from './lib/server.mjs';
 import { hrTimeToNs, parseJsonExact } from './lib/otlp.mjs';
 
 const PROTOCOLS = ['proto', 'json'];
@@ -339,7 +339,10 @@ async function exportAll(server, engine, protocol) {
 async function checkSpans(server, c) {
   const soft = softAssert();
   const out = await server.sql(
-    `SELECT * FROM spans WHERE service_name = ${sqlString(c.service)} ORDER BY start_time_ns`);
+    `SELECT *, ${HEX.trace_id} AS trace_id_hex, ${HEX.span_id} AS span_id_hex, ${HEX.parent_span_id} AS parent_hex
+     FROM spans WHERE service_name = ${sqlString(c.service)} ORDER BY start_time_ns`);
+  out.objects = out.objects.map((r) =>
+    ({ ...r, trace_id: r.trace_id_hex, span_id: r.span_id_hex, parent_span_id: r.parent_hex }));
   assert.equal(out.rows.length, c.spans.length, `spans stored for ${c.service}`);
   const byId = new Map(out.objects.map((r) => [r.span_id, r]));
   assert.equal(byId.size, c.spans.length, 'span ids are unique');
@@ -459,7 +462,9 @@ async function checkSpans(server, c) {
 async function checkLogs(server, c) {
   const soft = softAssert();
   const out = await server.sql(
-    `SELECT * FROM logs WHERE service_name = ${sqlString(c.service)} ORDER BY time_ns`);
+    `SELECT *, ${HEX.trace_id} AS trace_id_hex, ${HEX.span_id} AS span_id_hex
+     FROM logs WHERE service_name = ${sqlString(c.service)} ORDER BY time_ns`);
+  out.objects = out.objects.map((r) => ({ ...r, trace_id: r.trace_id_hex, span_id: r.span_id_hex }));
   assert.equal(out.rows.length, c.logRecords.length, `logs stored for ${c.service}`);
   const bodyType = (b) => {
     if (typeof b === 'string') return 1;

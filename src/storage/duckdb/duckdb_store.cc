@@ -186,6 +186,17 @@ void FillVector(duckdb_vector vector, const schema::Column& c, const uint32_t* s
       }
       break;
     }
+    case schema::SourceKind::kId: {
+      auto* out = static_cast<int64_t*>(duckdb_vector_get_data(vector));
+      const auto* in = static_cast<const uint64_t*>(c.a);
+      const auto* other = static_cast<const uint64_t*>(c.b);
+      for (size_t j = 0; j < n; ++j) {
+        size_t r = row(j);
+        out[j] = static_cast<int64_t>(in[r]);
+        if (in[r] == 0 && other[r] == 0) nulls.Set(j);
+      }
+      break;
+    }
     case schema::SourceKind::kText:
     case schema::SourceKind::kTextEmptyNull: {
       const auto* in = static_cast<const StringColumn*>(c.a);

@@ -43,7 +43,7 @@ constexpr const char* kConnectionPragmas =
 // with an exception. They lead with the time column because span queries
 // name `+project_id`, which keeps SQLite off the project_id indexes.
 constexpr const char* kIndexSql[] = {
-    "CREATE INDEX IF NOT EXISTS spans_project_trace ON spans (project_id, trace_id)",
+    "CREATE INDEX IF NOT EXISTS spans_trace ON spans (project_id, trace_id_high, trace_id_low)",
     "CREATE INDEX IF NOT EXISTS spans_entry_stats ON spans "
     "(start_time_ns, service_name, endpoint, status_code, duration_ns, project_id) WHERE is_entry = 1",
     "CREATE INDEX IF NOT EXISTS spans_exceptions ON spans (start_time_ns) WHERE has_exception = 1",
@@ -127,6 +127,12 @@ int BindCell(sqlite3_stmt* stmt, int index, const schema::Column& c, size_t r) {
       return static_cast<const uint8_t*>(c.b)[r] != 0
                  ? sqlite3_bind_int64(stmt, index, static_cast<const int64_t*>(c.a)[r])
                  : sqlite3_bind_null(stmt, index);
+    case schema::SourceKind::kId: {
+      uint64_t v = static_cast<const uint64_t*>(c.a)[r];
+      return v == 0 && static_cast<const uint64_t*>(c.b)[r] == 0
+                 ? sqlite3_bind_null(stmt, index)
+                 : sqlite3_bind_int64(stmt, index, static_cast<int64_t>(v));
+    }
     case schema::SourceKind::kText:
       return BindText(stmt, index, static_cast<const StringColumn*>(c.a)->Get(r));
     case schema::SourceKind::kTextEmptyNull: {

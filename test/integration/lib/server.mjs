@@ -23,6 +23,15 @@ export const BIN = process.env.SIGHTLINE_BIN
 export const TOKEN = 'it-token-5f1c';
 export const HOST = '127.0.0.1';
 
+//! Ids are stored as signed 64-bit halves (docs/STORAGE.md); these SQL
+//! expressions read them back as the lowercase hex the API shows, alike on
+//! both engines ('' when absent).
+export const HEX = {
+  trace_id: "CASE WHEN trace_id_high IS NULL THEN '' ELSE printf('%016x%016x', trace_id_high, trace_id_low) END",
+  span_id: "CASE WHEN span_id IS NULL THEN '' ELSE printf('%016x', span_id) END",
+  parent_span_id: "CASE WHEN parent_span_id IS NULL THEN '' ELSE printf('%016x', parent_span_id) END",
+};
+
 // Engines under test; SIGHTLINE_IT_ENGINES=duckdb narrows a local run.
 export const ENGINES = (process.env.SIGHTLINE_IT_ENGINES || 'duckdb,sqlite')
   .split(',').map((s) => s.trim()).filter(Boolean);
