@@ -168,8 +168,7 @@ INSERT INTO spans SELECT
        ELSE '{"db.system":"postgresql","db.statement":"SELECT * FROM ' || $(resw "$k") || ' WHERE id = ?","db.rows":' || (h3 % 100) || '}' END,
   CASE WHEN $exc THEN '[{"time_unix_nano":' || (st + dur) || ',"name":"exception","attributes":{"exception.type":"' || $etype || '","exception.message":"' || $emsg || '","exception.stacktrace":"at com.example.Handler.handle(Handler.java:' || (h4 % 900) || ')\\n\\tat com.example.Server.dispatch(Server.java:88)"},"dropped_attributes_count":0}]' ELSE '[]' END,
   '[]', 0, 0, 0,
-  '{"service.name":"' || $sv || '","service.version":"1.' || (h1 % 10) || '.0","host.name":"' || $sv || '-' || (h5 % 3) || '","telemetry.sdk.language":"java","deployment.environment":"prod"}',
-  'io.opentelemetry.instrumentation.http', '1.32.0', '{}',
+  (h1 % 10) * 3 + h5 % 3,  -- resource_id: service (and its version) x host, a row of span_resources
   -- derived columns (endpoint = route else name; is_entry; has_exception), as the writer fills them
   CASE WHEN $p < 7 THEN $route WHEN $p < 9 THEN 'SELECT ' || $(resw "$k") ELSE 'render ' || $(resw "$k") END,
   CASE WHEN $p < 7 THEN 1 ELSE 0 END,
@@ -203,11 +202,25 @@ INSERT INTO logs SELECT
   $sv,
   '{"logger":"com.example.' || $sv || '.Handler","thread":"worker-' || (h5 % 16) || '","code.lineno":' || (h3 % 500) || '}',
   0,
-  '{"service.name":"' || $sv || '","service.version":"1.' || (h4 % 10) || '.0","host.name":"' || $sv || '-' || (h1 % 3) || '","telemetry.sdk.language":"java","deployment.environment":"prod"}',
-  'com.example.logging', '', '{}'
+  (h4 % 10) * 3 + h1 % 3  -- resource_id: service (and its version) x host, a row of log_resources
 FROM g
 SQL
 }
+
+# The 30 resources the span and log rows name: k = service * 3 + host.
+resources_sql() { # $1 = table, $2 = scope name, $3 = scope version, $4 = FROM clause yielding column k
+  local sv
+  sv=$(svc "(k $DIV 3)")
+  cat <<SQL
+INSERT INTO $1 SELECT
+  1, k,
+  '{"service.name":"' || $sv || '","service.version":"1.' || (k $DIV 3) || '.0","host.name":"' || $sv || '-' || (k % 3) || '","telemetry.sdk.language":"java","deployment.environment":"prod"}',
+  '$2', '$3', '{}'
+FROM $4
+SQL
+}
+span_resources_sql() { resources_sql span_resources io.opentelemetry.instrumentation.http 1.32.0 "$1"; }
+log_resources_sql() { resources_sql log_resources com.example.logging "" "$1"; }
 
 series_sql() {
   local sv
@@ -255,9 +268,10 @@ SQL
 FILL_LOG=""
 fill_duckdb() {
   local t0 t1
-  for table in spans logs series points; do
+  for table in spans logs series points span_resources log_resources; do
     local src="(SELECT range AS i FROM range($ROWS))"
     [[ $table == series ]] && src="(SELECT range AS k FROM range(200))"
+    [[ $table == *_resources ]] && src="(SELECT range AS k FROM range(30))"
     t0=$(date +%s.%N)
     "$BIN" sql --storage duckdb --data "$DATA" "$("${table}_sql" "$src")" >/dev/null
     t1=$(date +%s.%N)
@@ -267,12 +281,14 @@ fill_duckdb() {
 }
 fill_sqlite() {
   local db=$DATA/telemetry.sqlite chunk=1000000 t0 t1
-  for table in spans logs series points; do
+  for table in spans logs series points span_resources log_resources; do
     t0=$(date +%s.%N)
     {
       echo "PRAGMA synchronous=OFF; PRAGMA cache_size=-1048576; PRAGMA temp_store=MEMORY;"
       if [[ $table == series ]]; then
         echo "BEGIN; $(series_sql "(SELECT value AS k FROM generate_series(0, 199))"); COMMIT;"
+      elif [[ $table == *_resources ]]; then
+        echo "BEGIN; $("${table}_sql" "(SELECT value AS k FROM generate_series(0, 29))"); COMMIT;"
       else
         for ((a = 0; a < ROWS; a += chunk)); do
           local b=$((a + chunk - 1)); ((b >= ROWS)) && b=$((ROWS - 1))

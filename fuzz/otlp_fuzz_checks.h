@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -165,6 +166,20 @@ inline void CheckRejections(const Rejections& r) {
   Check((r.count == 0) == r.message.empty(), "rejection message present iff items were rejected", r.message);
 }
 
+//! The resource table is aligned, its JSON valid, and every row's
+//! resource_id is one of its rows.
+inline void CheckResources(const ResourceTable& t, const std::vector<int64_t>& row_ids, const char* what) {
+  const size_t n = t.rows();
+  CheckSize(t.resource_attributes.size(), n, "resource_attributes");
+  CheckSize(t.scope_name.size(), n, "scope_name");
+  CheckSize(t.scope_version.size(), n, "scope_version");
+  CheckSize(t.scope_attributes.size(), n, "scope_attributes");
+  std::set<int64_t> ids(t.resource_id.begin(), t.resource_id.end());
+  for (int64_t id : row_ids) Check(ids.count(id) == 1, what, "row names a resource the batch lacks");
+  CheckJsonColumn(t.resource_attributes, what, '{', false);
+  CheckJsonColumn(t.scope_attributes, what, '{', false);
+}
+
 inline void CheckInvariants(const SpanBatch& b) {
   const size_t n = b.rows();
 #define SL_SIZE(col) CheckSize(b.col.size(), n, #col)
@@ -174,8 +189,7 @@ inline void CheckInvariants(const SpanBatch& b) {
   SL_SIZE(service_name); SL_SIZE(http_route); SL_SIZE(http_method); SL_SIZE(http_status_code);
   SL_SIZE(db_system); SL_SIZE(exception_type); SL_SIZE(exception_message); SL_SIZE(attributes);
   SL_SIZE(events); SL_SIZE(links); SL_SIZE(dropped_attributes_count); SL_SIZE(dropped_events_count);
-  SL_SIZE(dropped_links_count); SL_SIZE(resource_attributes); SL_SIZE(scope_name); SL_SIZE(scope_version);
-  SL_SIZE(scope_attributes);
+  SL_SIZE(dropped_links_count); SL_SIZE(resource_id);
 #undef SL_SIZE
   for (size_t i = 0; i < n; ++i) {
     Check(b.trace_id_high[i] != 0 || b.trace_id_low[i] != 0, "span trace_id is all zero");
@@ -185,8 +199,7 @@ inline void CheckInvariants(const SpanBatch& b) {
   CheckJsonColumn(b.attributes, "span attributes", '{', false);
   CheckJsonColumn(b.events, "span events", '[', false);
   CheckJsonColumn(b.links, "span links", '[', false);
-  CheckJsonColumn(b.resource_attributes, "span resource_attributes", '{', false);
-  CheckJsonColumn(b.scope_attributes, "span scope_attributes", '{', false);
+  CheckResources(b.resources, b.resource_id, "span");
 }
 
 inline void CheckInvariants(const LogBatch& b) {
@@ -195,8 +208,7 @@ inline void CheckInvariants(const LogBatch& b) {
   SL_SIZE(observed_time_ns); SL_SIZE(severity_number); SL_SIZE(severity_text); SL_SIZE(body);
   SL_SIZE(body_type); SL_SIZE(trace_id_high); SL_SIZE(trace_id_low); SL_SIZE(span_id); SL_SIZE(flags);
   SL_SIZE(service_name);
-  SL_SIZE(attributes); SL_SIZE(dropped_attributes_count); SL_SIZE(resource_attributes); SL_SIZE(scope_name);
-  SL_SIZE(scope_version); SL_SIZE(scope_attributes);
+  SL_SIZE(attributes); SL_SIZE(dropped_attributes_count); SL_SIZE(resource_id);
 #undef SL_SIZE
   for (size_t i = 0; i < n; ++i) {
     auto type = static_cast<AnyValueType>(b.body_type[i]);
@@ -207,8 +219,7 @@ inline void CheckInvariants(const LogBatch& b) {
     }
   }
   CheckJsonColumn(b.attributes, "log attributes", '{', false);
-  CheckJsonColumn(b.resource_attributes, "log resource_attributes", '{', false);
-  CheckJsonColumn(b.scope_attributes, "log scope_attributes", '{', false);
+  CheckResources(b.resources, b.resource_id, "log");
 }
 
 inline void CheckInvariants(const MetricBatch& b) {
@@ -278,16 +289,18 @@ inline void CheckSame(const SpanBatch& a, const SpanBatch& b) {
   SL_SAME(status_message); SL_SAME(service_name); SL_SAME(http_route); SL_SAME(http_method);
   SL_SAME(http_status_code); SL_SAME(db_system); SL_SAME(exception_type); SL_SAME(exception_message);
   SL_SAME(attributes); SL_SAME(events); SL_SAME(links); SL_SAME(dropped_attributes_count);
-  SL_SAME(dropped_events_count); SL_SAME(dropped_links_count); SL_SAME(resource_attributes);
-  SL_SAME(scope_name); SL_SAME(scope_version); SL_SAME(scope_attributes);
+  SL_SAME(dropped_events_count); SL_SAME(dropped_links_count); SL_SAME(resource_id);
+  SL_SAME(resources.resource_id); SL_SAME(resources.resource_attributes); SL_SAME(resources.scope_name);
+  SL_SAME(resources.scope_version); SL_SAME(resources.scope_attributes);
 }
 
 inline void CheckSame(const LogBatch& a, const LogBatch& b) {
   SL_SAME(time_ns); SL_SAME(observed_time_ns); SL_SAME(severity_number); SL_SAME(severity_text); SL_SAME(body);
   SL_SAME(body_type); SL_SAME(trace_id_high); SL_SAME(trace_id_low); SL_SAME(span_id); SL_SAME(flags);
   SL_SAME(service_name);
-  SL_SAME(attributes); SL_SAME(dropped_attributes_count); SL_SAME(resource_attributes); SL_SAME(scope_name);
-  SL_SAME(scope_version); SL_SAME(scope_attributes);
+  SL_SAME(attributes); SL_SAME(dropped_attributes_count); SL_SAME(resource_id);
+  SL_SAME(resources.resource_id); SL_SAME(resources.resource_attributes); SL_SAME(resources.scope_name);
+  SL_SAME(resources.scope_version); SL_SAME(resources.scope_attributes);
 }
 
 inline void CheckSame(const MetricBatch& a, const MetricBatch& b) {

@@ -171,6 +171,8 @@ struct Context {
   std::string scope_name;
   std::string scope_version;
   std::string scope_json;
+  int64_t resource_id = 0;  // spans and logs: see ResourceId()
+  bool in_table = false;    // this block's resource row is in the batch's table
 
   void SetResource(const KeyValues& attrs) {
     const std::string* svc = FindStringAttribute(attrs, "service.name");
@@ -183,6 +185,26 @@ struct Context {
     scope_version = scope.version();
     scope_json.clear();
     AppendAttributesJson(&scope_json, scope.attributes());
+    StableHasher h;
+    h.AddField(resource_json);
+    h.AddField(scope_name);
+    h.AddField(scope_version);
+    h.AddField(scope_json);
+    resource_id = static_cast<int64_t>(h.Finish());
+    in_table = false;
+  }
+  //! The block's resource_id for a row, adding its resource row to `table`
+  //! at the block's first row (blocks without accepted rows add none).
+  int64_t ResourceIdFor(ResourceTable* table) {
+    if (!in_table) {
+      table->resource_id.push_back(resource_id);
+      table->resource_attributes.Append(resource_json);
+      table->scope_name.Append(scope_name);
+      table->scope_version.Append(scope_version);
+      table->scope_attributes.Append(scope_json);
+      in_table = true;
+    }
+    return resource_id;
   }
 };
 
@@ -199,7 +221,7 @@ const std::string& FirstString(const KeyValues& attrs, std::initializer_list<std
   return kEmpty;
 }
 
-bool AppendSpan(const otlp_trace::Span& span, const Context& ctx, IdReader* ids, SpanBatch* out,
+bool AppendSpan(const otlp_trace::Span& span, Context& ctx, IdReader* ids, SpanBatch* out,
                 Rejections* rejected) {
   // Validate ids before touching any column so a rejected span leaves no partial row.
   // Per-thread scratch, so the JSON text costs no malloc per span.
@@ -300,10 +322,7 @@ bool AppendSpan(const otlp_trace::Span& span, const Context& ctx, IdReader* ids,
   out->dropped_attributes_count.push_back(span.dropped_attributes_count());
   out->dropped_events_count.push_back(span.dropped_events_count());
   out->dropped_links_count.push_back(span.dropped_links_count());
-  out->resource_attributes.Append(ctx.resource_json);
-  out->scope_name.Append(ctx.scope_name);
-  out->scope_version.Append(ctx.scope_version);
-  out->scope_attributes.Append(ctx.scope_json);
+  out->resource_id.push_back(ctx.ResourceIdFor(&out->resources));
   return true;
 }
 
@@ -383,10 +402,7 @@ Status DecodeLogs(std::string_view body, PayloadFormat format, int64_t receive_t
         AppendAttributesJson(&out->attributes.buffer(), rec.attributes());
         out->attributes.CommitRow();
         out->dropped_attributes_count.push_back(rec.dropped_attributes_count());
-        out->resource_attributes.Append(ctx.resource_json);
-        out->scope_name.Append(ctx.scope_name);
-        out->scope_version.Append(ctx.scope_version);
-        out->scope_attributes.Append(ctx.scope_json);
+        out->resource_id.push_back(ctx.ResourceIdFor(&out->resources));
       }
     }
   }

@@ -19,6 +19,7 @@
 #include <functional>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -104,6 +105,24 @@ Strings SpanIds(const std::vector<uint64_t>& ids) {
   return v;
 }
 
+// A resource column of each row, looked up through the row's resource_id.
+template <typename Batch>
+Strings PerRow(const Batch& b, StringColumn ResourceTable::*col) {
+  std::map<int64_t, size_t> at;
+  for (size_t i = 0; i < b.resources.rows(); ++i) at.emplace(b.resources.resource_id[i], i);
+  Strings v;
+  for (int64_t id : b.resource_id) {
+    auto it = at.find(id);
+    v.push_back(it == at.end() ? "<no resource row>" : std::string((b.resources.*col).Get(it->second)));
+  }
+  return v;
+}
+#define EXPECT_SAME_RESOURCES(a, b)                                                                 \
+  for (auto col : {&ResourceTable::resource_attributes, &ResourceTable::scope_name,               \
+                   &ResourceTable::scope_version, &ResourceTable::scope_attributes}) {             \
+    EXPECT_EQ(PerRow(a, col), PerRow(b, col));                                                     \
+  }
+
 #define EXPECT_SAME_COLUMN(a, b, col) EXPECT_EQ(Column((a).col), Column((b).col)) << "column " #col
 
 void ExpectSameSpans(const SpanBatch& a, const SpanBatch& b) {
@@ -133,10 +152,7 @@ void ExpectSameSpans(const SpanBatch& a, const SpanBatch& b) {
   EXPECT_SAME_COLUMN(a, b, dropped_attributes_count);
   EXPECT_SAME_COLUMN(a, b, dropped_events_count);
   EXPECT_SAME_COLUMN(a, b, dropped_links_count);
-  EXPECT_SAME_COLUMN(a, b, resource_attributes);
-  EXPECT_SAME_COLUMN(a, b, scope_name);
-  EXPECT_SAME_COLUMN(a, b, scope_version);
-  EXPECT_SAME_COLUMN(a, b, scope_attributes);
+  EXPECT_SAME_RESOURCES(a, b);
 }
 
 void ExpectSameLogs(const LogBatch& a, const LogBatch& b) {
@@ -154,10 +170,7 @@ void ExpectSameLogs(const LogBatch& a, const LogBatch& b) {
   EXPECT_SAME_COLUMN(a, b, service_name);
   EXPECT_SAME_COLUMN(a, b, attributes);
   EXPECT_SAME_COLUMN(a, b, dropped_attributes_count);
-  EXPECT_SAME_COLUMN(a, b, resource_attributes);
-  EXPECT_SAME_COLUMN(a, b, scope_name);
-  EXPECT_SAME_COLUMN(a, b, scope_version);
-  EXPECT_SAME_COLUMN(a, b, scope_attributes);
+  EXPECT_SAME_RESOURCES(a, b);
 }
 
 void ExpectSameMetrics(const MetricBatch& a, const MetricBatch& b) {
@@ -202,8 +215,7 @@ void ExpectSpanColumnsAligned(const SpanBatch& b) {
                    b.http_status_code.size(), b.db_system.size(), b.exception_type.size(),
                    b.exception_message.size(), b.attributes.size(), b.events.size(), b.links.size(),
                    b.dropped_attributes_count.size(), b.dropped_events_count.size(), b.dropped_links_count.size(),
-                   b.resource_attributes.size(), b.scope_name.size(), b.scope_version.size(),
-                   b.scope_attributes.size()}) {
+                   b.resource_id.size()}) {
     EXPECT_EQ(s, n);
   }
 }
@@ -549,10 +561,15 @@ void ExpectTraceRequestColumns(const SpanBatch& b) {
   EXPECT_EQ(b.dropped_events_count, (std::vector<uint32_t>{4, 0, 0}));
   EXPECT_EQ(b.dropped_links_count, (std::vector<uint32_t>{5, 0, 0}));
   const char* res1 = R"({"service.name":"checkout","host.name":"h1","pid":42})";
-  EXPECT_EQ(Column(b.resource_attributes), (Strings{res1, res1, R"({"service.name":5})"}));
-  EXPECT_EQ(Column(b.scope_name), (Strings{"io.sightline.test", "io.sightline.test", ""}));
-  EXPECT_EQ(Column(b.scope_version), (Strings{"1.2.3", "1.2.3", ""}));
-  EXPECT_EQ(Column(b.scope_attributes), (Strings{R"({"lib.lang":"cpp"})", R"({"lib.lang":"cpp"})", "{}"}));
+  EXPECT_EQ(PerRow(b, &ResourceTable::resource_attributes), (Strings{res1, res1, R"({"service.name":5})"}));
+  EXPECT_EQ(PerRow(b, &ResourceTable::scope_name), (Strings{"io.sightline.test", "io.sightline.test", ""}));
+  EXPECT_EQ(PerRow(b, &ResourceTable::scope_version), (Strings{"1.2.3", "1.2.3", ""}));
+  EXPECT_EQ(PerRow(b, &ResourceTable::scope_attributes),
+            (Strings{R"({"lib.lang":"cpp"})", R"({"lib.lang":"cpp"})", "{}"}));
+  // Stored once per (resource, scope): the first two spans share a row.
+  EXPECT_EQ(b.resources.rows(), 2u);
+  EXPECT_EQ(b.resource_id[0], b.resource_id[1]);
+  EXPECT_NE(b.resource_id[0], b.resource_id[2]);
 }
 
 TEST(DecodeSpansTest, ProtobufEveryColumn) {
@@ -841,9 +858,9 @@ TEST(DecodeSpansTest, JsonUnknownFieldsAreIgnored) {
   SpanBatch b = Spans(body, PayloadFormat::kJson, &rejected);
   ASSERT_EQ(b.rows(), 1u);
   EXPECT_EQ(b.name.Get(0), "n");
-  EXPECT_EQ(b.scope_name.Get(0), "s");
-  EXPECT_EQ(b.scope_version.Get(0), "v");
-  EXPECT_EQ(b.scope_attributes.Get(0), R"({"a":"b"})");
+  EXPECT_EQ(PerRow(b, &ResourceTable::scope_name)[0], "s");
+  EXPECT_EQ(PerRow(b, &ResourceTable::scope_version)[0], "v");
+  EXPECT_EQ(PerRow(b, &ResourceTable::scope_attributes)[0], R"({"a":"b"})");
   EXPECT_EQ(b.flags[0], 257u);
   EXPECT_EQ(b.links.Get(0),
             R"([{"trace_id":"0af7651916cd43dd8448eb211c80319c","span_id":"b9c7c989f97918e1","trace_state":"",)"
@@ -1000,10 +1017,10 @@ void ExpectLogsRequestColumns(const LogBatch& b) {
   EXPECT_EQ(Column(b.service_name), Strings(8, "api"));
   EXPECT_EQ(Column(b.attributes), (Strings{R"({"retry":true})", "{}", "{}", "{}", "{}", "{}", "{}", "{}"}));
   EXPECT_EQ(b.dropped_attributes_count, (std::vector<uint32_t>{2, 0, 0, 0, 0, 0, 0, 0}));
-  EXPECT_EQ(Column(b.resource_attributes), Strings(8, R"({"service.name":"api"})"));
-  EXPECT_EQ(Column(b.scope_name), Strings(8, "app.logger"));
-  EXPECT_EQ(Column(b.scope_version), Strings(8, "0.1"));
-  EXPECT_EQ(Column(b.scope_attributes), Strings(8, R"({"n":1})"));
+  EXPECT_EQ(PerRow(b, &ResourceTable::resource_attributes), Strings(8, R"({"service.name":"api"})"));
+  EXPECT_EQ(PerRow(b, &ResourceTable::scope_name), Strings(8, "app.logger"));
+  EXPECT_EQ(PerRow(b, &ResourceTable::scope_version), Strings(8, "0.1"));
+  EXPECT_EQ(PerRow(b, &ResourceTable::scope_attributes), Strings(8, R"({"n":1})"));
 }
 
 TEST(DecodeLogsTest, ProtobufEveryColumnAndBodyKind) {

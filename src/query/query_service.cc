@@ -794,10 +794,12 @@ Result<std::string> TraceDetail(Runner& run, const std::string& trace_id_in) {
   w.Key("spans");
   w.BeginArray();
   Sql spans;
+  // Resource and scope are stored once per (resource, scope) in span_resources.
   spans << "SELECT " << kSpanIdHex << ", " << kParentSpanIdHex
         << ", service_name, name, kind, start_time_ns, end_time_ns, duration_ns, "
-           "status_code, status_message, attributes, resource_attributes, events, links, scope_name, trace_state "
-           "FROM spans WHERE project_id = ";
+           "status_code, status_message, attributes, r.resource_attributes, events, links, r.scope_name, trace_state "
+           "FROM spans LEFT JOIN span_resources r ON r.project_id = spans.project_id AND r.resource_id = spans.resource_id "
+           "WHERE spans.project_id = ";
   spans.Bind(run.project_);
   spans << by_trace.text;
   spans.params.insert(spans.params.end(), by_trace.params.begin(), by_trace.params.end());

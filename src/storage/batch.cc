@@ -31,15 +31,18 @@ size_t SpanBatch::ByteSize() const {
          VectorBytes(http_status_code) + db_system.ByteSize() + exception_type.ByteSize() +
          exception_message.ByteSize() + attributes.ByteSize() + events.ByteSize() + links.ByteSize() +
          VectorBytes(dropped_attributes_count) + VectorBytes(dropped_events_count) +
-         VectorBytes(dropped_links_count) + resource_attributes.ByteSize() + scope_name.ByteSize() +
-         scope_version.ByteSize() + scope_attributes.ByteSize();
+         VectorBytes(dropped_links_count) + VectorBytes(resource_id) + resources.ByteSize();
 }
 
 size_t LogBatch::ByteSize() const {
   return VectorBytes(time_ns) + VectorBytes(observed_time_ns) + VectorBytes(severity_number) +
          severity_text.ByteSize() + body.ByteSize() + VectorBytes(body_type) +
          VectorBytes(trace_id_high) + VectorBytes(trace_id_low) + VectorBytes(span_id) + VectorBytes(flags) + service_name.ByteSize() + attributes.ByteSize() +
-         VectorBytes(dropped_attributes_count) + resource_attributes.ByteSize() + scope_name.ByteSize() +
+         VectorBytes(dropped_attributes_count) + VectorBytes(resource_id) + resources.ByteSize();
+}
+
+size_t ResourceTable::ByteSize() const {
+  return VectorBytes(resource_id) + resource_attributes.ByteSize() + scope_name.ByteSize() +
          scope_version.ByteSize() + scope_attributes.ByteSize();
 }
 

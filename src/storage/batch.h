@@ -49,8 +49,23 @@ size_t VectorBytes(const std::vector<T>& v) {
   return v.capacity() * sizeof(T);
 }
 
-//! Resource and scope context repeated on each row (engines dictionary-compress it).
-//! service_name is promoted from resource attribute service.name.
+//! The distinct (resource, instrumentation scope) pairs of a batch. Each is
+//! stored once per project in the signal's resources table (span_resources,
+//! log_resources); rows carry only its resource_id, a stable hash of the four
+//! texts (see ResourceId in otlp/).
+struct ResourceTable {
+  std::vector<int64_t> resource_id;
+  StringColumn resource_attributes;  // JSON
+  StringColumn scope_name;
+  StringColumn scope_version;
+  StringColumn scope_attributes;     // JSON
+
+  size_t rows() const { return resource_id.size(); }
+  size_t ByteSize() const;
+};
+
+//! service_name is promoted from resource attribute service.name and kept on
+//! each row (dashboards filter on it); the rest of the resource is in resources.
 struct SpanBatch {
   int64_t project_id = 0;
   // Ids as big-endian 64-bit halves (common/hex.h IdFromBytes); 0 = absent.
@@ -81,10 +96,8 @@ struct SpanBatch {
   std::vector<uint32_t> dropped_attributes_count;
   std::vector<uint32_t> dropped_events_count;
   std::vector<uint32_t> dropped_links_count;
-  StringColumn resource_attributes;  // JSON
-  StringColumn scope_name;
-  StringColumn scope_version;
-  StringColumn scope_attributes;     // JSON
+  std::vector<int64_t> resource_id;  // a row of `resources`
+  ResourceTable resources;
 
   size_t rows() const { return start_time_ns.size(); }
   size_t ByteSize() const;
@@ -105,10 +118,8 @@ struct LogBatch {
   StringColumn service_name;
   StringColumn attributes;           // JSON
   std::vector<uint32_t> dropped_attributes_count;
-  StringColumn resource_attributes;  // JSON
-  StringColumn scope_name;
-  StringColumn scope_version;
-  StringColumn scope_attributes;     // JSON
+  std::vector<int64_t> resource_id;  // a row of `resources`
+  ResourceTable resources;
 
   size_t rows() const { return time_ns.size(); }
   size_t ByteSize() const;

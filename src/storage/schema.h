@@ -28,6 +28,8 @@ inline constexpr const char* kSpansTable = "spans";
 inline constexpr const char* kLogsTable = "logs";
 inline constexpr const char* kMetricSeriesTable = "metric_series";
 inline constexpr const char* kMetricPointsTable = "metric_points";
+inline constexpr const char* kSpanResourcesTable = "span_resources";
+inline constexpr const char* kLogResourcesTable = "log_resources";
 
 //! SQL type class; each engine maps it to its own type name.
 enum class ColumnType : uint8_t { kInt64, kDouble, kText };
@@ -144,8 +146,9 @@ inline Column AnyText(const char* name, const StringColumn& a, const StringColum
 
 }  // namespace internal
 
-inline constexpr size_t kSpanColumnCount = 34;
-inline constexpr size_t kLogColumnCount = 18;
+inline constexpr size_t kSpanColumnCount = 31;
+inline constexpr size_t kLogColumnCount = 15;
+inline constexpr size_t kResourceColumnCount = 6;
 inline constexpr size_t kMetricSeriesColumnCount = 13;
 inline constexpr size_t kMetricPointColumnCount = 16;
 
@@ -180,10 +183,7 @@ inline std::array<Column, kSpanColumnCount> SpanColumns(const SpanBatch& b) {
       Ints("dropped_attributes_count", b.dropped_attributes_count),
       Ints("dropped_events_count", b.dropped_events_count),
       Ints("dropped_links_count", b.dropped_links_count),
-      Text("resource_attributes", b.resource_attributes),
-      Text("scope_name", b.scope_name),
-      Text("scope_version", b.scope_version),
-      Text("scope_attributes", b.scope_attributes),
+      Ints("resource_id", b.resource_id),
       // Derived (added in schema 2; see MigrationSql).
       TextOrElse("endpoint", b.http_route, b.name, "CASE WHEN http_route <> '' THEN http_route ELSE name END"),
       IsEntry("is_entry", b.kind, b.parent_span_id,
@@ -211,10 +211,21 @@ inline std::array<Column, kLogColumnCount> LogColumns(const LogBatch& b) {
       Text("service_name", b.service_name),
       Text("attributes", b.attributes),
       Ints("dropped_attributes_count", b.dropped_attributes_count),
-      Text("resource_attributes", b.resource_attributes),
-      Text("scope_name", b.scope_name),
-      Text("scope_version", b.scope_version),
-      Text("scope_attributes", b.scope_attributes),
+      Ints("resource_id", b.resource_id),
+  }};
+}
+
+//! span_resources / log_resources: one row per distinct (project_id,
+//! resource_id); r.rows() rows.
+inline std::array<Column, kResourceColumnCount> ResourceColumns(const ResourceTable& r, int64_t project_id) {
+  using namespace internal;
+  return {{
+      Constant("project_id", project_id),
+      Ints("resource_id", r.resource_id),
+      Text("resource_attributes", r.resource_attributes),
+      Text("scope_name", r.scope_name),
+      Text("scope_version", r.scope_version),
+      Text("scope_attributes", r.scope_attributes),
   }};
 }
 
@@ -284,22 +295,9 @@ inline std::string CreateTableSql(const char* table, std::span<const Column> col
   return sql;
 }
 
-//! CREATE TABLE IF NOT EXISTS for all four tables, in a fixed order.
-inline std::vector<std::string> CreateAllTablesSql(const TypeNames& types) {
-  SpanBatch spans;
-  LogBatch logs;
-  MetricBatch metrics;
-  return {
-      CreateTableSql(kSpansTable, SpanColumns(spans), types),
-      CreateTableSql(kLogsTable, LogColumns(logs), types),
-      CreateTableSql(kMetricSeriesTable, MetricSeriesColumns(metrics), types),
-      CreateTableSql(kMetricPointsTable, MetricPointColumns(metrics), types),
-  };
-}
-
-//! Every table's columns, in table order (for checking and migrating an
-//! existing database). The columns view static empty batches: names, types
-//! and backfill expressions only.
+//! Every table's columns, in table order (for creating, checking and
+//! migrating). The columns view static empty batches: names, types and
+//! backfill expressions only.
 inline std::vector<std::pair<const char*, std::vector<Column>>> AllTableColumns() {
   static const SpanBatch spans;
   static const LogBatch logs;
@@ -307,10 +305,19 @@ inline std::vector<std::pair<const char*, std::vector<Column>>> AllTableColumns(
   auto list = [](auto columns) { return std::vector<Column>(columns.begin(), columns.end()); };
   return {
       {kSpansTable, list(SpanColumns(spans))},
+      {kSpanResourcesTable, list(ResourceColumns(spans.resources, 0))},
       {kLogsTable, list(LogColumns(logs))},
+      {kLogResourcesTable, list(ResourceColumns(logs.resources, 0))},
       {kMetricSeriesTable, list(MetricSeriesColumns(metrics))},
       {kMetricPointsTable, list(MetricPointColumns(metrics))},
   };
+}
+
+//! CREATE TABLE IF NOT EXISTS for every table, in a fixed order.
+inline std::vector<std::string> CreateAllTablesSql(const TypeNames& types) {
+  std::vector<std::string> out;
+  for (const auto& [table, columns] : AllTableColumns()) out.push_back(CreateTableSql(table, columns, types));
+  return out;
 }
 
 //! OK when an existing table has exactly the expected columns in order; a
@@ -443,30 +450,57 @@ inline Status ValidateColumns(const char* table, std::span<const Column> columns
   return Status::Ok();
 }
 
-//! The identity of a stored series: a series row is written once per key.
-struct SeriesKey {
+//! Each signal writes two tables in one transaction: a keyed table, whose
+//! rows are written once per (project_id, key) — metric series, span and log
+//! resources — and its main table, every row (metric_points, spans, logs).
+//! The overloads below give both for a batch, so an engine writes every
+//! signal with one routine.
+struct SignalTables {
+  const char* keyed;
+  const char* main;
+};
+inline SignalTables TablesOf(const SpanBatch&) { return {kSpanResourcesTable, kSpansTable}; }
+inline SignalTables TablesOf(const LogBatch&) { return {kLogResourcesTable, kLogsTable}; }
+inline SignalTables TablesOf(const MetricBatch&) { return {kMetricSeriesTable, kMetricPointsTable}; }
+inline auto KeyedColumns(const SpanBatch& b) { return ResourceColumns(b.resources, b.project_id); }
+inline auto KeyedColumns(const LogBatch& b) { return ResourceColumns(b.resources, b.project_id); }
+inline auto KeyedColumns(const MetricBatch& b) { return MetricSeriesColumns(b); }
+inline const std::vector<int64_t>& Keys(const SpanBatch& b) { return b.resources.resource_id; }
+inline const std::vector<int64_t>& Keys(const LogBatch& b) { return b.resources.resource_id; }
+inline const std::vector<int64_t>& Keys(const MetricBatch& b) { return b.series_id; }
+inline auto MainColumns(const SpanBatch& b) { return SpanColumns(b); }
+inline auto MainColumns(const LogBatch& b) { return LogColumns(b); }
+inline auto MainColumns(const MetricBatch& b) { return MetricPointColumns(b); }
+//! The key column of each signal's keyed table (for loading the known keys).
+inline const char* KeyColumn(Signal s) { return s == Signal::kMetrics ? "series_id" : "resource_id"; }
+inline const char* KeyedTable(Signal s) {
+  return s == Signal::kSpans ? kSpanResourcesTable : s == Signal::kLogs ? kLogResourcesTable : kMetricSeriesTable;
+}
+
+//! The identity of a keyed row: written once per key.
+struct RowKey {
   int64_t project_id;
-  int64_t series_id;
-  bool operator==(const SeriesKey&) const = default;
+  int64_t key;
+  bool operator==(const RowKey&) const = default;
 };
 
-struct SeriesKeyHash {
-  size_t operator()(const SeriesKey& k) const {
-    uint64_t h = static_cast<uint64_t>(k.series_id) ^ (static_cast<uint64_t>(k.project_id) * 0x9E3779B97F4A7C15ull);
+struct RowKeyHash {
+  size_t operator()(const RowKey& k) const {
+    uint64_t h = static_cast<uint64_t>(k.key) ^ (static_cast<uint64_t>(k.project_id) * 0x9E3779B97F4A7C15ull);
     h ^= h >> 31;
     return static_cast<size_t>(h);
   }
 };
 
-using SeriesSet = std::unordered_set<SeriesKey, SeriesKeyHash>;
+using KeySet = std::unordered_set<RowKey, RowKeyHash>;
 
-//! Appends to `rows` the series rows of b that are in neither `known` nor
-//! `pending`, and adds their keys to `pending` (so repeats later in the same
-//! write are skipped too).
-inline void SelectNewSeries(const MetricBatch& b, const SeriesSet& known, SeriesSet* pending,
-                            std::vector<uint32_t>* rows) {
-  for (size_t i = 0; i < b.series_id.size(); ++i) {
-    SeriesKey key{b.project_id, b.series_id[i]};
+//! Appends to `rows` the indexes of `keys` that are in neither `known` nor
+//! `pending`, and adds them to `pending` (so repeats later in the same write
+//! are skipped too).
+inline void SelectNewKeys(int64_t project_id, const std::vector<int64_t>& keys, const KeySet& known,
+                          KeySet* pending, std::vector<uint32_t>* rows) {
+  for (size_t i = 0; i < keys.size(); ++i) {
+    RowKey key{project_id, keys[i]};
     if (known.count(key) != 0) continue;
     if (!pending->insert(key).second) continue;
     rows->push_back(static_cast<uint32_t>(i));

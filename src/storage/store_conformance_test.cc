@@ -80,6 +80,25 @@ uint64_t SpanId(std::string_view hex) {
   return id;
 }
 
+//! Gives the row the id of its (resource, scope): a new row of the batch's
+//! resource table for a new one (ids 9001, 9002, ... in order of first use).
+void AddResource(ResourceTable* t, std::vector<int64_t>* row_ids, const char* resource, const char* scope_name,
+                 const char* scope_version, const char* scope_attributes) {
+  for (size_t i = 0; i < t->rows(); ++i) {
+    if (t->resource_attributes.Get(i) == resource && t->scope_name.Get(i) == scope_name &&
+        t->scope_version.Get(i) == scope_version && t->scope_attributes.Get(i) == scope_attributes) {
+      row_ids->push_back(t->resource_id[i]);
+      return;
+    }
+  }
+  t->resource_id.push_back(9001 + static_cast<int64_t>(t->rows()));
+  t->resource_attributes.Append(resource);
+  t->scope_name.Append(scope_name);
+  t->scope_version.Append(scope_version);
+  t->scope_attributes.Append(scope_attributes);
+  row_ids->push_back(t->resource_id.back());
+}
+
 SpanBatch MakeSpans(int64_t project_id = kProject) {
   SpanBatch b;
   b.project_id = project_id;
@@ -154,10 +173,7 @@ SpanBatch MakeSpans(int64_t project_id = kProject) {
     b.dropped_attributes_count.push_back(r.dropped_attributes);
     b.dropped_events_count.push_back(r.dropped_events);
     b.dropped_links_count.push_back(r.dropped_links);
-    b.resource_attributes.Append(r.resource);
-    b.scope_name.Append(r.scope_name);
-    b.scope_version.Append(r.scope_version);
-    b.scope_attributes.Append(r.scope_attributes);
+    AddResource(&b.resources, &b.resource_id, r.resource, r.scope_name, r.scope_version, r.scope_attributes);
   }
   return b;
 }
@@ -184,14 +200,8 @@ LogBatch MakeLogs(int64_t project_id = kProject) {
   b.attributes.Append(R"({"order.id":"A-17","amount":12.5})");
   b.attributes.Append("{}");
   b.dropped_attributes_count = {3, 0};
-  b.resource_attributes.Append(R"({"service.name":"payments"})");
-  b.resource_attributes.Append(R"({"service.name":"auth"})");
-  b.scope_name.Append("logback");
-  b.scope_name.Append("");
-  b.scope_version.Append("1.4");
-  b.scope_version.Append("");
-  b.scope_attributes.Append("{}");
-  b.scope_attributes.Append("");
+  AddResource(&b.resources, &b.resource_id, R"({"service.name":"payments"})", "logback", "1.4", "{}");
+  AddResource(&b.resources, &b.resource_id, R"({"service.name":"auth"})", "", "", "");
   return b;
 }
 
@@ -360,10 +370,7 @@ std::vector<ExpectedColumn> SpanExpectations(const SpanBatch& b) {
       {"dropped_attributes_count", [&](size_t i) { return Int(b.dropped_attributes_count[i]); }},
       {"dropped_events_count", [&](size_t i) { return Int(b.dropped_events_count[i]); }},
       {"dropped_links_count", [&](size_t i) { return Int(b.dropped_links_count[i]); }},
-      {"resource_attributes", [&](size_t i) { return Str(b.resource_attributes.Get(i)); }},
-      {"scope_name", [&](size_t i) { return Str(b.scope_name.Get(i)); }},
-      {"scope_version", [&](size_t i) { return Str(b.scope_version.Get(i)); }},
-      {"scope_attributes", [&](size_t i) { return Str(b.scope_attributes.Get(i)); }},
+      {"resource_id", [&](size_t i) { return Int(b.resource_id[i]); }},
       // Derived: what the dashboards group and filter on.
       {"endpoint",
        [&](size_t i) { return Str(b.http_route.Get(i).empty() ? b.name.Get(i) : b.http_route.Get(i)); }},
@@ -391,10 +398,18 @@ std::vector<ExpectedColumn> LogExpectations(const LogBatch& b) {
       {"service_name", [&](size_t i) { return Str(b.service_name.Get(i)); }},
       {"attributes", [&](size_t i) { return Str(b.attributes.Get(i)); }},
       {"dropped_attributes_count", [&](size_t i) { return Int(b.dropped_attributes_count[i]); }},
-      {"resource_attributes", [&](size_t i) { return Str(b.resource_attributes.Get(i)); }},
-      {"scope_name", [&](size_t i) { return Str(b.scope_name.Get(i)); }},
-      {"scope_version", [&](size_t i) { return Str(b.scope_version.Get(i)); }},
-      {"scope_attributes", [&](size_t i) { return Str(b.scope_attributes.Get(i)); }},
+      {"resource_id", [&](size_t i) { return Int(b.resource_id[i]); }},
+  };
+}
+
+std::vector<ExpectedColumn> ResourceExpectations(int64_t project_id, const ResourceTable& t) {
+  return {
+      {"project_id", [=](size_t) { return Int(project_id); }},
+      {"resource_id", [&](size_t i) { return Int(t.resource_id[i]); }},
+      {"resource_attributes", [&](size_t i) { return Str(t.resource_attributes.Get(i)); }},
+      {"scope_name", [&](size_t i) { return Str(t.scope_name.Get(i)); }},
+      {"scope_version", [&](size_t i) { return Str(t.scope_version.Get(i)); }},
+      {"scope_attributes", [&](size_t i) { return Str(t.scope_attributes.Get(i)); }},
   };
 }
 
@@ -544,6 +559,8 @@ TEST_P(StoreConformanceTest, SpansRoundTripEveryColumn) {
   Status s = Sink(Signal::kSpans)->WriteSpans({&spans});
   ASSERT_TRUE(s.ok()) << s.ToString();
   ExpectRows(Query("SELECT * FROM spans ORDER BY start_time_ns"), SpanExpectations(spans), {0, 1, 2});
+  ExpectRows(Query("SELECT * FROM span_resources ORDER BY resource_id"), ResourceExpectations(kProject, spans.resources),
+             {0, 1, 2});
   // duration_ns is computed by the engine, not carried in the batch.
   // Ids read back as hex the same way on every engine (docs/STORAGE.md).
   EXPECT_EQ(Scalar("SELECT duration_ns FROM spans WHERE printf('%016x', span_id) = '00f067aa0ba902b7'"),
@@ -562,6 +579,8 @@ TEST_P(StoreConformanceTest, LogsRoundTripEveryColumn) {
   Status s = Sink(Signal::kLogs)->WriteLogs({&logs});
   ASSERT_TRUE(s.ok()) << s.ToString();
   ExpectRows(Query("SELECT * FROM logs ORDER BY observed_time_ns"), LogExpectations(logs), {0, 1});
+  ExpectRows(Query("SELECT * FROM log_resources ORDER BY resource_id"), ResourceExpectations(kProject, logs.resources),
+             {0, 1});
   EXPECT_EQ(Scalar("SELECT COUNT(*) FROM logs WHERE trace_id_high IS NULL AND trace_id_low IS NULL AND span_id IS NULL"),
             Cell("1"));
 }
@@ -593,6 +612,30 @@ TEST_P(StoreConformanceTest, MetricsRoundTripEveryColumnAndNullRules) {
   EXPECT_EQ(Scalar("SELECT s.metric_name FROM metric_points p JOIN metric_series s "
                    "ON s.project_id = p.project_id AND s.series_id = p.series_id WHERE p.count = 10"),
             Cell("http.server.duration"));
+}
+
+// Resources work like series (below): one row per (project, resource id),
+// across batches, writes and a restart, on both signals that have them.
+TEST_P(StoreConformanceTest, ResourcesAreStoredOncePerProject) {
+  Open();
+  SpanBatch first = MakeSpans(), second = MakeSpans(), other_project = MakeSpans(8);
+  ASSERT_TRUE(Sink(Signal::kSpans)->WriteSpans({&first, &second}).ok());
+  EXPECT_EQ(Count("span_resources"), 3);
+  ASSERT_TRUE(Sink(Signal::kSpans)->WriteSpans({&first, &other_project}).ok());
+  EXPECT_EQ(Count("span_resources"), 6);
+  EXPECT_EQ(Count("spans"), 12);
+  LogBatch logs = MakeLogs();
+  ASSERT_TRUE(Sink(Signal::kLogs)->WriteLogs({&logs, &logs}).ok());
+  EXPECT_EQ(Count("log_resources"), 2);
+  Reopen();
+  ASSERT_TRUE(Sink(Signal::kSpans)->WriteSpans({&first}).ok());
+  ASSERT_TRUE(Sink(Signal::kLogs)->WriteLogs({&logs}).ok());
+  EXPECT_EQ(Count("span_resources"), 6);
+  EXPECT_EQ(Count("log_resources"), 2);
+  // Every span finds its resource.
+  EXPECT_EQ(Scalar("SELECT COUNT(*) FROM spans s JOIN span_resources r "
+                   "ON r.project_id = s.project_id AND r.resource_id = s.resource_id"),
+            Cell("15"));
 }
 
 TEST_P(StoreConformanceTest, SeriesAreStoredOncePerProject) {
@@ -793,10 +836,7 @@ TEST_P(StoreConformanceTest, LargeBatchesKeepEveryRow) {
     spans.dropped_attributes_count.push_back(0);
     spans.dropped_events_count.push_back(0);
     spans.dropped_links_count.push_back(0);
-    spans.resource_attributes.Append("{}");
-    spans.scope_name.Append("");
-    spans.scope_version.Append("");
-    spans.scope_attributes.Append("{}");
+    AddResource(&spans.resources, &spans.resource_id, i % 3 == 0 ? "{}" : R"({"k":1})", "", "", "{}");
 
     bool is_int = i % 2 == 0;
     bool has_sum = i % 3 != 0;

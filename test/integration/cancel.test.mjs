@@ -27,11 +27,11 @@ const COPIES = { duckdb: 29, sqlite: 7 };    // 1.5 M and 400 k spans
 const DEADLINE_MS = 300;
 const MIN_HEAVY_MS = 900;                    // below this the bounds would prove nothing
 
-const SPAN_COLUMNS = ['project_id', 'trace_id_high', 'trace_id_low', 'span_id', 'parent_span_id', 'trace_state', 'flags', 'name', 'kind',
-  'start_time_ns', 'end_time_ns', 'duration_ns', 'status_code', 'status_message', 'service_name', 'http_route',
-  'http_method', 'http_status_code', 'db_system', 'exception_type', 'exception_message', 'attributes', 'events', 'links',
-  'dropped_attributes_count', 'dropped_events_count', 'dropped_links_count', 'resource_attributes', 'scope_name',
-  'scope_version', 'scope_attributes'];
+const SPAN_COLUMNS = ['project_id', 'trace_id_high', 'trace_id_low', 'span_id', 'parent_span_id', 'trace_state',
+  'flags', 'name', 'kind', 'start_time_ns', 'end_time_ns', 'duration_ns', 'status_code', 'status_message',
+  'service_name', 'http_route', 'http_method', 'http_status_code', 'db_system', 'exception_type', 'exception_message',
+  'attributes', 'events', 'links', 'dropped_attributes_count', 'dropped_events_count', 'dropped_links_count',
+  'resource_id'];
 
 //! INSERT ... SELECT that adds `copies` copies of every span with fresh ids
 //! (the copy number goes into the ids' top 16 bits) and unique attributes.

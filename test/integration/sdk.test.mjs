@@ -336,11 +336,19 @@ async function exportAll(server, engine, protocol) {
 
 // ------------------------------------------------------------ the checks --
 
+// Resource and scope are stored once per (resource, scope) in span_resources
+// and log_resources (docs/STORAGE.md); a row names its own by resource_id.
+const RESOURCE_COLUMNS = 'r.resource_attributes, r.scope_name, r.scope_version, r.scope_attributes';
+const joinResources = (table) =>
+  `LEFT JOIN ${table} r ON r.project_id = s.project_id AND r.resource_id = s.resource_id`;
+
 async function checkSpans(server, c) {
   const soft = softAssert();
   const out = await server.sql(
-    `SELECT *, ${HEX.trace_id} AS trace_id_hex, ${HEX.span_id} AS span_id_hex, ${HEX.parent_span_id} AS parent_hex
-     FROM spans WHERE service_name = ${sqlString(c.service)} ORDER BY start_time_ns`);
+    `SELECT s.*, ${HEX.trace_id} AS trace_id_hex, ${HEX.span_id} AS span_id_hex, ${HEX.parent_span_id} AS parent_hex,
+            ${RESOURCE_COLUMNS}
+     FROM spans s ${joinResources('span_resources')}
+     WHERE s.service_name = ${sqlString(c.service)} ORDER BY s.start_time_ns`);
   out.objects = out.objects.map((r) =>
     ({ ...r, trace_id: r.trace_id_hex, span_id: r.span_id_hex, parent_span_id: r.parent_hex }));
   assert.equal(out.rows.length, c.spans.length, `spans stored for ${c.service}`);
@@ -462,8 +470,9 @@ async function checkSpans(server, c) {
 async function checkLogs(server, c) {
   const soft = softAssert();
   const out = await server.sql(
-    `SELECT *, ${HEX.trace_id} AS trace_id_hex, ${HEX.span_id} AS span_id_hex
-     FROM logs WHERE service_name = ${sqlString(c.service)} ORDER BY time_ns`);
+    `SELECT s.*, ${HEX.trace_id} AS trace_id_hex, ${HEX.span_id} AS span_id_hex, ${RESOURCE_COLUMNS}
+     FROM logs s ${joinResources('log_resources')}
+     WHERE s.service_name = ${sqlString(c.service)} ORDER BY s.time_ns`);
   out.objects = out.objects.map((r) => ({ ...r, trace_id: r.trace_id_hex, span_id: r.span_id_hex }));
   assert.equal(out.rows.length, c.logRecords.length, `logs stored for ${c.service}`);
   const bodyType = (b) => {

@@ -364,7 +364,7 @@ class DuckDbStore final : public TelemetryStore {
   Status Init(const StoreOptions& options);
   Status CheckSchema() REQUIRES(read_mu_);
   Status LoadCounters() REQUIRES(read_mu_);
-  Status LoadKnownSeries() REQUIRES(read_mu_);
+  Status LoadKnownKeys() REQUIRES(read_mu_);
   //! force: close even with sinks open (the destructor; their use is then a bug).
   Status CloseLocked(bool force) REQUIRES(mu_);
 
@@ -378,9 +378,14 @@ class DuckDbStore final : public TelemetryStore {
   Mutex read_mu_;  // the read connection runs one statement at a time
   duckdb_connection read_conn_ GUARDED_BY(read_mu_) = nullptr;
 
-  // Metric writes are serialized so that two sinks never both write a new series.
-  Mutex metrics_write_mu_;
-  schema::SeriesSet known_series_ GUARDED_BY(metrics_write_mu_);
+  //! The keys each signal's keyed table holds (schema::SignalTables). A
+  //! sink holds `mu` for its whole write, so two sinks of one signal never
+  //! both write a new key.
+  struct KnownKeys {
+    Mutex mu;
+    schema::KeySet keys GUARDED_BY(mu);
+  };
+  KnownKeys known_[kSignalCount];
 
   std::atomic<uint64_t> rows_[kSignalCount] = {0, 0, 0};
   std::atomic<uint64_t> series_count_{0};
@@ -389,23 +394,16 @@ class DuckDbStore final : public TelemetryStore {
   std::unique_ptr<ReadPool> read_pool_;
 };
 
-//! One connection and one reusable chunk per table. Not thread-safe (one
-//! writer thread owns it).
+//! One connection and a reusable chunk for each of its signal's two tables.
+//! Not thread-safe (one writer thread owns it).
 class DuckDbSink final : public SignalSink {
  public:
   DuckDbSink(DuckDbStore* store, Signal signal, duckdb_connection conn)
       : store_(store), signal_(signal), conn_(conn) {
     switch (signal) {
-      case Signal::kSpans:
-        spans_chunk_ = std::make_unique<ChunkBuffer>(schema::SpanColumns(SpanBatch{}));
-        break;
-      case Signal::kLogs:
-        logs_chunk_ = std::make_unique<ChunkBuffer>(schema::LogColumns(LogBatch{}));
-        break;
-      case Signal::kMetrics:
-        series_chunk_ = std::make_unique<ChunkBuffer>(schema::MetricSeriesColumns(MetricBatch{}));
-        points_chunk_ = std::make_unique<ChunkBuffer>(schema::MetricPointColumns(MetricBatch{}));
-        break;
+      case Signal::kSpans: MakeChunks(SpanBatch{}); break;
+      case Signal::kLogs: MakeChunks(LogBatch{}); break;
+      case Signal::kMetrics: MakeChunks(MetricBatch{}); break;
     }
     store_->open_sinks_.fetch_add(1);
   }
@@ -414,88 +412,68 @@ class DuckDbSink final : public SignalSink {
     store_->open_sinks_.fetch_sub(1);
   }
 
-  Status WriteSpans(const std::vector<const SpanBatch*>& batches) override;
-  Status WriteLogs(const std::vector<const LogBatch*>& batches) override;
-  Status WriteMetrics(const std::vector<const MetricBatch*>& batches) override;
+  Status WriteSpans(const std::vector<const SpanBatch*>& batches) override {
+    return signal_ == Signal::kSpans ? Write(batches) : SignalSink::WriteSpans(batches);
+  }
+  Status WriteLogs(const std::vector<const LogBatch*>& batches) override {
+    return signal_ == Signal::kLogs ? Write(batches) : SignalSink::WriteLogs(batches);
+  }
+  Status WriteMetrics(const std::vector<const MetricBatch*>& batches) override {
+    return signal_ == Signal::kMetrics ? Write(batches) : SignalSink::WriteMetrics(batches);
+  }
 
  private:
+  template <typename Batch>
+  void MakeChunks(const Batch& empty) {
+    keyed_chunk_ = std::make_unique<ChunkBuffer>(schema::KeyedColumns(empty));
+    main_chunk_ = std::make_unique<ChunkBuffer>(schema::MainColumns(empty));
+  }
+  template <typename Batch>
+  Status Write(const std::vector<const Batch*>& batches);
+
   DuckDbStore* store_;  // not owned; outlives the sink
   Signal signal_;
   duckdb_connection conn_;
-  // Only the chunks of this sink's signal exist (each holds 2,048 rows).
-  std::unique_ptr<ChunkBuffer> spans_chunk_;
-  std::unique_ptr<ChunkBuffer> logs_chunk_;
-  std::unique_ptr<ChunkBuffer> series_chunk_;
-  std::unique_ptr<ChunkBuffer> points_chunk_;
+  std::unique_ptr<ChunkBuffer> keyed_chunk_;  // each holds 2,048 rows
+  std::unique_ptr<ChunkBuffer> main_chunk_;
 };
 
-Status DuckDbSink::WriteSpans(const std::vector<const SpanBatch*>& batches) {
-  if (signal_ != Signal::kSpans) return SignalSink::WriteSpans(batches);
+// One transaction: the keyed rows not stored yet, then every main row.
+template <typename Batch>
+Status DuckDbSink::Write(const std::vector<const Batch*>& batches) {
   if (batches.empty()) return Status::Ok();
+  const schema::SignalTables tables = schema::TablesOf(*batches[0]);
+  DuckDbStore::KnownKeys& known = store_->known_[static_cast<int>(signal_)];
+  MutexLock lock(&known.mu);
   Transaction txn(conn_);
   SL_RETURN_IF_ERROR(txn.Begin());
-  Result<duckdb_appender> appender = txn.OpenAppender(schema::kSpansTable);
-  if (!appender.ok()) return appender.status();
+  Result<duckdb_appender> main = txn.OpenAppender(tables.main);
+  if (!main.ok()) return main.status();
+  duckdb_appender keyed = nullptr;  // opened at the first new key: most writes have none
+  schema::KeySet pending;
+  std::vector<uint32_t> new_rows;
   uint64_t rows = 0;
-  for (const SpanBatch* b : batches) {
-    auto columns = schema::SpanColumns(*b);
-    SL_RETURN_IF_ERROR(schema::ValidateColumns(schema::kSpansTable, columns, b->rows()));
-    SL_RETURN_IF_ERROR(spans_chunk_->Append(*appender, columns, b->rows(), nullptr));
+  for (const Batch* b : batches) {
+    auto keyed_columns = schema::KeyedColumns(*b);
+    auto main_columns = schema::MainColumns(*b);
+    const std::vector<int64_t>& keys = schema::Keys(*b);
+    SL_RETURN_IF_ERROR(schema::ValidateColumns(tables.keyed, keyed_columns, keys.size()));
+    SL_RETURN_IF_ERROR(schema::ValidateColumns(tables.main, main_columns, b->rows()));
+    new_rows.clear();
+    schema::SelectNewKeys(b->project_id, keys, known.keys, &pending, &new_rows);
+    if (!new_rows.empty() && keyed == nullptr) {
+      Result<duckdb_appender> opened = txn.OpenAppender(tables.keyed);
+      if (!opened.ok()) return opened.status();
+      keyed = *opened;
+    }
+    SL_RETURN_IF_ERROR(keyed_chunk_->Append(keyed, keyed_columns, new_rows.size(), new_rows.data()));
+    SL_RETURN_IF_ERROR(main_chunk_->Append(*main, main_columns, b->rows(), nullptr));
     rows += b->rows();
   }
   SL_RETURN_IF_ERROR(txn.Commit());
-  store_->rows_[static_cast<int>(Signal::kSpans)].fetch_add(rows);
-  return Status::Ok();
-}
-
-Status DuckDbSink::WriteLogs(const std::vector<const LogBatch*>& batches) {
-  if (signal_ != Signal::kLogs) return SignalSink::WriteLogs(batches);
-  if (batches.empty()) return Status::Ok();
-  Transaction txn(conn_);
-  SL_RETURN_IF_ERROR(txn.Begin());
-  Result<duckdb_appender> appender = txn.OpenAppender(schema::kLogsTable);
-  if (!appender.ok()) return appender.status();
-  uint64_t rows = 0;
-  for (const LogBatch* b : batches) {
-    auto columns = schema::LogColumns(*b);
-    SL_RETURN_IF_ERROR(schema::ValidateColumns(schema::kLogsTable, columns, b->rows()));
-    SL_RETURN_IF_ERROR(logs_chunk_->Append(*appender, columns, b->rows(), nullptr));
-    rows += b->rows();
-  }
-  SL_RETURN_IF_ERROR(txn.Commit());
-  store_->rows_[static_cast<int>(Signal::kLogs)].fetch_add(rows);
-  return Status::Ok();
-}
-
-Status DuckDbSink::WriteMetrics(const std::vector<const MetricBatch*>& batches) {
-  if (signal_ != Signal::kMetrics) return SignalSink::WriteMetrics(batches);
-  if (batches.empty()) return Status::Ok();
-  MutexLock lock(&store_->metrics_write_mu_);
-  Transaction txn(conn_);
-  SL_RETURN_IF_ERROR(txn.Begin());
-  Result<duckdb_appender> series_appender = txn.OpenAppender(schema::kMetricSeriesTable);
-  if (!series_appender.ok()) return series_appender.status();
-  Result<duckdb_appender> points_appender = txn.OpenAppender(schema::kMetricPointsTable);
-  if (!points_appender.ok()) return points_appender.status();
-  schema::SeriesSet pending;
-  std::vector<uint32_t> new_series;
-  uint64_t points = 0;
-  for (const MetricBatch* b : batches) {
-    auto series_columns = schema::MetricSeriesColumns(*b);
-    auto point_columns = schema::MetricPointColumns(*b);
-    SL_RETURN_IF_ERROR(schema::ValidateColumns(schema::kMetricSeriesTable, series_columns, b->series_rows()));
-    SL_RETURN_IF_ERROR(schema::ValidateColumns(schema::kMetricPointsTable, point_columns, b->rows()));
-    new_series.clear();
-    schema::SelectNewSeries(*b, store_->known_series_, &pending, &new_series);
-    SL_RETURN_IF_ERROR(
-        series_chunk_->Append(*series_appender, series_columns, new_series.size(), new_series.data()));
-    SL_RETURN_IF_ERROR(points_chunk_->Append(*points_appender, point_columns, b->rows(), nullptr));
-    points += b->rows();
-  }
-  SL_RETURN_IF_ERROR(txn.Commit());
-  store_->known_series_.insert(pending.begin(), pending.end());
-  store_->series_count_.fetch_add(pending.size());
-  store_->rows_[static_cast<int>(Signal::kMetrics)].fetch_add(points);
+  known.keys.insert(pending.begin(), pending.end());
+  if (signal_ == Signal::kMetrics) store_->series_count_.fetch_add(pending.size());
+  store_->rows_[static_cast<int>(signal_)].fetch_add(rows);
   return Status::Ok();
 }
 
@@ -547,7 +525,7 @@ Status DuckDbStore::Init(const StoreOptions& options) {
   }
   SL_RETURN_IF_ERROR(CheckSchema());
   SL_RETURN_IF_ERROR(LoadCounters());
-  SL_RETURN_IF_ERROR(LoadKnownSeries());
+  SL_RETURN_IF_ERROR(LoadKnownKeys());
   std::vector<std::unique_ptr<ReadConnection>> readers;
   for (int i = 0; i < std::max(1, options.read_connections); ++i) {
     duckdb_connection conn = nullptr;
@@ -599,29 +577,33 @@ Status DuckDbStore::LoadCounters() {
   return Status::Ok();
 }
 
-Status DuckDbStore::LoadKnownSeries() {
-  QueryResult result;
-  Status s = result.Run(read_conn_, "SELECT project_id, series_id FROM metric_series");
-  if (!s.ok()) return Status::IoError("duckdb: loading series: " + s.message());
-  MutexLock lock(&metrics_write_mu_);
-  while (true) {
-    duckdb_data_chunk chunk = duckdb_fetch_chunk(*result.get());
-    if (chunk == nullptr) break;
-    size_t n = duckdb_data_chunk_get_size(chunk);
-    duckdb_vector projects = duckdb_data_chunk_get_vector(chunk, 0);
-    duckdb_vector series = duckdb_data_chunk_get_vector(chunk, 1);
-    const auto* project_ids = static_cast<const int64_t*>(duckdb_vector_get_data(projects));
-    const auto* series_ids = static_cast<const int64_t*>(duckdb_vector_get_data(series));
-    uint64_t* project_valid = duckdb_vector_get_validity(projects);
-    uint64_t* series_valid = duckdb_vector_get_validity(series);
-    for (size_t i = 0; i < n; ++i) {
-      if ((project_valid != nullptr && !duckdb_validity_row_is_valid(project_valid, i)) ||
-          (series_valid != nullptr && !duckdb_validity_row_is_valid(series_valid, i))) {
-        continue;
+Status DuckDbStore::LoadKnownKeys() {
+  for (Signal signal : {Signal::kSpans, Signal::kLogs, Signal::kMetrics}) {
+    QueryResult result;
+    std::string sql = std::string("SELECT project_id, ") + schema::KeyColumn(signal) + " FROM " + schema::KeyedTable(signal);
+    Status s = result.Run(read_conn_, sql);
+    if (!s.ok()) return Status::IoError("duckdb: " + sql + ": " + s.message());
+    KnownKeys& known = known_[static_cast<int>(signal)];
+    MutexLock lock(&known.mu);
+    while (true) {
+      duckdb_data_chunk chunk = duckdb_fetch_chunk(*result.get());
+      if (chunk == nullptr) break;
+      size_t n = duckdb_data_chunk_get_size(chunk);
+      duckdb_vector projects = duckdb_data_chunk_get_vector(chunk, 0);
+      duckdb_vector keys = duckdb_data_chunk_get_vector(chunk, 1);
+      const auto* project_ids = static_cast<const int64_t*>(duckdb_vector_get_data(projects));
+      const auto* key_values = static_cast<const int64_t*>(duckdb_vector_get_data(keys));
+      uint64_t* project_valid = duckdb_vector_get_validity(projects);
+      uint64_t* key_valid = duckdb_vector_get_validity(keys);
+      for (size_t i = 0; i < n; ++i) {
+        if ((project_valid != nullptr && !duckdb_validity_row_is_valid(project_valid, i)) ||
+            (key_valid != nullptr && !duckdb_validity_row_is_valid(key_valid, i))) {
+          continue;
+        }
+        known.keys.insert({project_ids[i], key_values[i]});
       }
-      known_series_.insert({project_ids[i], series_ids[i]});
+      duckdb_destroy_data_chunk(&chunk);
     }
-    duckdb_destroy_data_chunk(&chunk);
   }
   return Status::Ok();
 }

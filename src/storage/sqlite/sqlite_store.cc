@@ -49,6 +49,8 @@ constexpr const char* kIndexSql[] = {
     "CREATE INDEX IF NOT EXISTS spans_exceptions ON spans (start_time_ns) WHERE has_exception = 1",
     "CREATE INDEX IF NOT EXISTS logs_project_time ON logs (project_id, time_ns)",
     "CREATE INDEX IF NOT EXISTS metric_series_project_series ON metric_series (project_id, series_id)",
+    "CREATE INDEX IF NOT EXISTS span_resources_key ON span_resources (project_id, resource_id)",
+    "CREATE INDEX IF NOT EXISTS log_resources_key ON log_resources (project_id, resource_id)",
 };
 
 uint64_t FileSize(const std::string& path) {
@@ -260,7 +262,7 @@ class SqliteStore final : public TelemetryStore {
   Status Init(const StoreOptions& options);
   Status CheckSchema() REQUIRES(read_mu_);
   Status LoadCounters() REQUIRES(read_mu_);
-  Status LoadKnownSeries() REQUIRES(read_mu_);
+  Status LoadKnownKeys() REQUIRES(read_mu_);
   //! force: close even with sinks open (the destructor; their use is then a bug).
   Status CloseLocked(bool force) REQUIRES(mu_);
 
@@ -274,7 +276,8 @@ class SqliteStore final : public TelemetryStore {
   sqlite3* read_db_ GUARDED_BY(read_mu_) = nullptr;
 
   Mutex write_mu_;  // one write transaction at a time across all sinks
-  schema::SeriesSet known_series_ GUARDED_BY(write_mu_);
+  //! The keys each signal's keyed table holds (schema::SignalTables).
+  schema::KeySet known_[kSignalCount] GUARDED_BY(write_mu_);
 
   std::atomic<uint64_t> rows_[kSignalCount] = {0, 0, 0};
   std::atomic<uint64_t> series_count_{0};
@@ -283,115 +286,83 @@ class SqliteStore final : public TelemetryStore {
   std::unique_ptr<ReadPool> read_pool_;
 };
 
-//! One connection with the INSERT statements of its signal, prepared once.
-//! Not thread-safe (one writer thread owns it).
+//! One connection with the INSERT statements of its signal's two tables,
+//! prepared once. Not thread-safe (one writer thread owns it).
 class SqliteSink final : public SignalSink {
  public:
   static Result<std::unique_ptr<SignalSink>> Create(SqliteStore* store, Signal signal, sqlite3* db) {
     std::unique_ptr<SqliteSink> sink(new SqliteSink(store, signal, db));
     switch (signal) {
-      case Signal::kSpans:
-        SL_RETURN_IF_ERROR(sink->insert_[0].Prepare(
-            db, schema::InsertSql(schema::kSpansTable, schema::SpanColumns(SpanBatch{}))));
-        break;
-      case Signal::kLogs:
-        SL_RETURN_IF_ERROR(
-            sink->insert_[0].Prepare(db, schema::InsertSql(schema::kLogsTable, schema::LogColumns(LogBatch{}))));
-        break;
-      case Signal::kMetrics: {
-        MetricBatch empty;
-        SL_RETURN_IF_ERROR(sink->insert_[0].Prepare(
-            db, schema::InsertSql(schema::kMetricSeriesTable, schema::MetricSeriesColumns(empty))));
-        SL_RETURN_IF_ERROR(sink->insert_[1].Prepare(
-            db, schema::InsertSql(schema::kMetricPointsTable, schema::MetricPointColumns(empty))));
-        break;
-      }
+      case Signal::kSpans: SL_RETURN_IF_ERROR(sink->Prepare(SpanBatch{})); break;
+      case Signal::kLogs: SL_RETURN_IF_ERROR(sink->Prepare(LogBatch{})); break;
+      case Signal::kMetrics: SL_RETURN_IF_ERROR(sink->Prepare(MetricBatch{})); break;
     }
     return std::unique_ptr<SignalSink>(std::move(sink));
   }
 
   ~SqliteSink() override { store_->open_sinks_.fetch_sub(1); }
 
-  Status WriteSpans(const std::vector<const SpanBatch*>& batches) override;
-  Status WriteLogs(const std::vector<const LogBatch*>& batches) override;
-  Status WriteMetrics(const std::vector<const MetricBatch*>& batches) override;
+  Status WriteSpans(const std::vector<const SpanBatch*>& batches) override {
+    return signal_ == Signal::kSpans ? Write(batches) : SignalSink::WriteSpans(batches);
+  }
+  Status WriteLogs(const std::vector<const LogBatch*>& batches) override {
+    return signal_ == Signal::kLogs ? Write(batches) : SignalSink::WriteLogs(batches);
+  }
+  Status WriteMetrics(const std::vector<const MetricBatch*>& batches) override {
+    return signal_ == Signal::kMetrics ? Write(batches) : SignalSink::WriteMetrics(batches);
+  }
 
  private:
-  template <typename Batch, typename ColumnsOf>
-  Status WriteOneTable(Signal signal, const char* table, const std::vector<const Batch*>& batches,
-                       ColumnsOf columns_of);
-
   SqliteSink(SqliteStore* store, Signal signal, sqlite3* db) : store_(store), signal_(signal), conn_(db) {
     store_->open_sinks_.fetch_add(1);
   }
+  template <typename Batch>
+  Status Prepare(const Batch& empty) {
+    const schema::SignalTables tables = schema::TablesOf(empty);
+    SL_RETURN_IF_ERROR(insert_keyed_.Prepare(db_, schema::InsertSql(tables.keyed, schema::KeyedColumns(empty))));
+    return insert_main_.Prepare(db_, schema::InsertSql(tables.main, schema::MainColumns(empty)));
+  }
+  template <typename Batch>
+  Status Write(const std::vector<const Batch*>& batches);
 
   SqliteStore* store_;  // not owned; outlives the sink
   Signal signal_;
   Connection conn_;  // declared before the statements: closed after they are finalized
   sqlite3* const db_ = conn_.get();
-  // spans/logs: [0]; metrics: [0] series, [1] points.
-  Statement insert_[2];
+  Statement insert_keyed_;
+  Statement insert_main_;
 };
 
-// Spans and logs: one table, one statement, one transaction for the group.
-template <typename Batch, typename ColumnsOf>
-Status SqliteSink::WriteOneTable(Signal signal, const char* table, const std::vector<const Batch*>& batches,
-                                 ColumnsOf columns_of) {
+// One transaction: the keyed rows not stored yet, then every main row.
+template <typename Batch>
+Status SqliteSink::Write(const std::vector<const Batch*>& batches) {
   if (batches.empty()) return Status::Ok();
+  const schema::SignalTables tables = schema::TablesOf(*batches[0]);
   MutexLock lock(&store_->write_mu_);
-  sqlite3_stmt* const statements[] = {insert_[0].get()};
+  schema::KeySet& known = store_->known_[static_cast<int>(signal_)];
+  sqlite3_stmt* const statements[] = {insert_keyed_.get(), insert_main_.get()};
   Transaction txn(db_, statements);
   SL_RETURN_IF_ERROR(txn.Begin());
+  schema::KeySet pending;
+  std::vector<uint32_t> new_rows;
   uint64_t rows = 0;
   for (const Batch* b : batches) {
-    auto columns = columns_of(*b);
-    SL_RETURN_IF_ERROR(schema::ValidateColumns(table, columns, b->rows()));
-    SL_RETURN_IF_ERROR(InsertRows(db_, statements[0], table, columns, b->rows(), nullptr));
+    auto keyed_columns = schema::KeyedColumns(*b);
+    auto main_columns = schema::MainColumns(*b);
+    const std::vector<int64_t>& keys = schema::Keys(*b);
+    SL_RETURN_IF_ERROR(schema::ValidateColumns(tables.keyed, keyed_columns, keys.size()));
+    SL_RETURN_IF_ERROR(schema::ValidateColumns(tables.main, main_columns, b->rows()));
+    new_rows.clear();
+    schema::SelectNewKeys(b->project_id, keys, known, &pending, &new_rows);
+    SL_RETURN_IF_ERROR(
+        InsertRows(db_, statements[0], tables.keyed, keyed_columns, new_rows.size(), new_rows.data()));
+    SL_RETURN_IF_ERROR(InsertRows(db_, statements[1], tables.main, main_columns, b->rows(), nullptr));
     rows += b->rows();
   }
   SL_RETURN_IF_ERROR(txn.Commit());
-  store_->rows_[static_cast<int>(signal)].fetch_add(rows);
-  return Status::Ok();
-}
-
-Status SqliteSink::WriteSpans(const std::vector<const SpanBatch*>& batches) {
-  if (signal_ != Signal::kSpans) return SignalSink::WriteSpans(batches);
-  return WriteOneTable(Signal::kSpans, schema::kSpansTable, batches,
-                       [](const SpanBatch& b) { return schema::SpanColumns(b); });
-}
-
-Status SqliteSink::WriteLogs(const std::vector<const LogBatch*>& batches) {
-  if (signal_ != Signal::kLogs) return SignalSink::WriteLogs(batches);
-  return WriteOneTable(Signal::kLogs, schema::kLogsTable, batches,
-                       [](const LogBatch& b) { return schema::LogColumns(b); });
-}
-
-Status SqliteSink::WriteMetrics(const std::vector<const MetricBatch*>& batches) {
-  if (signal_ != Signal::kMetrics) return SignalSink::WriteMetrics(batches);
-  if (batches.empty()) return Status::Ok();
-  MutexLock lock(&store_->write_mu_);
-  sqlite3_stmt* const statements[] = {insert_[0].get(), insert_[1].get()};
-  Transaction txn(db_, statements);
-  SL_RETURN_IF_ERROR(txn.Begin());
-  schema::SeriesSet pending;
-  std::vector<uint32_t> new_series;
-  uint64_t points = 0;
-  for (const MetricBatch* b : batches) {
-    auto series_columns = schema::MetricSeriesColumns(*b);
-    auto point_columns = schema::MetricPointColumns(*b);
-    SL_RETURN_IF_ERROR(schema::ValidateColumns(schema::kMetricSeriesTable, series_columns, b->series_rows()));
-    SL_RETURN_IF_ERROR(schema::ValidateColumns(schema::kMetricPointsTable, point_columns, b->rows()));
-    new_series.clear();
-    schema::SelectNewSeries(*b, store_->known_series_, &pending, &new_series);
-    SL_RETURN_IF_ERROR(InsertRows(db_, statements[0], schema::kMetricSeriesTable, series_columns,
-                                  new_series.size(), new_series.data()));
-    SL_RETURN_IF_ERROR(InsertRows(db_, statements[1], schema::kMetricPointsTable, point_columns, b->rows(), nullptr));
-    points += b->rows();
-  }
-  SL_RETURN_IF_ERROR(txn.Commit());
-  store_->known_series_.insert(pending.begin(), pending.end());
-  store_->series_count_.fetch_add(pending.size());
-  store_->rows_[static_cast<int>(Signal::kMetrics)].fetch_add(points);
+  known.insert(pending.begin(), pending.end());
+  if (signal_ == Signal::kMetrics) store_->series_count_.fetch_add(pending.size());
+  store_->rows_[static_cast<int>(signal_)].fetch_add(rows);
   return Status::Ok();
 }
 
@@ -430,7 +401,7 @@ Status SqliteStore::Init(const StoreOptions& options) {
   SL_RETURN_IF_ERROR(CheckSchema());
   SL_RETURN_IF_ERROR(ExecInTransaction(read_db_, std::vector<std::string>(std::begin(kIndexSql), std::end(kIndexSql))));
   SL_RETURN_IF_ERROR(LoadCounters());
-  SL_RETURN_IF_ERROR(LoadKnownSeries());
+  SL_RETURN_IF_ERROR(LoadKnownKeys());
   std::vector<std::unique_ptr<ReadConnection>> readers;
   for (int i = 0; i < std::max(1, options.read_connections); ++i) {
     auto reader = OpenSqliteReader(db_path_);
@@ -478,15 +449,19 @@ Status SqliteStore::LoadCounters() {
   return Status::Ok();
 }
 
-Status SqliteStore::LoadKnownSeries() {
-  Statement select;
-  SL_RETURN_IF_ERROR(select.Prepare(read_db_, "SELECT project_id, series_id FROM metric_series"));
+Status SqliteStore::LoadKnownKeys() {
   MutexLock lock(&write_mu_);
-  int rc;
-  while ((rc = sqlite3_step(select.get())) == SQLITE_ROW) {
-    known_series_.insert({sqlite3_column_int64(select.get(), 0), sqlite3_column_int64(select.get(), 1)});
+  for (Signal signal : {Signal::kSpans, Signal::kLogs, Signal::kMetrics}) {
+    std::string sql = std::string("SELECT project_id, ") + schema::KeyColumn(signal) + " FROM " + schema::KeyedTable(signal);
+    Statement select;
+    SL_RETURN_IF_ERROR(select.Prepare(read_db_, sql));
+    schema::KeySet& known = known_[static_cast<int>(signal)];
+    int rc;
+    while ((rc = sqlite3_step(select.get())) == SQLITE_ROW) {
+      known.insert({sqlite3_column_int64(select.get(), 0), sqlite3_column_int64(select.get(), 1)});
+    }
+    if (rc != SQLITE_DONE) return SqliteError(read_db_, sql);
   }
-  if (rc != SQLITE_DONE) return SqliteError(read_db_, "loading series");
   return Status::Ok();
 }
 
