@@ -241,7 +241,8 @@ bool AppendSpan(const otlp_trace::Span& span, Context& ctx, IdReader* ids, SpanB
     rejected->Add("span with an invalid parent_span_id (want 8 bytes or empty)");
     return false;
   }
-  {
+  // No events or links: '' (stored as NULL, which DuckDB writes cheaper than "[]").
+  if (span.events_size() > 0) {
     JsonWriter w(&events_json);
     w.BeginArray();
     for (const auto& e : span.events()) {
@@ -258,7 +259,7 @@ bool AppendSpan(const otlp_trace::Span& span, Context& ctx, IdReader* ids, SpanB
     }
     w.EndArray();
   }
-  {
+  if (span.links_size() > 0) {
     JsonWriter w(&links_json);
     w.BeginArray();
     std::string lt, ls;

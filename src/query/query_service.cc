@@ -915,13 +915,15 @@ Result<std::string> ExceptionSpans(Runner& run, const ApiParams& p) {
   Sql where = run.SpanWhere(*range, false);
   sql.text += where.text;
   sql.params = where.params;
-  if (type) {
-    sql << " AND exception_type = ";
-    sql.Bind(*type);
-  }
-  if (message) {
-    sql << " AND exception_message = ";
-    sql.Bind(*message);
+  // An absent type or message is NULL and listed as "" by Exceptions().
+  for (auto [column, value] : {std::pair{"exception_type", type}, std::pair{"exception_message", message}}) {
+    if (!value) continue;
+    if (value->empty()) {
+      sql << " AND " << column << " IS NULL";
+    } else {
+      sql << " AND " << column << " = ";
+      sql.Bind(*value);
+    }
   }
   if (auto v = p.Get("service")) {
     sql << " AND service_name = ";

@@ -91,6 +91,7 @@ struct SpanBatch {
   StringColumn exception_message;
   // Full fidelity, JSON text.
   StringColumn attributes;           // {"key": value, ...}
+  // '' when the span has none (stored as NULL, like the other optional texts above).
   StringColumn events;               // [{"time_unix_nano":..,"name":..,"attributes":{..},"dropped_attributes_count":..}]
   StringColumn links;                // [{"trace_id":..,"span_id":..,"trace_state":..,"attributes":{..},"dropped_attributes_count":..,"flags":..}]
   std::vector<uint32_t> dropped_attributes_count;
