@@ -5,16 +5,13 @@
 
 namespace sightline {
 
-//! A stable 64-bit hash (FNV-1a with a final mix): the same bytes give the same
-//! value on every build and machine, so it can be stored (metric series ids).
+//! A stable 64-bit hash of a sequence of fields (xxHash64 rounds with a
+//! splitmix64 finish): the same fields give the same value on every build and
+//! machine, so it can be stored (metric series and resource ids). Each field's
+//! length is mixed in, so ("ab","c") and ("a","bc") differ.
 class StableHasher {
  public:
-  void Add(std::string_view bytes);
-  //! Adds a field and a separator so ("ab","c") and ("a","bc") differ.
-  void AddField(std::string_view bytes) {
-    Add(bytes);
-    Add(std::string_view("\x1f", 1));
-  }
+  void AddField(std::string_view bytes);
   uint64_t Finish() const;
 
  private:
