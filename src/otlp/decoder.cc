@@ -6,10 +6,12 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <type_traits>
 #include <unordered_set>
+#include <vector>
 
 #include "common/hash.h"
 #include "common/hex.h"
@@ -518,13 +520,19 @@ class PointWriter {
       w.EndArray();
       out_->bucket_counts.CommitRow();
     }
-    {
-      JsonWriter w(&out_->explicit_bounds.buffer());
+    // A series' points nearly always repeat its bounds: reuse their JSON text
+    // when the doubles are bit-identical to the last point's.
+    const auto& bounds = p.explicit_bounds();
+    if (bounds.size() != static_cast<int>(last_bounds_.size()) ||
+        (!bounds.empty() && std::memcmp(bounds.data(), last_bounds_.data(), bounds.size() * sizeof(double)) != 0)) {
+      last_bounds_.assign(bounds.begin(), bounds.end());
+      last_bounds_json_.clear();
+      JsonWriter w(&last_bounds_json_);
       w.BeginArray();
-      for (double b : p.explicit_bounds()) w.Double(b);
+      for (double b : bounds) w.Double(b);
       w.EndArray();
-      out_->explicit_bounds.CommitRow();
     }
+    out_->explicit_bounds.Append(last_bounds_json_);
     out_->exp_histogram.Append("");
     out_->quantiles.Append("");
   }
@@ -623,6 +631,8 @@ class PointWriter {
   IdReader* ids_;
   Rejections* rejected_;
   std::string scratch_;
+  std::vector<double> last_bounds_;  // the last histogram point's bounds and their JSON
+  std::string last_bounds_json_ = "[]";
 };
 
 }  // namespace

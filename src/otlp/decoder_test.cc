@@ -1470,6 +1470,22 @@ TEST(DecodeMetricsTest, InvalidItemsAreRejectedOthersKept) {
   EXPECT_EQ(b.explicit_bounds.Get(0), "[10]");
 }
 
+TEST(DecodeMetricsTest, EachHistogramPointKeepsItsOwnBounds) {
+  // The decoder reuses the last point's bounds JSON when the bounds repeat.
+  ExportMetricsServiceRequest req;
+  auto* hist = req.add_resource_metrics()->add_scope_metrics()->add_metrics();
+  hist->set_name("h");
+  for (std::vector<double> bounds : std::vector<std::vector<double>>{{1, 5}, {1, 5}, {1, 6}, {}, {1, 5}, {1, 5, 9}}) {
+    auto* p = hist->mutable_histogram()->add_data_points();
+    for (double d : bounds) p->add_explicit_bounds(d);
+    for (size_t i = 0; i <= bounds.size(); ++i) p->add_bucket_counts(i);
+  }
+  Rejections rejected;
+  MetricBatch b = Metrics(req.SerializeAsString(), PayloadFormat::kProtobuf, &rejected);
+  EXPECT_EQ(rejected.count, 0) << rejected.message;
+  EXPECT_EQ(Column(b.explicit_bounds), (Strings{"[1,5]", "[1,5]", "[1,6]", "[]", "[1,5]", "[1,5,9]"}));
+}
+
 TEST(DecodeMetricsTest, MetricWithoutDataIsRejectedWithItsName) {
   ExportMetricsServiceRequest req;
   req.add_resource_metrics()->add_scope_metrics()->add_metrics()->set_name("lonely");
