@@ -8,17 +8,22 @@
 //   BM_WriteSpans/<engine>  SignalSink::WriteSpans of one 16,384-row batch,
 //                           one commit, on a file-backed store in a temp dir
 //   BM_WriteLogs, BM_WriteMetrics  the same for the other signals
+//   BM_DuckDbValueCost/<kind>  DuckDB alone: what a value of each kind costs
+//                           to append, commit and checkpoint (rows/s of process CPU)
 //
 // items_per_second is spans / log records / metric points per second.
 // Run: build/ingest_bench [--benchmark_filter=Decode] [--benchmark_min_time=2]
 
 #include <benchmark/benchmark.h>
+#include <duckdb.h>
 #include <stdlib.h>
 
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "bench/load_generator.h"
 #include "otlp/compression.h"
@@ -246,6 +251,116 @@ BENCHMARK_CAPTURE(BM_WriteMetrics, duckdb_ckpt1GB, "duckdb", "1GB")->Unit(benchm
 BENCHMARK_CAPTURE(BM_WriteMetrics, duckdb_threads1, "duckdb", "/1")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_WriteMetrics, duckdb_ckpt1GB_threads1, "duckdb", "1GB/1")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_WriteMetrics, sqlite, "sqlite", "")->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// What one value costs DuckDB (append, WAL at commit, statistics, analysis and
+// compression at checkpoint), by kind: a BIGINT time column plus five columns
+// of the kind, 500,000 rows in 16,384-row commits, then CHECKPOINT, all timed
+// as process CPU (DuckDB's workers included). The schema's choices rest on
+// these ratios (docs/STORAGE.md): ids as integers, not hex text; absent text
+// as NULL, not ''; context repeated on every row (a ~220-byte resource) stored
+// once per key instead.
+enum class ValueKind { kInt64, kNull, kEmpty, kHex32, kJson120, kRepeated220 };
+
+void BM_DuckDbValueCost(benchmark::State& state, ValueKind kind) {
+  constexpr int kRows = 500000, kCommit = 16384, kColumns = 5;
+  std::mt19937_64 rng(7);
+  std::vector<std::string> repeated, json;
+  for (int i = 0; i < 20; ++i) {
+    std::string r(220, 'a');
+    for (char& c : r) c = static_cast<char>('a' + rng() % 26);
+    repeated.push_back(r);
+  }
+  for (int i = 0; i < 2000; ++i) {
+    json.push_back("{\"http.route\":\"/api/v1/items/" + std::to_string(rng() % 50) + "\",\"user.id\":\"" +
+                   std::to_string(rng()) + "\",\"http.method\":\"GET\",\"peer\":\"10.0.0." + std::to_string(rng() % 255) +
+                   "\"}");
+  }
+  const bool text = kind != ValueKind::kInt64;
+  for (auto _ : state) {
+    std::string dir = (std::filesystem::temp_directory_path() / "sightline-value-cost-XXXXXX").string();
+    if (::mkdtemp(dir.data()) == nullptr) {
+      state.SkipWithError("mkdtemp failed");
+      return;
+    }
+    duckdb_database db = nullptr;
+    duckdb_connection conn = nullptr;
+    duckdb_open((dir + "/t.duckdb").c_str(), &db);
+    duckdb_connect(db, &conn);
+    auto exec = [&](const std::string& sql) {
+      duckdb_result r;
+      if (duckdb_query(conn, sql.c_str(), &r) != DuckDBSuccess) state.SkipWithError(duckdb_result_error(&r));
+      duckdb_destroy_result(&r);
+    };
+    std::string ddl = "CREATE TABLE t (time_ns BIGINT";
+    std::vector<duckdb_logical_type> types = {duckdb_create_logical_type(DUCKDB_TYPE_BIGINT)};
+    for (int c = 0; c < kColumns; ++c) {
+      ddl += ", c" + std::to_string(c) + (text ? " VARCHAR" : " BIGINT");
+      types.push_back(duckdb_create_logical_type(text ? DUCKDB_TYPE_VARCHAR : DUCKDB_TYPE_BIGINT));
+    }
+    exec(ddl + ")");
+    exec("SET checkpoint_threshold = '256MB'");
+    duckdb_data_chunk chunk = duckdb_create_data_chunk(types.data(), types.size());
+    char hex[32];
+    for (int done = 0; done < kRows; done += kCommit) {
+      exec("BEGIN");
+      duckdb_appender appender = nullptr;
+      duckdb_appender_create(conn, nullptr, "t", &appender);
+      for (int at = done; at < std::min(kRows, done + kCommit); at += 2048) {
+        const int n = std::min({2048, kRows - at, done + kCommit - at});
+        duckdb_data_chunk_reset(chunk);
+        auto* time = static_cast<int64_t*>(duckdb_vector_get_data(duckdb_data_chunk_get_vector(chunk, 0)));
+        for (int j = 0; j < n; ++j) time[j] = 1700000000000000000 + (at + j) * 1000ll;
+        for (int c = 1; c <= kColumns; ++c) {
+          duckdb_vector v = duckdb_data_chunk_get_vector(chunk, c);
+          for (int j = 0; j < n; ++j) {
+            switch (kind) {
+              case ValueKind::kInt64: static_cast<int64_t*>(duckdb_vector_get_data(v))[j] = static_cast<int64_t>(rng()); break;
+              case ValueKind::kNull:
+                duckdb_vector_ensure_validity_writable(v);
+                duckdb_validity_set_row_invalid(duckdb_vector_get_validity(v), j);
+                break;
+              case ValueKind::kEmpty: duckdb_vector_assign_string_element_len(v, j, "", 0); break;
+              case ValueKind::kHex32:
+                for (char& h : hex) h = "0123456789abcdef"[rng() & 15];
+                duckdb_vector_assign_string_element_len(v, j, hex, sizeof(hex));
+                break;
+              case ValueKind::kJson120: {
+                const std::string& s = json[rng() % json.size()];
+                duckdb_vector_assign_string_element_len(v, j, s.data(), s.size());
+                break;
+              }
+              case ValueKind::kRepeated220: {
+                const std::string& s = repeated[rng() % repeated.size()];
+                duckdb_vector_assign_string_element_len(v, j, s.data(), s.size());
+                break;
+              }
+            }
+          }
+        }
+        duckdb_data_chunk_set_size(chunk, n);
+        duckdb_append_data_chunk(appender, chunk);
+      }
+      duckdb_appender_close(appender);
+      duckdb_appender_destroy(&appender);
+      exec("COMMIT");
+    }
+    exec("CHECKPOINT");
+    duckdb_destroy_data_chunk(&chunk);
+    for (duckdb_logical_type& t : types) duckdb_destroy_logical_type(&t);
+    duckdb_disconnect(&conn);
+    duckdb_close(&db);
+    std::filesystem::remove_all(dir);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * kRows);
+}
+BENCHMARK_CAPTURE(BM_DuckDbValueCost, int64, ValueKind::kInt64)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
+BENCHMARK_CAPTURE(BM_DuckDbValueCost, null_text, ValueKind::kNull)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
+BENCHMARK_CAPTURE(BM_DuckDbValueCost, empty_text, ValueKind::kEmpty)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
+BENCHMARK_CAPTURE(BM_DuckDbValueCost, hex32_id, ValueKind::kHex32)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
+BENCHMARK_CAPTURE(BM_DuckDbValueCost, json_120B, ValueKind::kJson120)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
+BENCHMARK_CAPTURE(BM_DuckDbValueCost, repeated_220B, ValueKind::kRepeated220)
+    ->Unit(benchmark::kMillisecond)
+    ->MeasureProcessCPUTime();
 
 }  // namespace
 }  // namespace sightline
