@@ -197,8 +197,8 @@ inline void CheckInvariants(const SpanBatch& b) {
     Check(b.start_time_ns[i] >= 0 && b.end_time_ns[i] >= 0, "span times are non-negative");
   }
   CheckJsonColumn(b.attributes, "span attributes", '{', false);
-  CheckJsonColumn(b.events, "span events", '[', false);
-  CheckJsonColumn(b.links, "span links", '[', false);
+  CheckJsonColumn(b.events, "span events", '[', true);  // "" when none
+  CheckJsonColumn(b.links, "span links", '[', true);
   CheckResources(b.resources, b.resource_id, "span");
 }
 
