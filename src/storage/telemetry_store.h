@@ -56,6 +56,29 @@ class SignalSink {
   virtual Status WriteMetrics(const std::vector<const MetricBatch*>& batches);
 };
 
+//! A sink of one signal whose engine writes every signal with one template,
+//! `Status Derived::Write(const std::vector<const Batch*>&)`; batches of
+//! another signal are refused as SignalSink refuses them.
+template <typename Derived>
+class OneSignalSink : public SignalSink {
+ public:
+  explicit OneSignalSink(Signal signal) : signal_(signal) {}
+  Status WriteSpans(const std::vector<const SpanBatch*>& batches) override {
+    return signal_ == Signal::kSpans ? self().Write(batches) : SignalSink::WriteSpans(batches);
+  }
+  Status WriteLogs(const std::vector<const LogBatch*>& batches) override {
+    return signal_ == Signal::kLogs ? self().Write(batches) : SignalSink::WriteLogs(batches);
+  }
+  Status WriteMetrics(const std::vector<const MetricBatch*>& batches) override {
+    return signal_ == Signal::kMetrics ? self().Write(batches) : SignalSink::WriteMetrics(batches);
+  }
+  Signal signal() const { return signal_; }
+
+ private:
+  Derived& self() { return static_cast<Derived&>(*this); }
+  const Signal signal_;
+};
+
 //! A value bound to a `?` placeholder.
 using SqlParam = std::variant<int64_t, double, std::string>;
 

@@ -442,10 +442,10 @@ class DuckDbStore final : public TelemetryStore {
 
 //! One connection and a reusable chunk for each of its signal's two tables.
 //! Not thread-safe (one writer thread owns it).
-class DuckDbSink final : public SignalSink {
+class DuckDbSink final : public OneSignalSink<DuckDbSink> {
  public:
   DuckDbSink(DuckDbStore* store, Signal signal, duckdb_connection conn)
-      : store_(store), signal_(signal), conn_(conn) {
+      : OneSignalSink(signal), store_(store), conn_(conn) {
     switch (signal) {
       case Signal::kSpans: MakeChunks(SpanBatch{}); break;
       case Signal::kLogs: MakeChunks(LogBatch{}); break;
@@ -458,15 +458,8 @@ class DuckDbSink final : public SignalSink {
     store_->open_sinks_.fetch_sub(1);
   }
 
-  Status WriteSpans(const std::vector<const SpanBatch*>& batches) override {
-    return signal_ == Signal::kSpans ? Write(batches) : SignalSink::WriteSpans(batches);
-  }
-  Status WriteLogs(const std::vector<const LogBatch*>& batches) override {
-    return signal_ == Signal::kLogs ? Write(batches) : SignalSink::WriteLogs(batches);
-  }
-  Status WriteMetrics(const std::vector<const MetricBatch*>& batches) override {
-    return signal_ == Signal::kMetrics ? Write(batches) : SignalSink::WriteMetrics(batches);
-  }
+  template <typename Batch>
+  Status Write(const std::vector<const Batch*>& batches);
 
  private:
   template <typename Batch>
@@ -474,11 +467,7 @@ class DuckDbSink final : public SignalSink {
     keyed_chunk_ = std::make_unique<ChunkBuffer>(schema::KeyedColumns(empty));
     main_chunk_ = std::make_unique<ChunkBuffer>(schema::MainColumns(empty));
   }
-  template <typename Batch>
-  Status Write(const std::vector<const Batch*>& batches);
-
   DuckDbStore* store_;  // not owned; outlives the sink
-  Signal signal_;
   duckdb_connection conn_;
   std::unique_ptr<ChunkBuffer> keyed_chunk_;  // each holds 2,048 rows
   std::unique_ptr<ChunkBuffer> main_chunk_;
@@ -489,7 +478,7 @@ template <typename Batch>
 Status DuckDbSink::Write(const std::vector<const Batch*>& batches) {
   if (batches.empty()) return Status::Ok();
   const schema::SignalTables tables = schema::TablesOf(*batches[0]);
-  DuckDbStore::KnownKeys& known = store_->known_[static_cast<int>(signal_)];
+  DuckDbStore::KnownKeys& known = store_->known_[static_cast<int>(signal())];
   MutexLock lock(&known.mu);
   Transaction txn(conn_);
   SL_RETURN_IF_ERROR(txn.Begin());
@@ -518,8 +507,8 @@ Status DuckDbSink::Write(const std::vector<const Batch*>& batches) {
   }
   SL_RETURN_IF_ERROR(txn.Commit());
   known.keys.insert(pending.begin(), pending.end());
-  if (signal_ == Signal::kMetrics) store_->series_count_.fetch_add(pending.size());
-  store_->rows_[static_cast<int>(signal_)].fetch_add(rows);
+  if (signal() == Signal::kMetrics) store_->series_count_.fetch_add(pending.size());
+  store_->rows_[static_cast<int>(signal())].fetch_add(rows);
   return Status::Ok();
 }
 

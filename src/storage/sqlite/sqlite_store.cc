@@ -288,7 +288,7 @@ class SqliteStore final : public TelemetryStore {
 
 //! One connection with the INSERT statements of its signal's two tables,
 //! prepared once. Not thread-safe (one writer thread owns it).
-class SqliteSink final : public SignalSink {
+class SqliteSink final : public OneSignalSink<SqliteSink> {
  public:
   static Result<std::unique_ptr<SignalSink>> Create(SqliteStore* store, Signal signal, sqlite3* db) {
     std::unique_ptr<SqliteSink> sink(new SqliteSink(store, signal, db));
@@ -302,18 +302,11 @@ class SqliteSink final : public SignalSink {
 
   ~SqliteSink() override { store_->open_sinks_.fetch_sub(1); }
 
-  Status WriteSpans(const std::vector<const SpanBatch*>& batches) override {
-    return signal_ == Signal::kSpans ? Write(batches) : SignalSink::WriteSpans(batches);
-  }
-  Status WriteLogs(const std::vector<const LogBatch*>& batches) override {
-    return signal_ == Signal::kLogs ? Write(batches) : SignalSink::WriteLogs(batches);
-  }
-  Status WriteMetrics(const std::vector<const MetricBatch*>& batches) override {
-    return signal_ == Signal::kMetrics ? Write(batches) : SignalSink::WriteMetrics(batches);
-  }
+  template <typename Batch>
+  Status Write(const std::vector<const Batch*>& batches);
 
  private:
-  SqliteSink(SqliteStore* store, Signal signal, sqlite3* db) : store_(store), signal_(signal), conn_(db) {
+  SqliteSink(SqliteStore* store, Signal signal, sqlite3* db) : OneSignalSink(signal), store_(store), conn_(db) {
     store_->open_sinks_.fetch_add(1);
   }
   template <typename Batch>
@@ -322,11 +315,7 @@ class SqliteSink final : public SignalSink {
     SL_RETURN_IF_ERROR(insert_keyed_.Prepare(db_, schema::InsertSql(tables.keyed, schema::KeyedColumns(empty))));
     return insert_main_.Prepare(db_, schema::InsertSql(tables.main, schema::MainColumns(empty)));
   }
-  template <typename Batch>
-  Status Write(const std::vector<const Batch*>& batches);
-
   SqliteStore* store_;  // not owned; outlives the sink
-  Signal signal_;
   Connection conn_;  // declared before the statements: closed after they are finalized
   sqlite3* const db_ = conn_.get();
   Statement insert_keyed_;
@@ -339,7 +328,7 @@ Status SqliteSink::Write(const std::vector<const Batch*>& batches) {
   if (batches.empty()) return Status::Ok();
   const schema::SignalTables tables = schema::TablesOf(*batches[0]);
   MutexLock lock(&store_->write_mu_);
-  schema::KeySet& known = store_->known_[static_cast<int>(signal_)];
+  schema::KeySet& known = store_->known_[static_cast<int>(signal())];
   sqlite3_stmt* const statements[] = {insert_keyed_.get(), insert_main_.get()};
   Transaction txn(db_, statements);
   SL_RETURN_IF_ERROR(txn.Begin());
@@ -361,8 +350,8 @@ Status SqliteSink::Write(const std::vector<const Batch*>& batches) {
   }
   SL_RETURN_IF_ERROR(txn.Commit());
   known.insert(pending.begin(), pending.end());
-  if (signal_ == Signal::kMetrics) store_->series_count_.fetch_add(pending.size());
-  store_->rows_[static_cast<int>(signal_)].fetch_add(rows);
+  if (signal() == Signal::kMetrics) store_->series_count_.fetch_add(pending.size());
+  store_->rows_[static_cast<int>(signal())].fetch_add(rows);
   return Status::Ok();
 }
 
