@@ -507,4 +507,24 @@ inline void SelectNewKeys(int64_t project_id, const std::vector<int64_t>& keys, 
   }
 }
 
+//! One batch of a write, as both engines write it: its columns validated, and
+//! the indexes of its keyed rows that neither `known` nor an earlier batch of
+//! the same write (`pending`, which this extends) has stored.
+template <typename Batch>
+struct BatchWrite {
+  decltype(KeyedColumns(std::declval<const Batch&>())) keyed;
+  decltype(MainColumns(std::declval<const Batch&>())) main;
+  std::vector<uint32_t> new_keyed_rows;
+};
+
+template <typename Batch>
+Result<BatchWrite<Batch>> PlanBatchWrite(const Batch& b, const KeySet& known, KeySet* pending) {
+  const SignalTables tables = TablesOf(b);
+  BatchWrite<Batch> w{KeyedColumns(b), MainColumns(b), {}};
+  SL_RETURN_IF_ERROR(ValidateColumns(tables.keyed, w.keyed, Keys(b).size()));
+  SL_RETURN_IF_ERROR(ValidateColumns(tables.main, w.main, b.rows()));
+  SelectNewKeys(b.project_id, Keys(b), known, pending, &w.new_keyed_rows);
+  return w;
+}
+
 }  // namespace sightline::schema

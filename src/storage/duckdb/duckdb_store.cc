@@ -486,23 +486,18 @@ Status DuckDbSink::Write(const std::vector<const Batch*>& batches) {
   if (!main.ok()) return main.status();
   duckdb_appender keyed = nullptr;  // opened at the first new key: most writes have none
   schema::KeySet pending;
-  std::vector<uint32_t> new_rows;
   uint64_t rows = 0;
   for (const Batch* b : batches) {
-    auto keyed_columns = schema::KeyedColumns(*b);
-    auto main_columns = schema::MainColumns(*b);
-    const std::vector<int64_t>& keys = schema::Keys(*b);
-    SL_RETURN_IF_ERROR(schema::ValidateColumns(tables.keyed, keyed_columns, keys.size()));
-    SL_RETURN_IF_ERROR(schema::ValidateColumns(tables.main, main_columns, b->rows()));
-    new_rows.clear();
-    schema::SelectNewKeys(b->project_id, keys, known.keys, &pending, &new_rows);
+    Result<schema::BatchWrite<Batch>> w = schema::PlanBatchWrite(*b, known.keys, &pending);
+    if (!w.ok()) return w.status();
+    const std::vector<uint32_t>& new_rows = w->new_keyed_rows;
     if (!new_rows.empty() && keyed == nullptr) {
       Result<duckdb_appender> opened = txn.OpenAppender(tables.keyed);
       if (!opened.ok()) return opened.status();
       keyed = *opened;
     }
-    SL_RETURN_IF_ERROR(keyed_chunk_->Append(keyed, keyed_columns, new_rows.size(), new_rows.data()));
-    SL_RETURN_IF_ERROR(main_chunk_->Append(*main, main_columns, b->rows(), nullptr));
+    SL_RETURN_IF_ERROR(keyed_chunk_->Append(keyed, w->keyed, new_rows.size(), new_rows.data()));
+    SL_RETURN_IF_ERROR(main_chunk_->Append(*main, w->main, b->rows(), nullptr));
     rows += b->rows();
   }
   SL_RETURN_IF_ERROR(txn.Commit());

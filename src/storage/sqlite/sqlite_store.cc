@@ -333,19 +333,13 @@ Status SqliteSink::Write(const std::vector<const Batch*>& batches) {
   Transaction txn(db_, statements);
   SL_RETURN_IF_ERROR(txn.Begin());
   schema::KeySet pending;
-  std::vector<uint32_t> new_rows;
   uint64_t rows = 0;
   for (const Batch* b : batches) {
-    auto keyed_columns = schema::KeyedColumns(*b);
-    auto main_columns = schema::MainColumns(*b);
-    const std::vector<int64_t>& keys = schema::Keys(*b);
-    SL_RETURN_IF_ERROR(schema::ValidateColumns(tables.keyed, keyed_columns, keys.size()));
-    SL_RETURN_IF_ERROR(schema::ValidateColumns(tables.main, main_columns, b->rows()));
-    new_rows.clear();
-    schema::SelectNewKeys(b->project_id, keys, known, &pending, &new_rows);
-    SL_RETURN_IF_ERROR(
-        InsertRows(db_, statements[0], tables.keyed, keyed_columns, new_rows.size(), new_rows.data()));
-    SL_RETURN_IF_ERROR(InsertRows(db_, statements[1], tables.main, main_columns, b->rows(), nullptr));
+    Result<schema::BatchWrite<Batch>> w = schema::PlanBatchWrite(*b, known, &pending);
+    if (!w.ok()) return w.status();
+    const std::vector<uint32_t>& new_rows = w->new_keyed_rows;
+    SL_RETURN_IF_ERROR(InsertRows(db_, statements[0], tables.keyed, w->keyed, new_rows.size(), new_rows.data()));
+    SL_RETURN_IF_ERROR(InsertRows(db_, statements[1], tables.main, w->main, b->rows(), nullptr));
     rows += b->rows();
   }
   SL_RETURN_IF_ERROR(txn.Commit());
