@@ -863,7 +863,7 @@ Result<std::string> Exceptions(Runner& run, const ApiParams& p) {
   if (!limit.ok()) return limit.status();
   Sql sql;
   sql << "SELECT exception_type, exception_message, service_name, count(*), min(start_time_ns), max(start_time_ns), "
-         "max(" << kTraceIdHex << ") FROM spans";
+      << run.d_.sample_trace_id << " FROM spans";
   Sql where = run.SpanWhere(*range, false);
   sql.text += where.text;
   sql.params = where.params;

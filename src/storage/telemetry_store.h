@@ -118,6 +118,11 @@ struct SqlDialect {
   const char* project_column = "+project_id";
   //! Integer division operator ("//" in DuckDB, where "/" is floating point).
   const char* int_div = "/";
+  //! An aggregate giving the hex trace id of one span of the group (ids are
+  //! stored as integer halves). The portable form formats every row before
+  //! max(); DuckDB picks the halves first and formats once per group.
+  const char* sample_trace_id =
+      "max(CASE WHEN trace_id_high IS NULL THEN '' ELSE printf('%016x%016x', trace_id_high, trace_id_low) END)";
 };
 
 //! A read connection leased from the store's pool; returned on destruction.
