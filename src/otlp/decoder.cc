@@ -173,7 +173,7 @@ struct Context {
   std::string scope_name;
   std::string scope_version;
   std::string scope_json;
-  int64_t resource_id = 0;  // spans and logs: see ResourceId()
+  int64_t resource_id = 0;  // spans and logs, set by ResourceIdFor()
   bool in_table = false;    // this block's resource row is in the batch's table
 
   void SetResource(const KeyValues& attrs) {
@@ -187,18 +187,19 @@ struct Context {
     scope_version = scope.version();
     scope_json.clear();
     AppendAttributesJson(&scope_json, scope.attributes());
-    StableHasher h;
-    h.AddField(resource_json);
-    h.AddField(scope_name);
-    h.AddField(scope_version);
-    h.AddField(scope_json);
-    resource_id = static_cast<int64_t>(h.Finish());
     in_table = false;
   }
-  //! The block's resource_id for a row, adding its resource row to `table`
-  //! at the block's first row (blocks without accepted rows add none).
+  //! The block's resource_id for a row: at the block's first row it is
+  //! hashed and the resource row added to `table` (metrics, which key on
+  //! series instead, and blocks without accepted rows do neither).
   int64_t ResourceIdFor(ResourceTable* table) {
     if (!in_table) {
+      StableHasher h;
+      h.AddField(resource_json);
+      h.AddField(scope_name);
+      h.AddField(scope_version);
+      h.AddField(scope_json);
+      resource_id = static_cast<int64_t>(h.Finish());
       table->resource_id.push_back(resource_id);
       table->resource_attributes.Append(resource_json);
       table->scope_name.Append(scope_name);
