@@ -511,7 +511,8 @@ Result<std::string> Endpoints(Runner& run, const ApiParams& p) {
       auto ka = std::tie(a.keys[1], a.keys[0]), kb = std::tie(b.keys[1], b.keys[0]);
       return desc ? ka > kb : ka < kb;
     }
-    return a.keys[0] < b.keys[0];
+    // Equal values: by service, then endpoint, so pages are stable.
+    return std::tie(a.keys[0], a.keys[1]) < std::tie(b.keys[0], b.keys[1]);
   });
   std::string out;
   JsonWriter w(&out);

@@ -422,7 +422,7 @@ function expectedEndpoints(r, { service, sort = 'count', order } = {}) {
   const dir = order === 'asc' ? 1 : -1;
   groups.sort((a, b) => {
     if (sort === 'endpoint') return dir * (strCmp(a.endpoint, b.endpoint) || strCmp(a.service, b.service));
-    return dir * (a[key] - b[key]);
+    return dir * (a[key] - b[key]) || strCmp(a.service, b.service) || strCmp(a.endpoint, b.endpoint);
   });
   return groups.map(({ spans, ...g }) => g);
 }
