@@ -22,7 +22,7 @@
 
 #include "common/hex.h"
 #include "otlp/decoder.h"
-#include "storage/batch.h"
+#include "model/batch.h"
 
 namespace sightline::fuzz {
 

@@ -27,7 +27,7 @@
 #include <cstdint>
 #include <string>
 
-#include "storage/batch.h"
+#include "model/batch.h"
 
 namespace sightline::bench {
 

@@ -24,7 +24,7 @@
 #include <tuple>
 #include <vector>
 
-#include "storage/batch.h"
+#include "model/batch.h"
 
 namespace sightline::bench {
 

@@ -12,7 +12,7 @@
 #include <string_view>
 
 #include "common/status.h"
-#include "storage/batch.h"
+#include "model/batch.h"
 
 namespace sightline {
 

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "storage/batch.h"
+#include "model/batch.h"
 
 namespace sightline::schema {
 

@@ -26,7 +26,7 @@
 #include <gtest/gtest.h>
 
 #include "common/hex.h"
-#include "storage/batch.h"
+#include "model/batch.h"
 #include "storage/telemetry_store.h"
 
 namespace sightline {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "storage/batch.h"
+#include "model/batch.h"
 
 namespace sightline {
 

@@ -2,10 +2,6 @@
 
 namespace sightline {
 
-size_t BatchRows(const AnyBatch& b) {
-  return std::visit([](const auto& x) { return x.rows(); }, b);
-}
-
 SignalWriter::SignalWriter(Signal signal, std::unique_ptr<SignalSink> sink, Options options)
     : signal_(signal), options_(options), sink_(std::move(sink)) {}
 

@@ -10,12 +10,10 @@
 
 #include "common/mutex.h"
 #include "common/status.h"
-#include "storage/batch.h"
+#include "model/batch.h"
 #include "storage/telemetry_store.h"
 
 namespace sightline {
-
-using AnyBatch = std::variant<SpanBatch, LogBatch, MetricBatch>;
 
 //! The write path's group commit: one writer (and one thread) per signal.
 //! Submit() queues a decoded batch; the writer thread takes everything queued,
@@ -76,7 +74,5 @@ class SignalWriter {
   std::atomic<uint64_t> committed_rows_{0};
   std::atomic<uint64_t> failed_commits_{0};
 };
-
-size_t BatchRows(const AnyBatch& b);
 
 }  // namespace sightline

@@ -1,6 +1,8 @@
 #pragma once
 
-// Columnar batches: what the OTLP decoders produce and the engines append.
+// The data model: the signals and their columnar batches, what the OTLP
+// decoders produce and the engines append. A leaf module: it depends on nothing
+// of ours, so decoding does not link storage.
 // One batch per request and signal, struct of arrays, strings packed into one
 // buffer per column, so decoding allocates per column, not per row.
 // Complex values (attribute maps, events, links, histogram buckets, exemplars)
@@ -10,6 +12,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 namespace sightline {
@@ -177,5 +180,10 @@ struct MetricBatch {
   size_t rows() const { return time_ns.size(); }
   size_t ByteSize() const;
 };
+
+//! One decoded request's batch, whichever its signal.
+using AnyBatch = std::variant<SpanBatch, LogBatch, MetricBatch>;
+//! Rows (spans, log records, metric points) of any batch.
+size_t BatchRows(const AnyBatch& b);
 
 }  // namespace sightline

@@ -1,4 +1,4 @@
-#include "storage/batch.h"
+#include "model/batch.h"
 
 namespace sightline {
 
@@ -9,6 +9,10 @@ const char* SignalName(Signal s) {
     case Signal::kMetrics: return "metrics";
   }
   return "unknown";
+}
+
+size_t BatchRows(const AnyBatch& b) {
+  return std::visit([](const auto& x) { return x.rows(); }, b);
 }
 
 const char* MetricTypeName(MetricType t) {
