@@ -1,0 +1,370 @@
+#pragma once
+
+// The read contract: every dashboard operation as a typed query and a typed
+// result. query/ parses API parameters into these, calls one or more
+// operations on a leased TelemetryReader and renders JSON; it never sees SQL.
+// Engines implement the operations: the SQL engines share one implementation
+// (storage/sql/), and an engine overrides a whole operation where its SQL or
+// its access path differs (ClickHouse; rollups). The in-memory reference
+// engine (storage/memory/) implements them in plain C++, and the read
+// conformance suite holds every engine to its answers.
+//
+// Conventions for every operation:
+// - Times are UTC nanoseconds; a range is [from_ns, to_ns).
+// - Trace and span ids are the stored 64-bit halves (model/batch.h); a zero
+//   id (both halves 0 for a trace) means "absent".
+// - Percentiles are exact, with linear interpolation between closest ranks
+//   (numpy's default, DuckDB quantile_cont) over duration_ns.
+// - "Entry spans" are spans of kind SERVER or CONSUMER, or without a parent
+//   (the stored is_entry column). A span's endpoint is its http.route when
+//   set, else its name (the stored endpoint column).
+// - Results come in the order each operation states, with ties broken as
+//   stated, so two engines give identical answers.
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+#include "model/batch.h"
+
+namespace sightline {
+
+struct TimeRange {
+  int64_t from_ns = 0;
+  int64_t to_ns = 0;  // exclusive
+};
+
+//! Fixed-width time buckets: bucket i holds [origin_ns + i*step_ns, origin_ns + (i+1)*step_ns).
+struct Buckets {
+  int64_t origin_ns = 0;
+  int64_t step_ns = 1;
+  int64_t count = 0;  // rows outside [0, count) are never returned
+};
+
+//! A 128-bit trace id as its stored halves.
+struct TraceId {
+  uint64_t high = 0;
+  uint64_t low = 0;
+  bool empty() const { return high == 0 && low == 0; }
+  auto operator<=>(const TraceId&) const = default;
+};
+
+//! key = value on an attribute map (the JSON column); the value is compared
+//! as text: strings as they are, true/false as "true"/"false", numbers in
+//! their shortest form.
+struct AttrFilter {
+  std::string key;
+  std::string value;
+};
+
+// ------------------------------------------------------------------- spans
+
+//! The spans an operation reads.
+struct SpanFilter {
+  int64_t project_id = 0;
+  TimeRange range;                     // on start_time_ns
+  bool entry_only = false;             // only entry spans
+  std::optional<std::string> service;  // service_name =
+  std::optional<std::string> endpoint; // endpoint =
+  std::optional<int32_t> status_code;  // 0 unset, 1 ok, 2 error
+  std::optional<int64_t> min_duration_ns;  // duration_ns >=
+  std::optional<int64_t> max_duration_ns;  // duration_ns <=
+  std::vector<AttrFilter> attributes;      // span attributes, all must match
+};
+
+//! What a span group is keyed by, in key order.
+enum class SpanDimension {
+  kService,   // service_name
+  kEndpoint,  // endpoint
+  kBucket,    // time bucket of start_time_ns (SpanGroupQuery::buckets)
+  kLabel,     // index into SpanGroupQuery::labels of (service, endpoint), or -1 ("other")
+};
+
+//! Count, errors and latency percentiles of the spans matching `filter`,
+//! grouped by `dimensions`.
+struct SpanGroupQuery {
+  SpanFilter filter;
+  std::vector<SpanDimension> dimensions;
+  //! Which of p50, p95, p99 to compute (the others stay NaN in the result).
+  std::array<bool, 3> percentiles = {true, true, true};
+  Buckets buckets;  // for kBucket
+  std::vector<std::pair<std::string, std::string>> labels;  // (service, endpoint) for kLabel
+};
+
+struct SpanGroup {
+  //! One value per dimension: the text of kService/kEndpoint; the decimal
+  //! bucket index or label index for kBucket/kLabel.
+  std::vector<std::string> keys;
+  int64_t count = 0;
+  int64_t errors = 0;  // status_code = 2
+  std::array<double, 3> percentiles_ns;  // p50, p95, p99; NaN when not asked
+};
+//! Groups in no particular order (the caller sorts).
+using SpanGroups = std::vector<SpanGroup>;
+
+//! Traces with at least one span matching `filter`, newest first.
+struct TraceSearchQuery {
+  SpanFilter filter;
+  int64_t limit = 50;
+};
+
+struct TraceSummary {
+  TraceId trace_id;
+  //! Over all the trace's spans of the project, at any time: its earliest
+  //! span's service and name (ties: the smallest span id), the earliest start,
+  //! the latest end, the span count, and whether any span has status error.
+  std::string service;
+  std::string name;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  int64_t span_count = 0;
+  bool error = false;
+};
+//! Ordered by the trace's earliest start among the spans in the filter's range
+//! (descending), then trace id (ascending, unsigned).
+using TraceSummaries = std::vector<TraceSummary>;
+
+//! Every span and log record of one trace, at any time.
+struct TraceQuery {
+  int64_t project_id = 0;
+  TraceId trace_id;
+};
+
+struct SpanRecord {
+  uint64_t span_id = 0;
+  uint64_t parent_span_id = 0;  // 0 for a root
+  std::string service;
+  std::string name;
+  int32_t kind = 0;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  int64_t duration_ns = 0;
+  int32_t status_code = 0;
+  std::string status_message;
+  std::string trace_state;
+  std::string attributes;           // JSON object text; "" when none was stored
+  std::string resource_attributes;  // JSON object text
+  std::string events;               // JSON array text; "" when none
+  std::string links;                // JSON array text; "" when none
+  std::string scope_name;
+};
+
+struct LogRecord {
+  int64_t time_ns = 0;
+  int32_t severity_number = 0;
+  std::string severity_text;
+  std::string body;
+  std::string service;
+  TraceId trace_id;
+  uint64_t span_id = 0;
+  std::string attributes;  // JSON object text; "" when none
+};
+
+struct TraceDetail {
+  std::vector<SpanRecord> spans;  // by start_ns, then span id (unsigned)
+  std::vector<LogRecord> logs;    // by time_ns, then insertion order
+};
+
+//! Spans that recorded an exception (has_exception), grouped by (type,
+//! message, service); an absent type or message is "".
+struct ExceptionQuery {
+  SpanFilter filter;  // range, service
+  int64_t limit = 50;
+};
+
+struct ExceptionGroup {
+  std::string type;
+  std::string message;
+  std::string service;
+  int64_t count = 0;
+  int64_t first_ns = 0;  // earliest start_time_ns
+  int64_t last_ns = 0;   // latest start_time_ns
+  TraceId sample_trace_id;  // the greatest trace id of the group (unsigned order)
+};
+//! By count descending, then type, message, service ascending.
+using ExceptionGroups = std::vector<ExceptionGroup>;
+
+//! The spans of one exception group, newest first.
+struct ExceptionSpansQuery {
+  SpanFilter filter;                   // range, service
+  std::optional<std::string> type;     // "" matches an absent type
+  std::optional<std::string> message;  // "" matches an absent message
+  int64_t limit = 50;
+};
+
+struct SpanRef {
+  TraceId trace_id;
+  uint64_t span_id = 0;
+  std::string service;
+  std::string name;
+  int64_t start_ns = 0;
+  int64_t duration_ns = 0;
+};
+//! By start_ns descending, then trace id and span id ascending.
+using SpanRefs = std::vector<SpanRef>;
+
+// -------------------------------------------------------------------- logs
+
+struct LogFilter {
+  int64_t project_id = 0;
+  TimeRange range;  // on time_ns
+  int32_t severity_min = 0;  // severity_number >=, when > 0
+  std::optional<std::string> service;
+  //! Body contains this text, case-insensitively (SQLite folds ASCII only).
+  std::optional<std::string> text;
+  std::optional<TraceId> trace_id;
+  std::vector<AttrFilter> attributes;
+};
+
+//! One page of log records, newest first.
+struct LogPageQuery {
+  LogFilter filter;
+  int64_t limit = 100;
+  //! Where the previous page ended, as the engine returned it; "" for the
+  //! first page. Opaque: only the engine that made it can read it, and it
+  //! answers InvalidArgument for one it cannot.
+  std::string cursor;
+};
+
+struct LogPage {
+  //! By time_ns descending, then insertion order descending (newest first).
+  std::vector<LogRecord> records;
+  std::optional<std::string> next_cursor;  // set when more records follow
+};
+
+//! Log counts per time bucket and severity level.
+struct LogVolumeQuery {
+  LogFilter filter;
+  Buckets buckets;
+};
+
+struct LogVolumeRow {
+  int64_t bucket = 0;
+  //! 0 UNSPECIFIED (severity 0), 1 TRACE (1-4), 2 DEBUG (5-8), 3 INFO (9-12),
+  //! 4 WARN (13-16), 5 ERROR (17-20), 6 FATAL (21-24).
+  int32_t level = 0;
+  int64_t count = 0;
+};
+//! In no particular order; one row per (bucket, level) with records.
+using LogVolume = std::vector<LogVolumeRow>;
+
+// ----------------------------------------------------------------- metrics
+
+//! The project's metric catalog.
+struct MetricCatalogQuery {
+  int64_t project_id = 0;
+};
+
+//! One distinct (name, type, unit, description, service) of the project's series.
+struct MetricCatalogRow {
+  std::string name;
+  MetricType type = MetricType::kGauge;
+  std::string unit;
+  std::string description;
+  std::string service;
+  bool monotonic = false;   // any series of the row is monotonic
+  int32_t temporality = 0;  // the greatest of the row's series
+};
+//! By name, then type, unit, description, service.
+using MetricCatalog = std::vector<MetricCatalogRow>;
+
+//! Every series of one metric.
+struct MetricSeriesLookup {
+  int64_t project_id = 0;
+  std::string name;
+};
+
+struct MetricSeriesInfo {
+  int64_t series_id = 0;
+  MetricType type = MetricType::kGauge;
+  int32_t temporality = 0;  // 0 unspecified, 1 delta, 2 cumulative
+  bool monotonic = false;
+  std::string service;
+  std::string attributes;  // point attributes, JSON object text
+};
+//! By series_id.
+using MetricSeriesList = std::vector<MetricSeriesInfo>;
+
+//! Per series and time bucket, the aggregates of the points of `series_ids`.
+struct MetricSeriesQuery {
+  enum class Want {
+    kStats,       // count, sum, min, max of value
+    kLast,        // last (value of the newest point) and sum of value
+    kHistograms,  // bucket counts and bounds (see MetricBucket::counts)
+  };
+  int64_t project_id = 0;
+  TimeRange range;  // on time_ns
+  Buckets buckets;
+  std::vector<int64_t> series_ids;
+  //! For kHistograms: the series of series_ids with delta temporality (their
+  //! points are summed; the others are cumulative: the newest point counts).
+  std::vector<int64_t> delta_series_ids;
+  Want want = Want::kStats;
+};
+
+struct MetricBucket {
+  int64_t series_id = 0;
+  int64_t bucket = 0;
+  // kStats and kLast (NULL values skipped; a bucket of only NULLs has count 0
+  // and is not returned).
+  int64_t count = 0;
+  double sum = 0;
+  double min = 0;
+  double max = 0;
+  double last = 0;  // kLast: value of the newest point (ties: any of them)
+  // kHistograms: for a cumulative series, the bucket counts and bounds of the
+  // newest point; for a delta series, the element-wise sum of the points'
+  // counts (restarted when a point's count list changes length) and the bounds
+  // of the last point. Points without bucket counts are skipped.
+  std::vector<double> counts;
+  std::vector<double> bounds;
+};
+//! By series_id, then bucket.
+using MetricBuckets = std::vector<MetricBucket>;
+
+// ------------------------------------------------------------------ reader
+
+//! One leased read connection, running the operations above. Not
+//! thread-safe, except Interrupt(): it may be called from any thread while an
+//! operation runs and makes it return Cancelled promptly, leaving the reader
+//! usable. Destroying the lease returns the connection to its pool.
+//! Every operation fails with InvalidArgument for a query it cannot answer
+//! (a malformed cursor), Cancelled when interrupted, Internal/IoError when the
+//! engine fails.
+class TelemetryReader {
+ public:
+  virtual ~TelemetryReader() = default;
+
+  virtual Result<SpanGroups> GroupSpans(const SpanGroupQuery& q) = 0;
+  virtual Result<TraceSummaries> SearchTraces(const TraceSearchQuery& q) = 0;
+  //! NotFound when the trace has no span in the project.
+  virtual Result<TraceDetail> GetTrace(const TraceQuery& q) = 0;
+  virtual Result<ExceptionGroups> GroupExceptions(const ExceptionQuery& q) = 0;
+  virtual Result<SpanRefs> ExceptionSpans(const ExceptionSpansQuery& q) = 0;
+
+  virtual Result<LogPage> Logs(const LogPageQuery& q) = 0;
+  virtual Result<LogVolume> CountLogs(const LogVolumeQuery& q) = 0;
+
+  virtual Result<MetricCatalog> ListMetrics(const MetricCatalogQuery& q) = 0;
+  virtual Result<MetricSeriesList> FindSeries(const MetricSeriesLookup& q) = 0;
+  virtual Result<MetricBuckets> AggregateSeries(const MetricSeriesQuery& q) = 0;
+
+  virtual void Interrupt() = 0;
+};
+
+//! The severity level (LogVolumeRow::level) of a severity number.
+inline int32_t SeverityLevel(int32_t severity_number) {
+  if (severity_number >= 21) return 6;
+  if (severity_number >= 17) return 5;
+  if (severity_number >= 13) return 4;
+  if (severity_number >= 9) return 3;
+  if (severity_number >= 5) return 2;
+  if (severity_number >= 1) return 1;
+  return 0;
+}
+
+}  // namespace sightline
