@@ -22,8 +22,8 @@
 
 #include "bench/bench_common.h"
 #include "common/json_writer.h"
+#include "common/sqlite_pragmas.h"
 #include "common/status.h"
-#include "state/sqlite_pragmas.h"
 
 namespace sightline::bench {
 

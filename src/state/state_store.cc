@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "common/hex.h"
-#include "state/sqlite_pragmas.h"
+#include "common/sqlite_pragmas.h"
 
 namespace sightline {
 
