@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <deque>
 #include <memory>
+#include <span>
 #include <string_view>
 #include <vector>
-
-#include "bench/otlp_emitter.h"
 
 namespace sightline::bench {
 namespace {
@@ -97,9 +97,10 @@ constexpr Service kServiceList[kServices] = {
 };
 
 struct Endpoint {
-  std::string method;
-  std::string route;
-  std::string span_name;  // "GET /api/v1/orders/{id}"
+  std::string_view method;
+  std::string_view route;
+  std::string_view span_name;  // "GET /api/v1/orders/{id}"
+  bool post = false;           // answers 201 when it succeeds
 };
 
 struct ChildKind {
@@ -120,6 +121,7 @@ constexpr ChildKind kChildren[] = {
     {"render", 1, nullptr, nullptr},
     {"cache.lookup", 1, nullptr, nullptr},
 };
+constexpr int kChildCount = static_cast<int>(sizeof(kChildren) / sizeof(kChildren[0]));
 
 constexpr const char* kUserAgents[] = {
     "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36",
@@ -161,85 +163,101 @@ struct Severity {
 };
 constexpr Severity kSeverities[] = {{5, "DEBUG", 15}, {9, "INFO", 70}, {13, "WARN", 10}, {17, "ERROR", 5}};
 
-enum class Kind { kGauge, kSum, kHistogram };
-struct MetricDef {
+struct MetricSpec {
   const char* name;
   const char* description;
   const char* unit;
-  Kind kind;
+  MetricKind kind;
   bool is_int;
 };
 // Per service: 20 series (label sets below).
-constexpr MetricDef kMetricDefs[] = {
-    {"http.server.request.duration", "Duration of HTTP server requests.", "s", Kind::kHistogram, false},
-    {"http.server.request.count", "Number of HTTP server requests.", "{request}", Kind::kSum, true},
-    {"process.cpu.utilization", "CPU utilization of the process.", "1", Kind::kGauge, false},
-    {"process.memory.usage", "Resident memory of the process.", "By", Kind::kGauge, true},
-    {"db.client.connections.usage", "Connections in the pool by state.", "{connection}", Kind::kGauge, true},
-    {"system.network.io", "Bytes transferred.", "By", Kind::kSum, true},
-    {"runtime.gc.count", "Garbage collections.", "{collection}", Kind::kSum, true},
-    {"messaging.queue.depth", "Messages waiting in the queue.", "{message}", Kind::kGauge, true},
+constexpr MetricSpec kMetricSpecs[] = {
+    {"http.server.request.duration", "Duration of HTTP server requests.", "s", MetricKind::kHistogram, false},
+    {"http.server.request.count", "Number of HTTP server requests.", "{request}", MetricKind::kSum, true},
+    {"process.cpu.utilization", "CPU utilization of the process.", "1", MetricKind::kGauge, false},
+    {"process.memory.usage", "Resident memory of the process.", "By", MetricKind::kGauge, true},
+    {"db.client.connections.usage", "Connections in the pool by state.", "{connection}", MetricKind::kGauge, true},
+    {"system.network.io", "Bytes transferred.", "By", MetricKind::kSum, true},
+    {"runtime.gc.count", "Garbage collections.", "{collection}", MetricKind::kSum, true},
+    {"messaging.queue.depth", "Messages waiting in the queue.", "{message}", MetricKind::kGauge, true},
 };
-constexpr int kMetricDefCount = static_cast<int>(sizeof(kMetricDefs) / sizeof(kMetricDefs[0]));
-constexpr double kBounds[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
-constexpr int kBucketCount = static_cast<int>(sizeof(kBounds) / sizeof(kBounds[0])) + 1;
+constexpr int kMetricDefCount = static_cast<int>(sizeof(kMetricSpecs) / sizeof(kMetricSpecs[0]));
+constexpr double kBounds[kHistogramBuckets - 1] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
 
-struct Label {
-  std::string key;
-  std::string value;  // string labels
-  int64_t int_value = 0;
-  bool is_int = false;
-};
-struct Series {
-  int metric;  // index into kMetricDefs
-  std::vector<Label> labels;
-};
-
-//! Everything fixed about the data, built once.
+//! Everything fixed about the data, built once and never freed: rows point
+//! into it. Strings live in `text` (a deque never moves its elements).
 struct Catalogue {
+  std::deque<std::string> text;
+  std::deque<std::vector<Attribute>> attribute_lists;
+  std::array<Resource, kServices> resources;
   std::array<std::array<Endpoint, kEndpointsPerService>, kServices> endpoints;
-  std::array<std::vector<std::string>, kServices> statements;  // per child kind, table substituted
-  std::array<std::vector<Series>, kServices> series;           // 20 per service, grouped by metric
-  std::array<std::string, kServices> host;
+  std::array<std::array<std::string_view, kChildCount>, kServices> child_names;  // "SELECT orders" / "serialize"
+  std::array<std::array<std::string_view, kChildCount>, kServices> statements;   // table substituted
+  std::array<MetricDef, kMetricDefCount> metrics;
+  std::array<std::vector<MetricSeries>, kServices> series;  // 20 per service, grouped by metric
+
+  std::string_view Intern(std::string s) { return text.emplace_back(std::move(s)); }
+  std::span<const Attribute> List(std::vector<Attribute> list) { return attribute_lists.emplace_back(std::move(list)); }
 
   Catalogue() {
     static const char* kMethods[kEndpointsPerService] = {"GET", "GET", "POST", "PUT", "DELETE"};
     static const char* kSuffix[kEndpointsPerService] = {"", "/{id}", "", "/{id}", "/{id}"};
+    for (int m = 0; m < kMetricDefCount; ++m) {
+      const MetricSpec& spec = kMetricSpecs[m];
+      metrics[m] = MetricDef{spec.name, spec.description, spec.unit, spec.kind, spec.is_int};
+    }
+    uint32_t series_id = 0;
     for (int s = 0; s < kServices; ++s) {
       const Service& svc = kServiceList[s];
+      resources[s] = Resource{static_cast<uint32_t>(s + 1), svc.name,
+                              List({{"service.name", svc.name},
+                                    {"service.version", svc.version},
+                                    {"service.namespace", "shop"},
+                                    {"deployment.environment", "production"},
+                                    {"host.name", Intern(std::string(svc.name) + "-7d9f8b6c5-" + std::to_string(10 + s * 7))},
+                                    {"telemetry.sdk.name", "opentelemetry"},
+                                    {"telemetry.sdk.language", svc.language}})};
       for (int e = 0; e < kEndpointsPerService; ++e) {
         Endpoint& ep = endpoints[s][e];
         ep.method = kMethods[e];
-        ep.route = std::string("/api/v1/") + svc.resource + kSuffix[e];
-        if (e == 1 && s % 2 == 0) ep.route += "/history";
-        ep.span_name = ep.method + " " + ep.route;
+        std::string route = std::string("/api/v1/") + svc.resource + kSuffix[e];
+        if (e == 1 && s % 2 == 0) route += "/history";
+        ep.route = Intern(route);
+        ep.span_name = Intern(std::string(ep.method) + " " + route);
+        ep.post = e == 2;
       }
-      for (const ChildKind& c : kChildren) {
-        std::string st = c.statement ? c.statement : "";
+      for (int c = 0; c < kChildCount; ++c) {
+        const ChildKind& ck = kChildren[c];
+        child_names[s][c] = ck.db_system != nullptr ? Intern(std::string(ck.name) + " " + svc.resource) : ck.name;
+        std::string st = ck.statement ? ck.statement : "";
         size_t at = st.find("{t}");
         if (at != std::string::npos) st.replace(at, 3, svc.resource);
-        statements[s].push_back(st);
+        statements[s][c] = Intern(st);
       }
-      host[s] = std::string(svc.name) + "-7d9f8b6c5-" + std::to_string(10 + s * 7);
       auto& out = series[s];
+      auto add = [&](int metric, std::vector<Attribute> labels) {
+        out.push_back(MetricSeries{++series_id, &resources[s], &metrics[metric], List(std::move(labels))});
+      };
       for (int e = 0; e < kEndpointsPerService; ++e) {  // duration histogram: one per endpoint
-        out.push_back({0, {{"http.request.method", endpoints[s][e].method}, {"http.route", endpoints[s][e].route},
-                           {"http.response.status_code", "", 200, true}}});
+        add(0, {{"http.request.method", endpoints[s][e].method},
+                {"http.route", endpoints[s][e].route},
+                {"http.response.status_code", {}, 200, true}});
       }
       for (int e = 0; e < kEndpointsPerService; ++e) {  // request count: one per endpoint
-        out.push_back({1, {{"http.request.method", endpoints[s][e].method}, {"http.route", endpoints[s][e].route},
-                           {"http.response.status_code", "", 200, true}}});
+        add(1, {{"http.request.method", endpoints[s][e].method},
+                {"http.route", endpoints[s][e].route},
+                {"http.response.status_code", {}, 200, true}});
       }
-      out.push_back({2, {{"cpu.mode", "user"}}});
-      out.push_back({2, {{"cpu.mode", "system"}}});
-      out.push_back({3, {}});
-      out.push_back({4, {{"pool.name", "main"}, {"state", "idle"}}});
-      out.push_back({4, {{"pool.name", "main"}, {"state", "used"}}});
-      out.push_back({5, {{"network.io.direction", "receive"}, {"network.interface.name", "eth0"}}});
-      out.push_back({5, {{"network.io.direction", "transmit"}, {"network.interface.name", "eth0"}}});
-      out.push_back({6, {{"gc", "minor"}}});
-      out.push_back({6, {{"gc", "major"}}});
-      out.push_back({7, {{"messaging.destination.name", std::string(svc.resource) + ".events"}}});
+      add(2, {{"cpu.mode", "user"}});
+      add(2, {{"cpu.mode", "system"}});
+      add(3, {});
+      add(4, {{"pool.name", "main"}, {"state", "idle"}});
+      add(4, {{"pool.name", "main"}, {"state", "used"}});
+      add(5, {{"network.io.direction", "receive"}, {"network.interface.name", "eth0"}});
+      add(5, {{"network.io.direction", "transmit"}, {"network.interface.name", "eth0"}});
+      add(6, {{"gc", "minor"}});
+      add(6, {{"gc", "major"}});
+      add(7, {{"messaging.destination.name", Intern(std::string(svc.resource) + ".events")}});
     }
   }
 };
@@ -247,52 +265,6 @@ struct Catalogue {
 const Catalogue& Cat() {
   static const Catalogue* c = new Catalogue();
   return *c;
-}
-
-// ---- common message pieces -----------------------------------------------------
-
-template <typename E>
-void StringAttr(E* e, std::string_view key, std::string_view value) {
-  e->BeginElement();
-  e->String(1, "key", key);
-  e->BeginMessage(2, "value");
-  e->String(1, "stringValue", value);
-  e->EndMessage();
-  e->EndMessage();
-}
-
-template <typename E>
-void IntAttr(E* e, std::string_view key, int64_t value) {
-  e->BeginElement();
-  e->String(1, "key", key);
-  e->BeginMessage(2, "value");
-  e->OneofInt(3, "intValue", value);
-  e->EndMessage();
-  e->EndMessage();
-}
-
-template <typename E>
-void Resource(E* e, int service) {
-  const Service& svc = kServiceList[service];
-  e->BeginMessage(1, "resource");
-  e->BeginRepeated(1, "attributes");
-  StringAttr(e, "service.name", svc.name);
-  StringAttr(e, "service.version", svc.version);
-  StringAttr(e, "service.namespace", "shop");
-  StringAttr(e, "deployment.environment", "production");
-  StringAttr(e, "host.name", Cat().host[service]);
-  StringAttr(e, "telemetry.sdk.name", "opentelemetry");
-  StringAttr(e, "telemetry.sdk.language", svc.language);
-  e->EndRepeated();
-  e->EndMessage();
-}
-
-template <typename E>
-void Scope(E* e, const char* name) {
-  e->BeginMessage(1, "scope");
-  e->String(1, "name", name);
-  e->String(2, "version", "1.21.0");
-  e->EndMessage();
 }
 
 //! Which services a request carries: one (SDK shape) or all (Collector shape).
@@ -321,8 +293,7 @@ inline int64_t TimeAt(int64_t base, uint64_t n, int64_t step) {
 
 // ---- spans ---------------------------------------------------------------------
 
-template <typename E>
-uint32_t LoadGenerator::Spans(E* e, uint64_t index) const {
+SpanRequest LoadGenerator::Spans(uint64_t index) const {
   const Catalogue& cat = Cat();
   Rng rng(Mix64(options_.seed) ^ Mix64(index * 3 + 0));
   int first = 0, count = 0;
@@ -331,135 +302,100 @@ uint32_t LoadGenerator::Spans(E* e, uint64_t index) const {
   const int64_t window_start = TimeAt(options_.base_time_ns, index, window);
   uint64_t ordinal = 0;   // span ordinal within the request: part of the span id
   uint64_t trace_no = 0;  // trace ordinal within the request: part of the trace id
-  e->BeginRoot();
-  e->BeginRepeated(1, "resourceSpans");
+  SpanRequest out;
+  out.scope = {"io.opentelemetry.http", "1.21.0"};
+  out.rows.reserve(options_.batch);
   for (int k = 0; k < count; ++k) {
     const int s = first + k;
+    const Resource* resource = &cat.resources[s];
     size_t spans_left = Share(options_.batch, static_cast<size_t>(count), static_cast<size_t>(k));
-    if (spans_left == 0) continue;
-    e->BeginElement();
-    Resource(e, s);
-    e->BeginRepeated(2, "scopeSpans");
-    e->BeginElement();
-    Scope(e, "io.opentelemetry.http");
-    e->BeginRepeated(2, "spans");
     while (spans_left > 0) {
       // One trace: a SERVER root and 0..7 children, all in this request.
       size_t size = std::min<size_t>(spans_left, static_cast<size_t>(rng.Range(1, 8)));
       spans_left -= size;
-      uint8_t trace_id[16], root_id[8];
-      UniqueId16(index, trace_no++, kTraceIdSalt, trace_id);
+      TraceId trace_id;
+      UniqueId16(index, trace_no++, kTraceIdSalt, trace_id.data());
       const Endpoint& ep = cat.endpoints[s][rng.Below(kEndpointsPerService)];
-      int64_t start = window_start + rng.Range(0, window - 1);
-      int64_t duration = rng.Range(1000000, 500000000);  // 1..500 ms
-      bool error = rng.Percent(5);
+      const int64_t start = window_start + rng.Range(0, window - 1);
+      const int64_t duration = rng.Range(1000000, 500000000);  // 1..500 ms
+      const bool error = rng.Percent(5);
       const ErrorKind& err = kErrors[rng.Below(5)];
-      int status = error ? err.status : (rng.Percent(3) ? 404 : (ep.method == "POST" ? 201 : 200));
-      UniqueId8(index, ordinal++, kSpanIdSalt, root_id);
+      const int status = error ? err.status : (rng.Percent(3) ? 404 : (ep.post ? 201 : 200));
 
-      e->BeginElement();
-      e->Id(1, "traceId", trace_id, 16);
-      e->Id(2, "spanId", root_id, 8);
-      e->String(5, "name", ep.span_name);
-      e->Uint(6, "kind", 2);  // SERVER
-      e->Fixed64(7, "startTimeUnixNano", static_cast<uint64_t>(start));
-      e->Fixed64(8, "endTimeUnixNano", static_cast<uint64_t>(start + duration));
-      e->BeginRepeated(9, "attributes");
-      StringAttr(e, "http.request.method", ep.method);
-      StringAttr(e, "http.route", ep.route);
-      IntAttr(e, "http.response.status_code", status);
-      StringAttr(e, "url.scheme", "https");
-      StringAttr(e, "server.address", kServiceList[s].name);
-      StringAttr(e, "user_agent.original", kUserAgents[rng.Below(5)]);
-      e->EndRepeated();
+      SpanRow& root = out.rows.emplace_back();
+      root.resource = resource;
+      root.trace_id = trace_id;
+      UniqueId8(index, ordinal++, kSpanIdSalt, root.span_id.data());
+      root.name = ep.span_name;
+      root.kind = 2;  // SERVER
+      root.start_time_ns = start;
+      root.end_time_ns = start + duration;
+      root.attributes.Add("http.request.method", ep.method);
+      root.attributes.Add("http.route", ep.route);
+      root.attributes.Add("http.response.status_code", int64_t{status});
+      root.attributes.Add("url.scheme", "https");
+      root.attributes.Add("server.address", kServiceList[s].name);
+      root.attributes.Add("user_agent.original", kUserAgents[rng.Below(5)]);
       if (error) {
-        e->BeginRepeated(11, "events");
-        e->BeginElement();
-        e->Fixed64(1, "timeUnixNano", static_cast<uint64_t>(start + duration - 1000));
-        e->String(2, "name", "exception");
-        e->BeginRepeated(3, "attributes");
-        StringAttr(e, "exception.type", err.exception_type);
-        StringAttr(e, "exception.message", err.message);
-        e->EndRepeated();
-        e->EndMessage();
-        e->EndRepeated();
-        e->BeginMessage(15, "status");
-        e->String(2, "message", err.message);
-        e->Uint(3, "code", 2);  // ERROR
-        e->EndMessage();
+        SpanEvent& ev = root.event.emplace();
+        ev.time_ns = start + duration - 1000;
+        ev.name = "exception";
+        ev.attributes.Add("exception.type", err.exception_type);
+        ev.attributes.Add("exception.message", err.message);
+        root.status_code = 2;  // ERROR
+        root.status_message = err.message;
       }
-      e->EndMessage();
+      const SpanId root_id = root.span_id;
 
       for (size_t c = 1; c < size; ++c) {
-        const size_t child_kind = rng.Below(sizeof(kChildren) / sizeof(kChildren[0]));
+        const size_t child_kind = rng.Below(kChildCount);
         const ChildKind& ck = kChildren[child_kind];
-        uint8_t span_id[8];
-        UniqueId8(index, ordinal++, kSpanIdSalt, span_id);
-        int64_t offset = rng.Range(0, duration / 2);
-        int64_t child_duration = rng.Range(1000, std::max<int64_t>(1000, duration - offset));
-        e->BeginElement();
-        e->Id(1, "traceId", trace_id, 16);
-        e->Id(2, "spanId", span_id, 8);
-        e->Id(4, "parentSpanId", root_id, 8);
+        SpanRow& child = out.rows.emplace_back();
+        child.resource = resource;
+        child.trace_id = trace_id;
+        UniqueId8(index, ordinal++, kSpanIdSalt, child.span_id.data());
+        child.parent_span_id = root_id;
+        const int64_t offset = rng.Range(0, duration / 2);
+        const int64_t child_duration = rng.Range(1000, std::max<int64_t>(1000, duration - offset));
+        child.name = cat.child_names[s][child_kind];
+        child.kind = ck.kind;
+        child.start_time_ns = start + offset;
+        child.end_time_ns = start + offset + child_duration;
         if (ck.db_system != nullptr) {
-          std::string name = std::string(ck.name) + " " + kServiceList[s].resource;
-          e->String(5, "name", name);
+          child.attributes.Add("db.system", ck.db_system);
+          child.attributes.Add("db.name", kServiceList[s].name);
+          child.attributes.Add("db.statement", cat.statements[s][child_kind]);
+          child.attributes.Add("server.address", ck.db_system[0] == 'p' ? "db-primary" : "cache-0");
         } else {
-          e->String(5, "name", ck.name);
+          child.attributes.Add("code.function", ck.name);
+          child.attributes.Add("code.namespace", kServiceList[s].resource);
         }
-        e->Uint(6, "kind", static_cast<uint64_t>(ck.kind));
-        e->Fixed64(7, "startTimeUnixNano", static_cast<uint64_t>(start + offset));
-        e->Fixed64(8, "endTimeUnixNano", static_cast<uint64_t>(start + offset + child_duration));
-        e->BeginRepeated(9, "attributes");
-        if (ck.db_system != nullptr) {
-          StringAttr(e, "db.system", ck.db_system);
-          StringAttr(e, "db.name", kServiceList[s].name);
-          StringAttr(e, "db.statement", cat.statements[s][child_kind]);
-          StringAttr(e, "server.address", ck.db_system[0] == 'p' ? "db-primary" : "cache-0");
-        } else {
-          StringAttr(e, "code.function", ck.name);
-          StringAttr(e, "code.namespace", kServiceList[s].resource);
-        }
-        e->EndRepeated();
-        e->EndMessage();
       }
     }
-    e->EndRepeated();  // spans
-    e->EndMessage();   // scope spans
-    e->EndRepeated();
-    e->EndMessage();  // resource spans
   }
-  e->EndRepeated();
-  e->EndRoot();
-  return static_cast<uint32_t>(ordinal);
+  return out;
 }
 
 // ---- logs ----------------------------------------------------------------------
 
-template <typename E>
-uint32_t LoadGenerator::Logs(E* e, uint64_t index) const {
+LogRequest LoadGenerator::Logs(uint64_t index) const {
+  const Catalogue& cat = Cat();
   Rng rng(Mix64(options_.seed) ^ Mix64(index * 3 + 1));
   int first = 0, count = 0;
   ServicesFor(options_, index, &first, &count);
   const int64_t window = options_.time_step_ns;  // each request covers one step of data time
   const int64_t window_start = TimeAt(options_.base_time_ns, index, window);
   uint64_t ordinal = 0;
-  std::string body;
-  e->BeginRoot();
-  e->BeginRepeated(1, "resourceLogs");
+  LogRequest out;
+  out.scope = {"io.opentelemetry.logs", "1.21.0"};
+  out.rows.reserve(options_.batch);
   for (int k = 0; k < count; ++k) {
     const int s = first + k;
-    size_t n = Share(options_.batch, static_cast<size_t>(count), static_cast<size_t>(k));
-    if (n == 0) continue;
-    e->BeginElement();
-    Resource(e, s);
-    e->BeginRepeated(2, "scopeLogs");
-    e->BeginElement();
-    Scope(e, "io.opentelemetry.logs");
-    e->BeginRepeated(2, "logRecords");
+    const size_t n = Share(options_.batch, static_cast<size_t>(count), static_cast<size_t>(k));
     for (size_t i = 0; i < n; ++i) {
-      int64_t t = window_start + static_cast<int64_t>((static_cast<uint64_t>(window) * i) / n) +
-                  rng.Range(0, 999);
+      LogRow& r = out.rows.emplace_back();
+      r.resource = &cat.resources[s];
+      r.time_ns = window_start + static_cast<int64_t>((static_cast<uint64_t>(window) * i) / n) + rng.Range(0, 999);
       int roll = static_cast<int>(rng.Below(100));
       const Severity* sev = &kSeverities[0];
       for (const Severity& candidate : kSeverities) {
@@ -467,54 +403,36 @@ uint32_t LoadGenerator::Logs(E* e, uint64_t index) const {
         if (roll < candidate.weight) break;
         roll -= candidate.weight;
       }
-      body.clear();
-      int words = static_cast<int>(rng.Range(6, 14));
+      r.severity_number = sev->number;
+      r.severity_text = sev->text;
+      const int words = static_cast<int>(rng.Range(6, 14));
       for (int w = 0; w < words; ++w) {
-        if (w > 0) body.push_back(' ');
-        body += kWords[rng.Below(kWordCount)];
+        if (w > 0) r.body.push_back(' ');
+        r.body += kWords[rng.Below(kWordCount)];
         if (w == 2) {
-          body += " #";
-          body += std::to_string(rng.Range(1000, 999999));
+          r.body += " #";
+          r.body += std::to_string(rng.Range(1000, 999999));
         }
       }
-      e->BeginElement();
-      e->Fixed64(1, "timeUnixNano", static_cast<uint64_t>(t));
-      e->Fixed64(11, "observedTimeUnixNano", static_cast<uint64_t>(t + rng.Range(100000, 5000000)));
-      e->Uint(2, "severityNumber", static_cast<uint64_t>(sev->number));
-      e->String(3, "severityText", sev->text);
-      e->BeginMessage(5, "body");
-      e->String(1, "stringValue", body);
-      e->EndMessage();
-      e->BeginRepeated(6, "attributes");
-      StringAttr(e, "log.logger", kServiceList[s].resource);
-      IntAttr(e, "thread.id", rng.Range(1, 32));
-      StringAttr(e, "code.function", kWords[rng.Below(kWordCount)]);
-      e->EndRepeated();
+      r.observed_time_ns = r.time_ns + rng.Range(100000, 5000000);
+      r.attributes.Add("log.logger", kServiceList[s].resource);
+      r.attributes.Add("thread.id", rng.Range(1, 32));
+      r.attributes.Add("code.function", kWords[rng.Below(kWordCount)]);
       if (rng.Percent(80)) {
-        uint8_t trace_id[16], span_id[8];
-        UniqueId16(index, ordinal, kLogTraceSalt, trace_id);
-        UniqueId8(index, ordinal, kLogTraceSalt ^ kSpanIdSalt, span_id);
-        e->Fixed32(8, "flags", 1);
-        e->Id(9, "traceId", trace_id, 16);
-        e->Id(10, "spanId", span_id, 8);
+        r.has_trace = true;
+        r.flags = 1;
+        UniqueId16(index, ordinal, kLogTraceSalt, r.trace_id.data());
+        UniqueId8(index, ordinal, kLogTraceSalt ^ kSpanIdSalt, r.span_id.data());
       }
-      e->EndMessage();
       ++ordinal;
     }
-    e->EndRepeated();
-    e->EndMessage();
-    e->EndRepeated();
-    e->EndMessage();
   }
-  e->EndRepeated();
-  e->EndRoot();
-  return static_cast<uint32_t>(ordinal);
+  return out;
 }
 
 // ---- metrics -------------------------------------------------------------------
 
-template <typename E>
-uint32_t LoadGenerator::Metrics(E* e, uint64_t index) const {
+MetricRequest LoadGenerator::Metrics(uint64_t index) const {
   const Catalogue& cat = Cat();
   Rng rng(Mix64(options_.seed) ^ Mix64(index * 3 + 2));
   int first = 0, count = 0;
@@ -526,87 +444,40 @@ uint32_t LoadGenerator::Metrics(E* e, uint64_t index) const {
   const size_t per_series_max = (options_.batch + total_series - 1) / total_series;
   const uint64_t first_step = index * per_series_max;
   const int64_t start_ns = options_.base_time_ns - 3600 * kNsPerSecond;  // cumulative start
-  uint32_t points = 0;
-  uint64_t buckets[kBucketCount];
-  e->BeginRoot();
-  e->BeginRepeated(1, "resourceMetrics");
+  MetricRequest out;
+  out.scope = {"io.opentelemetry.runtime", "1.21.0"};
+  out.rows.reserve(options_.batch);
   size_t series_no = 0;
   for (int k = 0; k < count; ++k) {
-    const int s = first + k;
-    e->BeginElement();
-    Resource(e, s);
-    e->BeginRepeated(2, "scopeMetrics");
-    e->BeginElement();
-    Scope(e, "io.opentelemetry.runtime");
-    e->BeginRepeated(2, "metrics");
-    const auto& list = cat.series[s];
-    for (size_t i = 0; i < list.size();) {
-      const MetricDef& def = kMetricDefs[list[i].metric];
-      size_t end = i;
-      while (end < list.size() && list[end].metric == list[i].metric) ++end;
-      e->BeginElement();
-      e->String(1, "name", def.name);
-      e->String(2, "description", def.description);
-      e->String(3, "unit", def.unit);
-      const int data_field = def.kind == Kind::kGauge ? 5 : def.kind == Kind::kSum ? 7 : 9;
-      const char* data_name = def.kind == Kind::kGauge ? "gauge" : def.kind == Kind::kSum ? "sum" : "histogram";
-      e->BeginMessage(data_field, data_name);
-      e->BeginRepeated(1, "dataPoints");
-      for (; i < end; ++i, ++series_no) {
-        const size_t n = Share(options_.batch, total_series, series_no);
-        for (size_t p = 0; p < n; ++p) {
-          const uint64_t step = first_step + p;
-          const int64_t t = TimeAt(options_.base_time_ns, step, options_.point_step_ns);
-          e->BeginElement();
-          const int attr_field = def.kind == Kind::kHistogram ? 9 : 7;
-          if (!list[i].labels.empty()) {
-            e->BeginRepeated(attr_field, "attributes");
-            for (const Label& l : list[i].labels) {
-              if (l.is_int) IntAttr(e, l.key, l.int_value);
-              else StringAttr(e, l.key, l.value);
-            }
-            e->EndRepeated();
-          }
-          if (def.kind != Kind::kGauge) e->Fixed64(2, "startTimeUnixNano", static_cast<uint64_t>(start_ns));
-          e->Fixed64(3, "timeUnixNano", static_cast<uint64_t>(t));
-          if (def.kind == Kind::kHistogram) {
-            uint64_t total = 0;
-            for (int b = 0; b < kBucketCount; ++b) total += buckets[b] = rng.Below(b < 6 ? 60 : 8);
-            double sum = static_cast<double>(total) * (0.02 + 0.2 * rng.Unit());
-            e->Fixed64(4, "count", total);
-            e->Double(5, "sum", sum);
-            e->PackedFixed64(6, "bucketCounts", std::span<const uint64_t>(buckets, kBucketCount));
-            e->PackedDouble(7, "explicitBounds", std::span<const double>(kBounds, kBucketCount - 1));
-            e->Double(11, "min", 0.001 + 0.004 * rng.Unit());
-            e->Double(12, "max", 0.5 + 9.0 * rng.Unit());
-          } else if (def.kind == Kind::kSum) {
-            // Cumulative and monotonic: grows with the step.
-            e->SFixed64(6, "asInt", static_cast<int64_t>(step) * 40 + rng.Range(0, 39));
-          } else if (def.is_int) {
-            e->SFixed64(6, "asInt", rng.Range(0, 4000000));
-          } else {
-            e->Double(4, "asDouble", rng.Unit());
-          }
-          e->EndMessage();
-          ++points;
+    for (const MetricSeries& series : cat.series[first + k]) {
+      const MetricDef& def = *series.metric;
+      const size_t n = Share(options_.batch, total_series, series_no++);
+      for (size_t p = 0; p < n; ++p) {
+        const uint64_t step = first_step + p;
+        MetricPoint& point = out.rows.emplace_back();
+        point.series = &series;
+        point.time_ns = TimeAt(options_.base_time_ns, step, options_.point_step_ns);
+        if (def.kind != MetricKind::kGauge) point.start_time_ns = start_ns;
+        if (def.kind == MetricKind::kHistogram) {
+          uint64_t total = 0;
+          for (size_t b = 0; b < kHistogramBuckets; ++b) total += point.bucket_counts[b] = rng.Below(b < 6 ? 60 : 8);
+          point.count = total;
+          point.sum = static_cast<double>(total) * (0.02 + 0.2 * rng.Unit());
+          point.explicit_bounds = kBounds;
+          point.min = 0.001 + 0.004 * rng.Unit();
+          point.max = 0.5 + 9.0 * rng.Unit();
+        } else if (def.kind == MetricKind::kSum) {
+          // Cumulative and monotonic: grows with the step.
+          point.int_value = static_cast<int64_t>(step) * 40 + rng.Range(0, 39);
+        } else if (def.is_int) {
+          point.int_value = rng.Range(0, 4000000);
+        } else {
+          point.double_value = rng.Unit();
         }
       }
-      e->EndRepeated();  // data points
-      if (def.kind != Kind::kGauge) {
-        e->Uint(2, "aggregationTemporality", 2);  // CUMULATIVE
-        if (def.kind == Kind::kSum) e->Bool(3, "isMonotonic", true);
-      }
-      e->EndMessage();  // gauge / sum / histogram
-      e->EndMessage();  // metric
     }
-    e->EndRepeated();
-    e->EndMessage();
-    e->EndRepeated();
-    e->EndMessage();
   }
-  e->EndRepeated();
-  e->EndRoot();
-  return points;
+  return out;
 }
 
 // ---- public --------------------------------------------------------------------
@@ -623,26 +494,16 @@ LoadGenerator::LoadGenerator(GeneratorOptions options) : options_(options) {
 }
 
 std::string LoadGenerator::BuildRaw(Signal signal, uint64_t index, uint32_t* items) const {
-  std::string out;
-  out.reserve(options_.batch * (signal == Signal::kMetrics ? 120 : 400) + 4096);
-  auto build = [&](auto* e) {
-    switch (signal) {
-      case Signal::kSpans: return Spans(e, index);
-      case Signal::kLogs: return Logs(e, index);
-      case Signal::kMetrics: return Metrics(e, index);
-    }
-    return 0u;
+  auto encode = [&](const auto& request) {
+    if (items != nullptr) *items = static_cast<uint32_t>(request.rows.size());
+    return EncodeOtlp(request, options_.format);
   };
-  uint32_t n = 0;
-  if (options_.format == WireFormat::kProtobuf) {
-    ProtoEmitter e(&out);
-    n = build(&e);
-  } else {
-    JsonEmitter e(&out);
-    n = build(&e);
+  switch (signal) {
+    case Signal::kSpans: return encode(Spans(index));
+    case Signal::kLogs: return encode(Logs(index));
+    case Signal::kMetrics: return encode(Metrics(index));
   }
-  if (items != nullptr) *items = n;
-  return out;
+  return encode(Spans(index));
 }
 
 namespace {

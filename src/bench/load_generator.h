@@ -1,9 +1,11 @@
 #pragma once
 
-// The ingest benchmark's data: OTLP export requests of uniform-random data in
-// bounded ranges (the published baseline's method), built straight into wire
-// bytes — no protobuf message objects — so building is cheap next to what the
-// server does with them.
+// The benchmarks' data: OTLP export requests of uniform-random data in
+// bounded ranges (the published baseline's method). The generator owns its
+// data: it draws each request's rows (generated_rows.h, its own plain
+// structs), and its own encoder (otlp_encoder.h) writes them as protobuf or
+// OTLP/JSON; what was sent is known without decoding it, which is what the
+// read probe's ground truth and the raw-engine comparison rely on.
 //
 // Shape: 10 services, 5 endpoints each (http.route + http.request.method +
 // http.response.status_code); traces of 1..8 spans with parent links (a
@@ -17,21 +19,21 @@
 // service, one resource); bigger ones look like a Collector's (every service,
 // one resource block each).
 //
-// Determinism and uniqueness: Build(signal, index) depends only on the
-// options and its arguments, so payloads can be built in parallel, in any
-// order, and rebuilt later (the raw-engine comparison does). Span ids and the
-// high half of trace ids are a bijective mix of (index, ordinal), so no two
-// items of a run share an id, however many payloads are built.
+// Determinism and uniqueness: Spans/Logs/Metrics(index) and Build(signal,
+// index) depend only on the options and their arguments (the same seed gives
+// the same rows and bytes), so payloads can be built in parallel, in any
+// order, and rebuilt later (the probe's truth and the raw engine do). Span
+// ids and the high half of trace ids are a bijective mix of (index, ordinal),
+// so no two items of a run share an id, however many payloads are built.
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
-#include "model/batch.h"
+#include "bench/generated_rows.h"
+#include "bench/otlp_encoder.h"
 
 namespace sightline::bench {
-
-enum class WireFormat { kProtobuf, kJson };
 
 struct GeneratorOptions {
   uint64_t seed = 1;
@@ -66,19 +68,18 @@ class LoadGenerator {
   explicit LoadGenerator(GeneratorOptions options);
 
   const GeneratorOptions& options() const { return options_; }
-  //! The index-th request of a signal: compressed body, ready to send.
+
+  //! The rows of the index-th request of each signal: what Build() sends.
+  SpanRequest Spans(uint64_t index) const;
+  LogRequest Logs(uint64_t index) const;
+  MetricRequest Metrics(uint64_t index) const;
+
+  //! The index-th request of a signal: its rows encoded and compressed, ready to send.
   Payload Build(Signal signal, uint64_t index) const;
   //! The uncompressed body of the same request; *items receives the item count.
   std::string BuildRaw(Signal signal, uint64_t index, uint32_t* items) const;
 
  private:
-  template <typename Emitter>
-  uint32_t Spans(Emitter* e, uint64_t index) const;
-  template <typename Emitter>
-  uint32_t Logs(Emitter* e, uint64_t index) const;
-  template <typename Emitter>
-  uint32_t Metrics(Emitter* e, uint64_t index) const;
-
   GeneratorOptions options_;
 };
 

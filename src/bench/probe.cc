@@ -1,7 +1,5 @@
 #include "bench/probe.h"
 
-#include "common/hex.h"
-
 #include <signal.h>
 #include <unistd.h>
 
@@ -27,7 +25,6 @@
 #include "bench/probe_truth.h"
 #include "bench/server_process.h"
 #include "common/json_writer.h"
-#include "otlp/decoder.h"
 
 namespace sightline::bench {
 
@@ -199,34 +196,22 @@ std::string CheckCall(const ProbeTruth& t, const std::string& name, const std::s
 //! A log trace id the data is known to hold: a record from the middle of the
 //! first log request (always sent at the first level).
 std::string KnownLogTraceId(const LoadGenerator& gen) {
-  uint32_t items = 0;
-  std::string raw = gen.BuildRaw(Signal::kLogs, 0, &items);
-  LogBatch b;
-  Rejections rejected;
-  if (!DecodeLogs(raw, PayloadFormat::kProtobuf, 1, &b, &rejected).ok()) return "";
-  for (size_t start : {b.rows() / 2, size_t{0}}) {
-    for (size_t i = start; i < b.rows(); ++i) {
-      std::string id = TraceIdHex(b.trace_id_high[i], b.trace_id_low[i]);
-      if (!id.empty()) return id;
+  const LogRequest first = gen.Logs(0);
+  for (size_t start : {first.rows.size() / 2, size_t{0}}) {
+    for (size_t i = start; i < first.rows.size(); ++i) {
+      if (first.rows[i].has_trace) return IdHex(first.rows[i].trace_id);
     }
   }
   return "";
 }
 
-//! Feeds payload `index` of a signal, as the server decodes it, to the truth.
+//! Feeds the rows of payload `index` of a signal, as the generator chose
+//! them, to the truth.
 void AddToTruth(const LoadGenerator& gen, Signal s, uint64_t index, ProbeTruth* truth) {
-  uint32_t items = 0;
-  std::string raw = gen.BuildRaw(s, index, &items);
-  Rejections rejected;
-  if (s == Signal::kSpans) {
-    SpanBatch b;
-    if (DecodeSpans(raw, PayloadFormat::kProtobuf, &b, &rejected).ok()) truth->AddSpans(b);
-  } else if (s == Signal::kLogs) {
-    LogBatch b;
-    if (DecodeLogs(raw, PayloadFormat::kProtobuf, 1, &b, &rejected).ok()) truth->AddLogs(b);
-  } else {
-    MetricBatch b;
-    if (DecodeMetrics(raw, PayloadFormat::kProtobuf, &b, &rejected).ok()) truth->AddMetrics(b);
+  switch (s) {
+    case Signal::kSpans: truth->AddSpans(gen.Spans(index)); break;
+    case Signal::kLogs: truth->AddLogs(gen.Logs(index)); break;
+    case Signal::kMetrics: truth->AddMetrics(gen.Metrics(index)); break;
   }
 }
 

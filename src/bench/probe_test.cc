@@ -7,7 +7,6 @@
 #include <set>
 
 #include "bench/load_generator.h"
-#include "otlp/decoder.h"
 
 namespace sightline::bench {
 namespace {
@@ -90,35 +89,27 @@ TEST(ProbeTimeLayout, TimeStepSpreadsRequestsAndPoints) {
   g.time_step_ns = 3600ll * 1000000000ll;
   LoadGenerator gen(g);
   for (uint64_t k : {0u, 5u}) {
-    uint32_t items = 0;
-    SpanBatch spans;
-    LogBatch logs;
-    Rejections rejected;
-    ASSERT_TRUE(DecodeSpans(gen.BuildRaw(Signal::kSpans, k, &items), PayloadFormat::kProtobuf, &spans, &rejected).ok());
-    ASSERT_TRUE(DecodeLogs(gen.BuildRaw(Signal::kLogs, k, &items), PayloadFormat::kProtobuf, 1, &logs, &rejected).ok());
     const int64_t lo = g.base_time_ns + static_cast<int64_t>(k) * g.time_step_ns, hi = lo + g.time_step_ns;
     int64_t min_start = INT64_MAX, max_start = 0;
-    for (size_t i = 0; i < spans.rows(); ++i) {
-      if (spans.parent_span_id[i] != 0) continue;  // roots start inside the window
-      min_start = std::min(min_start, spans.start_time_ns[i]);
-      max_start = std::max(max_start, spans.start_time_ns[i]);
+    for (const SpanRow& s : gen.Spans(k).rows) {
+      if (!IsZero(s.parent_span_id)) continue;  // roots start inside the window
+      min_start = std::min(min_start, s.start_time_ns);
+      max_start = std::max(max_start, s.start_time_ns);
     }
     EXPECT_GE(min_start, lo);
     EXPECT_LT(max_start, hi);
     EXPECT_GT(max_start - min_start, g.time_step_ns / 2);  // spread over the window, not bunched
-    for (size_t i = 0; i < logs.rows(); ++i) {
-      EXPECT_GE(logs.time_ns[i], lo);
-      EXPECT_LT(logs.time_ns[i], hi + 1000);  // plus up to 999 ns of jitter
+    for (const LogRow& l : gen.Logs(k).rows) {
+      EXPECT_GE(l.time_ns, lo);
+      EXPECT_LT(l.time_ns, hi + 1000);  // plus up to 999 ns of jitter
     }
   }
   g.point_step_ns = 60ll * 1000000000ll;  // metrics on a step of their own
   LoadGenerator gen2(g);
-  uint32_t items = 0;
-  MetricBatch m;
-  Rejections rejected;
-  ASSERT_TRUE(DecodeMetrics(gen2.BuildRaw(Signal::kMetrics, 1, &items), PayloadFormat::kProtobuf, &m, &rejected).ok());
-  ASSERT_EQ(m.rows(), 400u);
-  std::set<int64_t> times(m.time_ns.begin(), m.time_ns.end());
+  const MetricRequest m = gen2.Metrics(1);
+  ASSERT_EQ(m.rows.size(), 400u);
+  std::set<int64_t> times;
+  for (const MetricPoint& p : m.rows) times.insert(p.time_ns);
   EXPECT_EQ(times.size(), 20u);  // request 1 continues each series at steps 20..39
   EXPECT_EQ(*times.begin(), g.base_time_ns + 20 * g.point_step_ns);
   EXPECT_EQ(*times.rbegin(), g.base_time_ns + 39 * g.point_step_ns);

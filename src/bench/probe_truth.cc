@@ -1,7 +1,5 @@
 #include "bench/probe_truth.h"
 
-#include "common/hex.h"
-
 #include <simdjson.h>
 
 #include <algorithm>
@@ -94,23 +92,32 @@ bool CloseMs(double got, double want) { return std::fabs(got - want) <= 1e-6 + 1
 
 // ---- tallies ------------------------------------------------------------------
 
-void ProbeTruth::AddSpans(const SpanBatch& b) {
-  for (size_t i = 0; i < b.rows(); ++i) {
-    const int64_t start = b.start_time_ns[i];
+void ProbeTruth::AddSpans(const SpanRequest& request) {
+  for (const SpanRow& span : request.rows) {
+    const int64_t start = span.start_time_ns;
     if (!InRange(start)) continue;
-    const std::string service(b.service_name.Get(i));
-    if (!b.exception_type.Get(i).empty() || !b.exception_message.Get(i).empty()) {
-      ++exceptions_[{std::string(b.exception_type.Get(i)), std::string(b.exception_message.Get(i)), service}];
+    const std::string service(span.resource->service_name);
+    if (span.event && span.event->name == "exception") {
+      const Attribute* type = span.event->attributes.Find("exception.type");
+      const Attribute* message = span.event->attributes.Find("exception.message");
+      std::string t(type ? type->string_value : ""), m(message ? message->string_value : "");
+      if (!t.empty() || !m.empty()) ++exceptions_[{std::move(t), std::move(m), service}];
     }
-    // Entry spans (docs/API.md): SERVER or CONSUMER, or without a parent.
-    const bool entry = b.kind[i] == 2 || b.kind[i] == 5 || b.parent_span_id[i] == 0;
+    const bool entry = span.kind == 2 || span.kind == 5 || IsZero(span.parent_span_id);
     if (!entry) continue;
     ++entry_spans_;
-    std::string_view route = b.http_route.Get(i);
-    EndpointTally& t = endpoints_[{service, std::string(route.empty() ? b.name.Get(i) : route)}];
+    std::string_view endpoint = span.name;
+    for (const char* key : {"http.route", "url.path", "http.target"}) {
+      const Attribute* a = span.attributes.Find(key);
+      if (a != nullptr && !a->is_int && !a->string_value.empty()) {
+        endpoint = a->string_value;
+        break;
+      }
+    }
+    EndpointTally& t = endpoints_[{service, std::string(endpoint)}];
     ++t.count;
-    if (b.status_code[i] == 2) ++t.errors;
-    if (ExactSpans()) t.spans.emplace_back(start, b.end_time_ns[i] - start);
+    if (span.status_code == 2) ++t.errors;
+    if (ExactSpans()) t.spans.emplace_back(start, span.end_time_ns - start);
   }
   if (!ExactSpans()) {
     for (auto& [key, t] : endpoints_) std::vector<std::pair<int64_t, int64_t>>().swap(t.spans);
@@ -127,33 +134,42 @@ void ProbeTruth::Keep(NewestPage* p, int64_t t) const {
   }
 }
 
-void ProbeTruth::AddLogs(const LogBatch& b) {
+void ProbeTruth::AddLogs(const LogRequest& request) {
   const std::string word = Lower(o_.word);
-  for (size_t i = 0; i < b.rows(); ++i) {
-    const int64_t t = b.time_ns[i];
+  for (const LogRow& r : request.rows) {
+    const int64_t t = r.time_ns;
     if (!InRange(t)) continue;
     ++log_rows_;
-    if (b.severity_number[i] >= o_.severity_min) Keep(&logs_[static_cast<int>(LogFilter::kSeverity)], t);
-    if (!word.empty() && Lower(b.body.Get(i)).find(word) != std::string::npos) {
+    if (r.severity_number >= o_.severity_min) Keep(&logs_[static_cast<int>(LogFilter::kSeverity)], t);
+    if (!word.empty() && Lower(r.body).find(word) != std::string::npos) {
       Keep(&logs_[static_cast<int>(LogFilter::kWord)], t);
     }
-    if (!o_.trace_id.empty() && TraceIdHex(b.trace_id_high[i], b.trace_id_low[i]) == o_.trace_id) Keep(&logs_[static_cast<int>(LogFilter::kTraceId)], t);
+    if (!o_.trace_id.empty() && r.has_trace && IdHex(r.trace_id) == o_.trace_id) {
+      Keep(&logs_[static_cast<int>(LogFilter::kTraceId)], t);
+    }
   }
 }
 
-void ProbeTruth::AddMetrics(const MetricBatch& b) {
-  std::map<int64_t, size_t> series_row;
-  for (size_t i = 0; i < b.series_rows(); ++i) series_row.emplace(b.series_id[i], i);
-  for (size_t i = 0; i < b.rows(); ++i) {
-    if (!InRange(b.time_ns[i])) continue;
+void ProbeTruth::AddMetrics(const MetricRequest& request) {
+  for (const MetricPoint& p : request.rows) {
+    if (!InRange(p.time_ns)) continue;
     ++metric_points_;
-    auto it = series_row.find(b.point_series_id[i]);
-    if (it == series_row.end()) continue;
-    const size_t s = it->second;
-    SeriesKey key{std::string(b.service_name.Get(s)), std::string(b.attributes.Get(s))};
-    std::string name(b.metric_name.Get(s));
-    if (ExactPoints() && !std::isnan(b.value[i])) points_[name].push_back({b.time_ns[i], b.value[i], key});
-    series_[name].insert(std::move(key));
+    const MetricSeries& s = *p.series;
+    std::map<std::string, std::string> labels{{"service.name", std::string(s.resource->service_name)}};
+    std::string attributes;
+    for (const Attribute& a : s.labels) {
+      std::string value = a.is_int ? std::to_string(a.int_value) : std::string(a.string_value);
+      attributes += std::string(a.key) + "=" + value + "\n";
+      labels[std::string(a.key)] = std::move(value);
+    }
+    SeriesKey key{std::string(s.resource->service_name), std::move(attributes)};
+    const MetricDef& def = *s.metric;
+    const std::string name(def.name);
+    if (ExactPoints() && def.kind != MetricKind::kHistogram) {
+      const double value = def.is_int ? static_cast<double>(p.int_value) : p.double_value;
+      points_[name].push_back({p.time_ns, value, key});
+    }
+    series_[name].emplace(std::move(key), std::move(labels));
   }
   if (!ExactPoints()) points_.clear();
 }
@@ -349,17 +365,10 @@ std::string ProbeTruth::CheckMetricGroups(std::string_view json, const std::stri
   std::map<SeriesKey, std::string> group_of;  // series -> its value of `key`
   auto it = series_.find(name);
   if (it != series_.end()) {
-    simdjson::dom::parser attr_parser;
-    for (const SeriesKey& series : it->second) {
-      std::string value = series.first;
-      if (key != "service.name") {
-        simdjson::dom::element attrs;
-        std::string unused;
-        if (!Parse(&attr_parser, series.second, &attrs, &unused)) continue;
-        value = Str(attrs, key.c_str());
-      }
-      group_of[series] = value;
-      want.insert(value);
+    for (const auto& [series, labels] : it->second) {
+      auto value = labels.find(key);
+      group_of[series] = value == labels.end() ? "" : value->second;
+      want.insert(group_of[series]);
     }
   }
   simdjson::dom::array series;

@@ -1,17 +1,22 @@
 #pragma once
 
 // What the read probe's dashboard calls must answer, computed from the rows
-// it sent (`sightline bench probe --check`). The probe decodes every accepted
-// request with the server's own OTLP decoders (so the rows are exactly the
-// ones stored) and feeds the batches here; each Check* then diffs one API
-// answer (the JSON text) against these tallies and returns "ok",
-// "skipped: <why>" or "mismatch: <what>".
+// it sent (`sightline bench probe --check`). The probe feeds the generator's
+// own rows of every accepted request here (generated_rows.h: what it chose to
+// send, never the server's decoding of it, so a decoder that loses or
+// changes a value makes the answer differ from the truth); each Check* then
+// diffs one API answer (the JSON text) against these tallies and returns
+// "ok", "skipped: <why>" or "mismatch: <what>".
 //
-// Independent of the server's SQL: counts, error counts, top-N orderings and
-// the newest page of each log filter are recomputed here; percentiles use
-// linear interpolation between closest ranks (DuckDB quantile_cont, which the
-// SQLite engine reproduces in C++, docs/API.md) and are only compared while
-// every duration is kept (up to exact_percentile_rows entry spans).
+// Independent of the server's code: the API's meaning (docs/API.md: an entry
+// span is SERVER or CONSUMER or has no parent; its endpoint is http.route,
+// else url.path or http.target, else the span name; an exception is the
+// first "exception" event's type and message) is applied to the rows here;
+// counts, error counts, top-N orderings and the newest page of each log
+// filter are recomputed; percentiles use linear interpolation between closest
+// ranks (DuckDB quantile_cont, which the SQLite engine reproduces in C++,
+// docs/API.md) and are only compared while every duration is kept (up to
+// exact_percentile_rows entry spans).
 //
 // Assumes the project held no other rows in the queried range (a spawned
 // server). Not thread-safe.
@@ -24,7 +29,7 @@
 #include <tuple>
 #include <vector>
 
-#include "model/batch.h"
+#include "bench/generated_rows.h"
 
 namespace sightline::bench {
 
@@ -45,9 +50,9 @@ class ProbeTruth {
  public:
   explicit ProbeTruth(ProbeTruthOptions options) : o_(std::move(options)) {}
 
-  void AddSpans(const SpanBatch& b);
-  void AddLogs(const LogBatch& b);
-  void AddMetrics(const MetricBatch& b);
+  void AddSpans(const SpanRequest& request);
+  void AddLogs(const LogRequest& request);
+  void AddMetrics(const MetricRequest& request);
 
   //! GET /api/v1/endpoints?limit=page: total, and per row count, errors and
   //! (exact level) p50/p95/p99; rows are the top counts.
@@ -97,9 +102,11 @@ class ProbeTruth {
   std::map<std::pair<std::string, std::string>, EndpointTally> endpoints_;  // (service, endpoint)
   std::map<std::tuple<std::string, std::string, std::string>, uint64_t> exceptions_;  // (type, message, service)
   NewestPage logs_[3];
-  // metric name -> (service, point attributes JSON) of every series with a point in range
+  // metric name -> (service, point attributes as "k=v\n..." in sent order) ->
+  // the label values by key (service.name included), for every series with a
+  // point in range
   using SeriesKey = std::pair<std::string, std::string>;
-  std::map<std::string, std::set<SeriesKey>> series_;
+  std::map<std::string, std::map<SeriesKey, std::map<std::string, std::string>>> series_;
   struct Point {
     int64_t time_ns;
     double value;

@@ -2,11 +2,16 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
 #include <tuple>
 
+#include "bench/load_generator.h"
 #include "common/hex.h"
+#include "common/json_writer.h"
+#include "otlp/decoder.h"
 
 namespace sightline::bench {
 namespace {
@@ -25,36 +30,42 @@ ProbeTruthOptions Options() {
   return o;
 }
 
-//! Appends one span, filling only the columns the truth reads.
-void AddSpan(SpanBatch* b, const std::string& service, const std::string& name, const std::string& route, int kind,
-             const std::string& parent, int64_t start_ms, int64_t duration_ms, bool error,
-             const std::string& exception_type = "") {
-  b->service_name.Append(service);
-  b->name.Append(name);
-  b->http_route.Append(route);
-  b->kind.push_back(kind);
-  uint64_t unused = 0, parent_id = 0;
-  if (!parent.empty()) {
-    EXPECT_TRUE(IdFromHex(parent, &unused, &parent_id));
+const Resource kServiceA{1, "a", {}}, kServiceB{2, "b", {}}, kServiceC{3, "c", {}};
+
+//! One span as the generator would have sent it.
+SpanRow Span(const Resource* service, std::string_view name, std::string_view route, int kind, bool has_parent,
+             int64_t start_ms, int64_t duration_ms, bool error, std::string_view exception_type = "") {
+  SpanRow s;
+  s.resource = service;
+  s.span_id[7] = 2;
+  if (has_parent) s.parent_span_id[7] = 1;
+  s.name = name;
+  s.kind = kind;
+  s.start_time_ns = start_ms * kMs;
+  s.end_time_ns = (start_ms + duration_ms) * kMs;
+  if (!route.empty()) s.attributes.Add("http.route", route);
+  if (error) s.status_code = 2;
+  if (!exception_type.empty()) {
+    SpanEvent& e = s.event.emplace();
+    e.name = "exception";
+    e.attributes.Add("exception.type", exception_type);
+    e.attributes.Add("exception.message", "boom");
   }
-  b->parent_span_id.push_back(parent_id);
-  b->start_time_ns.push_back(start_ms * kMs);
-  b->end_time_ns.push_back((start_ms + duration_ms) * kMs);
-  b->status_code.push_back(error ? 2 : 0);
-  b->exception_type.Append(exception_type);
-  b->exception_message.Append(exception_type.empty() ? "" : "boom");
+  return s;
 }
 
-SpanBatch Spans() {
-  SpanBatch b;
-  AddSpan(&b, "a", "GET /x", "/x", 2, "", 2000, 10, false);
-  AddSpan(&b, "a", "GET /x", "/x", 2, "", 2001, 30, true, "E1");
-  AddSpan(&b, "a", "GET /x", "/x", 2, "", 2002, 20, false);
-  AddSpan(&b, "b", "work", "", 1, "", 2003, 5, false);              // a root without a route: endpoint = name
-  AddSpan(&b, "b", "SELECT", "", 3, "0102030405060708", 2004, 1, false, "E1");  // a child: no endpoint, but its exception counts
-  AddSpan(&b, "a", "GET /x", "/x", 2, "", 500, 1, false);          // before the range
-  AddSpan(&b, "a", "GET /x", "/x", 2, "", 100000, 1, false);       // at `to`: outside [from, to)
-  return b;
+SpanRequest Spans() {
+  SpanRequest r;
+  r.rows = {
+      Span(&kServiceA, "GET /x", "/x", 2, false, 2000, 10, false),
+      Span(&kServiceA, "GET /x", "/x", 2, false, 2001, 30, true, "E1"),
+      Span(&kServiceA, "GET /x", "/x", 2, false, 2002, 20, false),
+      Span(&kServiceB, "work", "", 1, false, 2003, 5, false),           // a root without a route: endpoint = name
+      Span(&kServiceB, "SELECT", "", 3, true, 2004, 1, false, "E1"),    // a child: no endpoint, but its exception counts
+      Span(&kServiceA, "GET /x", "/x", 2, false, 500, 1, false),        // before the range
+      Span(&kServiceA, "GET /x", "/x", 2, false, 100000, 1, false),     // at `to`: outside [from, to)
+  };
+  return r;
 }
 
 TEST(ProbeTruth, PercentileInterpolatesBetweenClosestRanks) {
@@ -132,16 +143,19 @@ TEST(ProbeTruth, ExceptionsAreGroupedOverAllSpansInOrder) {
   EXPECT_NE(t.CheckExceptions(R"({"exceptions":[]})").find("missing"), std::string::npos);
 }
 
-void AddLog(LogBatch* b, int64_t ms, int severity, const std::string& body, const std::string& trace) {
-  b->time_ns.push_back(ms * kMs);
-  b->severity_number.push_back(severity);
-  b->body.Append(body);
-  uint64_t high = 0, low = 0;
+LogRow Log(int64_t ms, int severity, std::string body, const std::string& trace) {
+  LogRow r;
+  r.resource = &kServiceA;
+  r.time_ns = ms * kMs;
+  r.severity_number = severity;
+  r.body = std::move(body);
   if (!trace.empty()) {
-    EXPECT_TRUE(IdFromHex(trace, &high, &low));
+    std::string bytes;
+    EXPECT_TRUE(DecodeHex(trace, &bytes));
+    std::copy(bytes.begin(), bytes.end(), r.trace_id.begin());
+    r.has_trace = true;
   }
-  b->trace_id_high.push_back(high);
-  b->trace_id_low.push_back(low);
+  return r;
 }
 
 std::string LogsAnswer(std::initializer_list<int64_t> ms) {
@@ -157,12 +171,12 @@ std::string LogsAnswer(std::initializer_list<int64_t> ms) {
 
 TEST(ProbeTruth, LogsAreTheNewestPageOfEachFilter) {
   ProbeTruth t(Options());  // page = 2
-  LogBatch b;
-  AddLog(&b, 2000, 17, "upstream timeout", kTraceA);
-  AddLog(&b, 5000, 9, "request TIMEOUT again", "");
-  AddLog(&b, 3000, 21, "disk full", "000000000000000000000000000000bb");
-  AddLog(&b, 4000, 17, "queue timeout", "");
-  AddLog(&b, 999, 17, "old timeout", kTraceA);  // before the range
+  LogRequest b;
+  b.rows.push_back(Log(2000, 17, "upstream timeout", kTraceA));
+  b.rows.push_back(Log(5000, 9, "request TIMEOUT again", ""));
+  b.rows.push_back(Log(3000, 21, "disk full", "000000000000000000000000000000bb"));
+  b.rows.push_back(Log(4000, 17, "queue timeout", ""));
+  b.rows.push_back(Log(999, 17, "old timeout", kTraceA));  // before the range
   t.AddLogs(b);
   using F = ProbeTruth::LogFilter;
   EXPECT_EQ(t.log_rows(), 4u);
@@ -179,24 +193,23 @@ TEST(ProbeTruth, LogsAreTheNewestPageOfEachFilter) {
 
 TEST(ProbeTruth, MetricNamesAndGroupValues) {
   ProbeTruth t(Options());
-  MetricBatch b;
-  auto series = [&](int64_t id, const std::string& name, const std::string& service, const std::string& attrs) {
-    b.series_id.push_back(id);
-    b.metric_name.Append(name);
-    b.service_name.Append(service);
-    b.attributes.Append(attrs);
+  const MetricDef cpu{"cpu", "", "1", MetricKind::kGauge, false}, mem{"mem", "", "By", MetricKind::kGauge, true},
+      late{"late", "", "1", MetricKind::kGauge, false};
+  const Attribute user[] = {{"cpu.mode", "user"}}, system[] = {{"cpu.mode", "system"}};
+  const MetricSeries series[] = {
+      {1, &kServiceA, &cpu, user}, {2, &kServiceB, &cpu, system}, {3, &kServiceA, &mem, {}},
+      {4, &kServiceA, &late, {}},
+      {5, &kServiceC, &cpu, user},  // cpu of service c shares cpu.mode=user with a's
   };
-  series(1, "cpu", "a", R"({"cpu.mode":"user"})");
-  series(2, "cpu", "b", R"({"cpu.mode":"system"})");
-  series(3, "mem", "a", "{}");
-  series(4, "late", "a", "{}");
-  // (series, ms, value); cpu of service c shares cpu.mode=user with a's.
-  series(5, "cpu", "c", R"({"cpu.mode":"user"})");
-  for (auto [id, ms, value] : {std::tuple<int64_t, int64_t, double>{1, 2000, 0.5}, {2, 2000, 0.25}, {3, 3000, 7},
+  MetricRequest b;
+  // (series, ms, value)
+  for (auto [id, ms, value] : {std::tuple<int, int64_t, double>{1, 2000, 0.5}, {2, 2000, 0.25}, {3, 3000, 7},
                                {4, 200000, 1}, {5, 2500, 0.75}, {1, 3100, 0.125}}) {
-    b.point_series_id.push_back(id);
-    b.time_ns.push_back(ms * kMs);
-    b.value.push_back(value);
+    MetricPoint& p = b.rows.emplace_back();
+    p.series = &series[id - 1];
+    p.time_ns = ms * kMs;
+    if (p.series->metric->is_int) p.int_value = static_cast<int64_t>(value);
+    else p.double_value = value;
   }
   t.AddMetrics(b);
   EXPECT_EQ(t.metric_points(), 5u);
@@ -225,6 +238,191 @@ TEST(ProbeTruth, MetricNamesAndGroupValues) {
   std::string missing_bucket = means;
   missing_bucket.replace(missing_bucket.find("null,0.25"), 9, "0.25,null");
   EXPECT_NE(t.CheckMetricGroups(missing_bucket, "cpu", "cpu.mode", true), "ok");
+}
+
+
+// ---- the truth against answers from the server's decoding ---------------------------
+//
+// The point of taking the truth from the generator's rows: a server whose
+// decoder loses or changes a value answers differently from what was sent,
+// and --check must say so. These tests build the two dashboard answers the
+// way the API defines them (docs/API.md) from batches decoded by the server's
+// own decoder, first as decoded (the truth agrees: a differential test of
+// encoder and decoder), then with one value changed as a buggy decoder would
+// (the truth disagrees). Truth computed from the decoded batches themselves
+// would have agreed with every one of these wrong answers.
+
+//! GET /api/v1/endpoints over decoded spans: every (service, endpoint) of the
+//! entry spans in [from, to), by count.
+std::string EndpointsAnswer(const std::vector<SpanBatch>& batches, const ProbeTruthOptions& o) {
+  struct Tally {
+    uint64_t count = 0, errors = 0;
+    std::vector<int64_t> durations;
+  };
+  std::map<std::pair<std::string, std::string>, Tally> groups;
+  for (const SpanBatch& b : batches) {
+    for (size_t i = 0; i < b.rows(); ++i) {
+      const bool entry = b.kind[i] == 2 || b.kind[i] == 5 || b.parent_span_id[i] == 0;
+      if (!entry || b.start_time_ns[i] < o.from_ns || b.start_time_ns[i] >= o.to_ns) continue;
+      const std::string_view route = b.http_route.Get(i);
+      Tally& t = groups[{std::string(b.service_name.Get(i)), std::string(route.empty() ? b.name.Get(i) : route)}];
+      ++t.count;
+      t.errors += b.status_code[i] == 2 ? 1 : 0;
+      t.durations.push_back(b.end_time_ns[i] - b.start_time_ns[i]);
+    }
+  }
+  std::vector<std::pair<const std::pair<std::string, std::string>*, Tally*>> rows;
+  for (auto& [key, t] : groups) rows.push_back({&key, &t});
+  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second->count > b.second->count; });
+  std::string out;
+  JsonWriter w(&out);
+  w.BeginObject();
+  w.Key("total");
+  w.Uint(groups.size());
+  w.Key("endpoints");
+  w.BeginArray();
+  for (size_t i = 0; i < rows.size() && i < o.page; ++i) {
+    Tally& t = *rows[i].second;
+    std::sort(t.durations.begin(), t.durations.end());
+    w.BeginObject();
+    w.Key("service");
+    w.String(rows[i].first->first);
+    w.Key("endpoint");
+    w.String(rows[i].first->second);
+    w.Key("count");
+    w.Uint(t.count);
+    w.Key("errors");
+    w.Uint(t.errors);
+    for (auto [name, q] : {std::pair{"p50_ms", 0.5}, std::pair{"p95_ms", 0.95}, std::pair{"p99_ms", 0.99}}) {
+      w.Key(name);
+      w.Double(InterpolatedPercentile(t.durations, q) / 1e6);
+    }
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  return out;
+}
+
+//! GET /api/v1/logs?severity_min=N over decoded logs: the newest page.
+std::string ErrorLogsAnswer(const std::vector<LogBatch>& batches, const ProbeTruthOptions& o) {
+  std::vector<std::pair<int64_t, int32_t>> rows;  // (time, severity)
+  for (const LogBatch& b : batches) {
+    for (size_t i = 0; i < b.rows(); ++i) {
+      if (b.severity_number[i] >= o.severity_min && b.time_ns[i] >= o.from_ns && b.time_ns[i] < o.to_ns) {
+        rows.push_back({b.time_ns[i], b.severity_number[i]});
+      }
+    }
+  }
+  std::sort(rows.rbegin(), rows.rend());
+  std::string out;
+  JsonWriter w(&out);
+  w.BeginObject();
+  w.Key("logs");
+  w.BeginArray();
+  for (size_t i = 0; i < rows.size() && i < o.page; ++i) {
+    w.BeginObject();
+    w.Key("time_ns");
+    w.String(std::to_string(rows[i].first));
+    w.Key("severity_number");
+    w.Int(rows[i].second);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  return out;
+}
+
+class TruthAgainstDecodedAnswers : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    GeneratorOptions g;
+    g.batch = 2000;  // a Collector's shape: all 10 services, 50 endpoints
+    g.seed = 11;
+    g.base_time_ns = 1700000000ll * 1000000000ll;
+    gen_ = std::make_unique<LoadGenerator>(g);
+    o_.from_ns = g.base_time_ns;
+    o_.to_ns = g.base_time_ns + 10 * g.time_step_ns;
+    o_.page = 50;
+    truth_ = std::make_unique<ProbeTruth>(o_);
+    for (uint64_t i = 0; i < 3; ++i) {
+      truth_->AddSpans(gen_->Spans(i));
+      truth_->AddLogs(gen_->Logs(i));
+      uint32_t items = 0;
+      Rejections rejected;
+      ASSERT_TRUE(DecodeSpans(gen_->BuildRaw(Signal::kSpans, i, &items), PayloadFormat::kProtobuf,
+                              &spans_.emplace_back(), &rejected).ok());
+      ASSERT_TRUE(DecodeLogs(gen_->BuildRaw(Signal::kLogs, i, &items), PayloadFormat::kProtobuf, 1,
+                             &logs_.emplace_back(), &rejected).ok());
+      ASSERT_EQ(rejected.count, 0);
+    }
+  }
+
+  //! (batch, row) of the first decoded entry span satisfying pred.
+  template <typename Pred>
+  std::pair<size_t, size_t> FindEntry(Pred pred) const {
+    for (size_t b = 0; b < spans_.size(); ++b) {
+      for (size_t i = 0; i < spans_[b].rows(); ++i) {
+        if (spans_[b].kind[i] == 2 && pred(spans_[b], i)) return {b, i};
+      }
+    }
+    ADD_FAILURE() << "no such span";
+    return {0, 0};
+  }
+
+  std::unique_ptr<LoadGenerator> gen_;
+  ProbeTruthOptions o_;
+  std::unique_ptr<ProbeTruth> truth_;
+  std::vector<SpanBatch> spans_;
+  std::vector<LogBatch> logs_;
+};
+
+TEST_F(TruthAgainstDecodedAnswers, AgreesWithAnswersFromAFaithfulDecoder) {
+  EXPECT_EQ(truth_->CheckEndpoints(EndpointsAnswer(spans_, o_)), "ok");
+  EXPECT_EQ(truth_->CheckLogs(ErrorLogsAnswer(logs_, o_), ProbeTruth::LogFilter::kSeverity), "ok");
+  EXPECT_GT(truth_->LogMatches(ProbeTruth::LogFilter::kSeverity), o_.page);  // the page is a real choice
+}
+
+TEST_F(TruthAgainstDecodedAnswers, CatchesADecoderThatDropsAnErrorStatus) {
+  auto [b, i] = FindEntry([](const SpanBatch& s, size_t r) { return s.status_code[r] == 2; });
+  spans_[b].status_code[i] = 0;
+  const std::string verdict = truth_->CheckEndpoints(EndpointsAnswer(spans_, o_));
+  EXPECT_EQ(verdict.rfind("mismatch: ", 0), 0u) << verdict;
+  EXPECT_NE(verdict.find("errors"), std::string::npos) << verdict;
+}
+
+TEST_F(TruthAgainstDecodedAnswers, CatchesADecoderThatLosesASpan) {
+  // Losing a span = moving it out of the queried range.
+  auto [b, i] = FindEntry([](const SpanBatch&, size_t) { return true; });
+  spans_[b].start_time_ns[i] = o_.to_ns;
+  const std::string verdict = truth_->CheckEndpoints(EndpointsAnswer(spans_, o_));
+  EXPECT_NE(verdict.find("count"), std::string::npos) << verdict;
+}
+
+TEST_F(TruthAgainstDecodedAnswers, CatchesADecoderThatStretchesADuration) {
+  // The longest span of some endpoint: its p99 interpolates towards it.
+  auto [b, i] = FindEntry([](const SpanBatch&, size_t) { return true; });
+  spans_[b].end_time_ns[i] += 1000000000;  // +1 s, beyond any generated duration
+  const std::string verdict = truth_->CheckEndpoints(EndpointsAnswer(spans_, o_));
+  EXPECT_NE(verdict.find("p99_ms"), std::string::npos) << verdict;
+}
+
+TEST_F(TruthAgainstDecodedAnswers, CatchesADecoderThatLowersASeverity) {
+  // The newest error record read as a warning: the newest page shifts.
+  size_t newest_b = 0, newest_i = 0;
+  int64_t newest = INT64_MIN;
+  for (size_t b = 0; b < logs_.size(); ++b) {
+    for (size_t i = 0; i < logs_[b].rows(); ++i) {
+      if (logs_[b].severity_number[i] >= o_.severity_min && logs_[b].time_ns[i] > newest) {
+        newest = logs_[b].time_ns[i];
+        newest_b = b;
+        newest_i = i;
+      }
+    }
+  }
+  logs_[newest_b].severity_number[newest_i] = 13;
+  const std::string verdict = truth_->CheckLogs(ErrorLogsAnswer(logs_, o_), ProbeTruth::LogFilter::kSeverity);
+  EXPECT_NE(verdict.find("row 0 time_ns"), std::string::npos) << verdict;
 }
 
 }  // namespace

@@ -44,7 +44,7 @@ Status Write(SignalSink* sink, const std::vector<const Batch*>& group) {
 template <typename Batch>
 Status AppendSignal(TelemetryStore* store, const RawAppendOptions& options, const PayloadPool& pool, Signal signal,
                     uint64_t requests, RawSignalResult* out) {
-  auto sink = store->NewSink(signal);
+  auto sink = store->NewSink(static_cast<sightline::Signal>(static_cast<int>(signal)));
   if (!sink.ok()) return sink.status();
   const PayloadFormat format =
       pool.generator().options().format == WireFormat::kJson ? PayloadFormat::kJson : PayloadFormat::kProtobuf;
