@@ -50,7 +50,8 @@ void AddBenchCommands(CLI::App* app) {
   ingest->add_option("--spawn", o->spawn, "Start a fresh `sightline serve` with this engine for each run")
       ->check(CLI::IsMember({"duckdb", "sqlite"}));
   ingest->add_option("--server-arg", o->server_args, "Extra argument for the spawned server (repeatable), e.g. --server-arg=--duckdb-threads=2");
-  ingest->add_flag("--raw", o->raw, "Also time the engine's own appends of the same rows (no HTTP)");
+  ingest->add_flag("--raw", o->raw,
+                   "Also time the bare engine appending the same rows to plain tables (no Sightline code)");
   ingest->add_option("--repeat", o->repeat, "Independent runs; medians with min/max are reported")
       ->check(CLI::Range(1, 100))
       ->capture_default_str();

@@ -318,8 +318,8 @@ std::string ResultJson(const IngestBenchOptions& o, const Machine& m, const std:
         w.Uint(x.raw.groups);
         w.Key("write_s");
         w.Double(x.raw.write_seconds);
-        w.Key("decode_s");
-        w.Double(x.raw.decode_seconds);
+        w.Key("prepare_s");
+        w.Double(x.raw.prepare_seconds);
         w.Key("items_per_s");
         w.Double(x.raw_items_per_s);
         w.Key("ours_over_raw");
@@ -395,8 +395,8 @@ double DefaultExpectRate(Signal s, size_t batch) {
 //! The engine settings among the spawned server's extra arguments
 //! (--duckdb-checkpoint-threshold=1GB or --duckdb-threads 1), so the raw
 //! engine runs with the same ones.
-StoreOptions EngineSettingsFrom(const std::vector<std::string>& args) {
-  StoreOptions o;
+RawEngineOptions EngineSettingsFrom(const std::vector<std::string>& args) {
+  RawEngineOptions o;
   for (size_t i = 0; i < args.size(); ++i) {
     std::string name = args[i], value;
     size_t eq = name.find('=');
@@ -406,9 +406,9 @@ StoreOptions EngineSettingsFrom(const std::vector<std::string>& args) {
     } else if (i + 1 < args.size()) {
       value = args[i + 1];
     }
-    if (name == "--duckdb-memory-limit") o.memory_limit = value;
-    else if (name == "--duckdb-checkpoint-threshold") o.checkpoint_threshold = value;
-    else if (name == "--duckdb-threads") o.threads = std::atoi(value.c_str());
+    if (name == "--duckdb-memory-limit") o.duckdb_memory_limit = value;
+    else if (name == "--duckdb-checkpoint-threshold") o.duckdb_checkpoint_threshold = value;
+    else if (name == "--duckdb-threads") o.duckdb_threads = std::atoi(value.c_str());
   }
   return o;
 }
@@ -671,8 +671,8 @@ int RunIngestBench(const IngestBenchOptions& o) {
     if (o.raw) {
       RawAppendOptions ro;
       ro.engine = o.spawn.empty() ? "duckdb" : o.spawn;
-      ro.store = EngineSettingsFrom(o.server_args);
-      ro.store.data_dir = *work + "/raw";
+      ro.engine_options = EngineSettingsFrom(o.server_args);
+      ro.engine_options.data_dir = *work + "/raw";
       for (Signal s : signals) {
         const SignalRun& x = run.signals[static_cast<int>(s)];
         // Commit exactly as often as the server did for these rows.
