@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cmath>
 #include <sstream>
+#include <unordered_map>
 
 namespace sightline::bench {
 
@@ -151,27 +152,46 @@ void ProbeTruth::AddLogs(const LogRequest& request) {
 }
 
 void ProbeTruth::AddMetrics(const MetricRequest& request) {
+  // A request repeats each series for many points: look each up once.
+  struct Known {
+    const SeriesKey* key;
+    std::vector<Point>* points;  // nullptr for histograms (no value to average)
+  };
+  std::unordered_map<const MetricSeries*, Known> known;
   for (const MetricPoint& p : request.rows) {
     if (!InRange(p.time_ns)) continue;
     ++metric_points_;
     const MetricSeries& s = *p.series;
-    std::map<std::string, std::string> labels{{"service.name", std::string(s.resource->service_name)}};
-    std::string attributes;
-    for (const Attribute& a : s.labels) {
-      std::string value = a.is_int ? std::to_string(a.int_value) : std::string(a.string_value);
-      attributes += std::string(a.key) + "=" + value + "\n";
-      labels[std::string(a.key)] = std::move(value);
-    }
-    SeriesKey key{std::string(s.resource->service_name), std::move(attributes)};
     const MetricDef& def = *s.metric;
-    const std::string name(def.name);
-    if (ExactPoints() && def.kind != MetricKind::kHistogram) {
-      const double value = def.is_int ? static_cast<double>(p.int_value) : p.double_value;
-      points_[name].push_back({p.time_ns, value, key});
+    auto [it, added] = known.try_emplace(&s);
+    if (added) {
+      Labels labels{{"service.name", std::string(s.resource->service_name)}};
+      std::string attributes;
+      for (const Attribute& a : s.labels) {
+        std::string value = a.is_int ? std::to_string(a.int_value) : std::string(a.string_value);
+        attributes += std::string(a.key) + "=" + value + "\n";
+        labels[std::string(a.key)] = std::move(value);
+      }
+      auto metric = series_.find(def.name);
+      if (metric == series_.end()) metric = series_.emplace(std::string(def.name), std::map<SeriesKey, Labels>{}).first;
+      auto entry = metric->second.emplace(SeriesKey{std::string(s.resource->service_name), std::move(attributes)},
+                                          std::move(labels)).first;
+      it->second.key = &entry->first;
+      it->second.points = nullptr;
+      if (def.kind != MetricKind::kHistogram) {
+        auto pts = points_.find(def.name);
+        if (pts == points_.end()) pts = points_.emplace(std::string(def.name), std::vector<Point>{}).first;
+        it->second.points = &pts->second;
+      }
     }
-    series_[name].emplace(std::move(key), std::move(labels));
+    if (ExactPoints() && it->second.points != nullptr) {
+      const double value = def.is_int ? static_cast<double>(p.int_value) : p.double_value;
+      it->second.points->push_back({p.time_ns, value, it->second.key});
+    }
   }
-  if (!ExactPoints()) points_.clear();
+  if (!ExactPoints()) {
+    for (auto& [name, points] : points_) std::vector<Point>().swap(points);
+  }
 }
 
 // ---- diffs --------------------------------------------------------------------
@@ -362,13 +382,13 @@ std::string ProbeTruth::CheckMetricGroups(std::string_view json, const std::stri
   std::string error;
   if (!Parse(&parser, json, &doc, &error)) return error;
   std::set<std::string> want, got;
-  std::map<SeriesKey, std::string> group_of;  // series -> its value of `key`
+  std::map<const SeriesKey*, std::string> group_of;  // series -> its value of `key`
   auto it = series_.find(name);
   if (it != series_.end()) {
     for (const auto& [series, labels] : it->second) {
       auto value = labels.find(key);
-      group_of[series] = value == labels.end() ? "" : value->second;
-      want.insert(group_of[series]);
+      const std::string& group = group_of[&series] = value == labels.end() ? "" : value->second;
+      want.insert(group);
     }
   }
   simdjson::dom::array series;
@@ -386,7 +406,7 @@ std::string ProbeTruth::CheckMetricGroups(std::string_view json, const std::stri
     if (!want.count(v)) d.Add("unexpected ", key, "=", v);
   }
   auto pts = points_.find(name);
-  if (!avg || got != want || !ExactPoints() || pts == points_.end()) return d.Verdict();
+  if (!avg || got != want || !ExactPoints() || pts == points_.end() || pts->second.empty()) return d.Verdict();
 
   // Pooled mean per (group, bucket): sum of values / number of points.
   int64_t step_ms = 0;

@@ -104,15 +104,16 @@ class ProbeTruth {
   NewestPage logs_[3];
   // metric name -> (service, point attributes as "k=v\n..." in sent order) ->
   // the label values by key (service.name included), for every series with a
-  // point in range
+  // point in range. Map nodes never move: points refer to their series' key.
   using SeriesKey = std::pair<std::string, std::string>;
-  std::map<std::string, std::map<SeriesKey, std::map<std::string, std::string>>> series_;
+  using Labels = std::map<std::string, std::string>;
+  std::map<std::string, std::map<SeriesKey, Labels>, std::less<>> series_;
   struct Point {
     int64_t time_ns;
     double value;
-    SeriesKey series;
+    const SeriesKey* series;  // a key of series_
   };
-  std::map<std::string, std::vector<Point>> points_;  // gauge / sum points by metric name, while Exact()
+  std::map<std::string, std::vector<Point>, std::less<>> points_;  // gauge / sum points by metric name, while Exact()
 };
 
 }  // namespace sightline::bench

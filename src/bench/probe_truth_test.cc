@@ -241,6 +241,36 @@ TEST(ProbeTruth, MetricNamesAndGroupValues) {
 }
 
 
+TEST(ProbeTruth, MetricMeansPoolAcrossRequestsUntilTheExactLimit) {
+  const MetricDef cpu{"cpu", "", "1", MetricKind::kGauge, false};
+  const Attribute user[] = {{"cpu.mode", "user"}};
+  const MetricSeries series{1, &kServiceA, &cpu, user};
+  auto request = [&](int64_t ms, double value) {
+    MetricRequest r;
+    MetricPoint& p = r.rows.emplace_back();
+    p.series = &series;
+    p.time_ns = ms * kMs;
+    p.double_value = value;
+    return r;
+  };
+  const std::string right = R"({"step_ms":1000,"series":[{"labels":{"cpu.mode":"user"},"values":[null,0.375]}]})";
+  const std::string wrong = R"({"step_ms":1000,"series":[{"labels":{"cpu.mode":"user"},"values":[null,0.5]}]})";
+  ProbeTruth t(Options());
+  t.AddMetrics(request(2000, 0.5));  // two requests, one series: one group
+  t.AddMetrics(request(2100, 0.25));
+  EXPECT_EQ(t.CheckMetricGroups(right, "cpu", "cpu.mode", /*avg=*/true), "ok");
+  EXPECT_NE(t.CheckMetricGroups(wrong, "cpu", "cpu.mode", true).find("bucket 1 avg"), std::string::npos);
+
+  ProbeTruthOptions o = Options();
+  o.exact_percentile_rows = 1;
+  ProbeTruth past(o);
+  past.AddMetrics(request(2000, 0.5));
+  past.AddMetrics(request(2100, 0.25));
+  EXPECT_FALSE(past.ExactPoints());
+  EXPECT_EQ(past.CheckMetricGroups(wrong, "cpu", "cpu.mode", true), "ok");  // means no longer compared
+  EXPECT_NE(past.CheckMetricGroups(R"({"step_ms":1000,"series":[]})", "cpu", "cpu.mode", true), "ok");
+}
+
 // ---- the truth against answers from the server's decoding ---------------------------
 //
 // The point of taking the truth from the generator's rows: a server whose
