@@ -16,5 +16,6 @@ foreach(f ${sources})
   endforeach()
 endforeach()
 if(violations)
-  message(FATAL_ERROR "bench code may include only bench/ and common/ headers (it talks to the server over HTTP):${violations}")
+  message(FATAL_ERROR
+          "bench code may include only bench/ and common/ headers (it talks to the server over HTTP):${violations}")
 endif()

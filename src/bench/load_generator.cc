@@ -209,12 +209,13 @@ struct Catalogue {
     uint32_t series_id = 0;
     for (int s = 0; s < kServices; ++s) {
       const Service& svc = kServiceList[s];
+      const std::string_view host = Intern(std::string(svc.name) + "-7d9f8b6c5-" + std::to_string(10 + s * 7));
       resources[s] = Resource{static_cast<uint32_t>(s + 1), svc.name,
                               List({{"service.name", svc.name},
                                     {"service.version", svc.version},
                                     {"service.namespace", "shop"},
                                     {"deployment.environment", "production"},
-                                    {"host.name", Intern(std::string(svc.name) + "-7d9f8b6c5-" + std::to_string(10 + s * 7))},
+                                    {"host.name", host},
                                     {"telemetry.sdk.name", "opentelemetry"},
                                     {"telemetry.sdk.language", svc.language}})};
       for (int e = 0; e < kEndpointsPerService; ++e) {

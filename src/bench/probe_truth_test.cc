@@ -60,10 +60,10 @@ SpanRequest Spans() {
       Span(&kServiceA, "GET /x", "/x", 2, false, 2000, 10, false),
       Span(&kServiceA, "GET /x", "/x", 2, false, 2001, 30, true, "E1"),
       Span(&kServiceA, "GET /x", "/x", 2, false, 2002, 20, false),
-      Span(&kServiceB, "work", "", 1, false, 2003, 5, false),           // a root without a route: endpoint = name
-      Span(&kServiceB, "SELECT", "", 3, true, 2004, 1, false, "E1"),    // a child: no endpoint, but its exception counts
-      Span(&kServiceA, "GET /x", "/x", 2, false, 500, 1, false),        // before the range
-      Span(&kServiceA, "GET /x", "/x", 2, false, 100000, 1, false),     // at `to`: outside [from, to)
+      Span(&kServiceB, "work", "", 1, false, 2003, 5, false),          // a root without a route: endpoint = name
+      Span(&kServiceB, "SELECT", "", 3, true, 2004, 1, false, "E1"),   // a child: not an entry; its exception counts
+      Span(&kServiceA, "GET /x", "/x", 2, false, 500, 1, false),       // before the range
+      Span(&kServiceA, "GET /x", "/x", 2, false, 100000, 1, false),    // at `to`: outside [from, to)
   };
   return r;
 }
@@ -303,7 +303,8 @@ std::string EndpointsAnswer(const std::vector<SpanBatch>& batches, const ProbeTr
   }
   std::vector<std::pair<const std::pair<std::string, std::string>*, Tally*>> rows;
   for (auto& [key, t] : groups) rows.push_back({&key, &t});
-  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second->count > b.second->count; });
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const auto& a, const auto& b) { return a.second->count > b.second->count; });
   std::string out;
   JsonWriter w(&out);
   w.BeginObject();
