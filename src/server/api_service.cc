@@ -41,7 +41,7 @@ HttpResponse ApiService::JsonError(int status, const std::string& message) {
 }
 
 ApiService::ApiService(ApiOptions options, StateStore* state, TelemetryStore* store)
-    : options_(options), state_(state), store_(store), queries_(store->dialect()) {}
+    : options_(options), state_(state), store_(store) {}
 
 std::optional<std::string> ApiService::SessionUser(const ApiRequest& request) {
   std::string id = CookieValue(request.cookie, kCookie);
@@ -179,7 +179,7 @@ ApiCall ApiService::Prepare(const ApiRequest& request) {
   return call;
 }
 
-HttpResponse ApiService::Execute(const ApiCall& call, ReadConnection* reader) const {
+HttpResponse ApiService::Execute(const ApiCall& call, TelemetryReader* reader) const {
   auto result = queries_.Run(call.op, call.params, call.project_id, reader);
   if (result.ok()) return Json(200, std::move(result.value()));
   const Status& st = result.status();

@@ -46,7 +46,7 @@ class ApiService {
 
   ApiCall Prepare(const ApiRequest& request);
   //! Runs a prepared query call on a reader; maps errors to statuses.
-  HttpResponse Execute(const ApiCall& call, ReadConnection* reader) const;
+  HttpResponse Execute(const ApiCall& call, TelemetryReader* reader) const;
   TelemetryStore* store() { return store_; }
   const ApiOptions& options() const { return options_; }
 

@@ -227,7 +227,7 @@ class HttpServer::Impl {
   asio::awaitable<HttpResponse> RunQuery(beast::tcp_stream& stream, const ApiCall& call) {
     struct Shared {
       std::mutex mu;
-      ReadConnection* reader = nullptr;  // set while a query runs
+      TelemetryReader* reader = nullptr;  // set while a query runs
       bool cancelled = false;
       bool deadline = false;
       bool done = false;

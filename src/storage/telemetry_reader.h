@@ -115,7 +115,8 @@ struct TraceSearchQuery {
 struct TraceSummary {
   TraceId trace_id;
   //! Over all the trace's spans of the project, at any time: its earliest
-  //! span's service and name (ties: the smallest span id), the earliest start,
+  //! span's service and name (ties: a root span first, then the smallest span
+  //! id, so a trace is named by its root), the earliest start,
   //! the latest end, the span count, and whether any span has status error.
   std::string service;
   std::string name;
