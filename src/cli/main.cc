@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
       ->envname("SIGHTLINE_HEADER_TIMEOUT_MS")
       ->capture_default_str();
   serve->add_option("--io-threads", so.io_threads, "Network threads")->envname("SIGHTLINE_IO_THREADS")->capture_default_str();
-  serve->add_option("--decode-threads", so.decode_threads, "Decode threads (0 = one per core)")
+  serve->add_option("--decode-threads", so.ingest.decode_threads, "Decode threads (0 = one per core)")
       ->envname("SIGHTLINE_DECODE_THREADS")
       ->capture_default_str();
   serve->add_option("--shutdown-timeout-ms", so.shutdown_timeout_ms, "On SIGTERM, wait this long for in-flight requests")

@@ -83,13 +83,10 @@ Status Server::Open() {
                                             std::array<SignalWriter*, kSignalCount>{writers_[0].get(), writers_[1].get(),
                                                                                     writers_[2].get()},
                                             &metrics_);
-  int decode_threads = options_.decode_threads > 0 ? options_.decode_threads
-                                                   : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  decode_pool_ = std::make_unique<boost::asio::thread_pool>(decode_threads);
   api_ = std::make_unique<ApiService>(options_.api, state_.get(), store_.get());
   query_pool_ = std::make_unique<boost::asio::thread_pool>(std::max(1, options_.read_connections));
   http_ = std::make_unique<HttpServer>(
-      &ioc_, decode_pool_.get(), ingest_.get(), api_.get(), query_pool_.get(),
+      &ioc_, ingest_.get(), api_.get(), query_pool_.get(),
       [this](const std::string& m, const std::string& p, const std::string& q, bool api) { return Route(m, p, q, api); },
       options_.http);
   auto otlp = http_->Listen(options_.otlp_http, /*api_port=*/false);
@@ -126,7 +123,7 @@ Status Server::Stop() {
   ioc_.stop();
   for (auto& t : io_threads_) t.join();
   io_threads_.clear();
-  if (decode_pool_) decode_pool_->join();
+  if (ingest_) ingest_->Stop();  // its decode pool
   if (query_pool_) query_pool_->join();
   http_.reset();
   for (auto& w : writers_) w.reset();

@@ -20,10 +20,10 @@
 
 #include "common/status.h"
 #include "ingest/admission_gate.h"
+#include "ingest/ingest_metrics.h"
 #include "ingest/ingest_service.h"
 #include "server/api_service.h"
 #include "server/http_server.h"
-#include "server/self_metrics.h"
 #include "state/state_store.h"
 #include "storage/telemetry_store.h"
 #include "storage/writer.h"
@@ -41,7 +41,6 @@ struct ServerOptions {
   HttpServerOptions http;
   SignalWriter::Options writer;
   int io_threads = 2;
-  int decode_threads = 0;  // 0 = one per core
   int shutdown_timeout_ms = 30000;
   ApiOptions api;
   int read_connections = 4;  // query pool and engine read connections
@@ -80,12 +79,11 @@ class Server {
   std::unique_ptr<TelemetryStore> store_;
   std::array<std::unique_ptr<SignalWriter>, kSignalCount> writers_;
   std::unique_ptr<AdmissionGate> gate_;
-  SelfMetrics metrics_;
+  IngestMetrics metrics_;
   std::unique_ptr<IngestService> ingest_;
   std::unique_ptr<ApiService> api_;
   std::unique_ptr<boost::asio::thread_pool> query_pool_;
   boost::asio::io_context ioc_;
-  std::unique_ptr<boost::asio::thread_pool> decode_pool_;
   std::unique_ptr<HttpServer> http_;
   std::vector<std::thread> io_threads_;
   std::atomic<bool> ready_{false};
