@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "auth/tokens.h"
 #include "bench/bench_cli.h"
 #include "common/json_writer.h"
 #include "server/server.h"
@@ -178,6 +179,12 @@ int main(int argc, char** argv) {
   serve->add_option("--ingest-token", so.ingest_token,
                     "Token of the 'default' project, set on first start (stored hashed; for automation)")
       ->envname("SIGHTLINE_INGEST_TOKEN");
+  serve->add_option("--auth-cache-ttl-ms", so.auth.token_cache_ttl_ms,
+                    "How long a valid token is trusted without asking the state store: the most a revoked token "
+                    "keeps working (0 = ask every time)")
+      ->envname("SIGHTLINE_AUTH_CACHE_TTL_MS")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
 
   auto* token = app.add_subcommand("token", "Manage ingest tokens");
   token->require_subcommand(1);
@@ -199,12 +206,12 @@ int main(int argc, char** argv) {
 
   if (serve->parsed()) return Serve(std::move(so));
   if (token_create->parsed()) {
-    auto state = StateStore::Open(token_data);
+    auto state = OpenStateStore(token_data);
     if (!state.ok()) {
       std::fprintf(stderr, "sightline token create: %s\n", state.status().ToString().c_str());
       return 1;
     }
-    auto t = state.value()->CreateToken(token_project);
+    auto t = MintToken(state.value().get(), token_project);
     if (!t.ok()) {
       std::fprintf(stderr, "sightline token create: %s\n", t.status().ToString().c_str());
       return 1;

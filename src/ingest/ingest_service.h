@@ -9,15 +9,13 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 
-#include "common/mutex.h"
+#include "auth/authenticator.h"
 #include "common/status.h"
 #include "ingest/admission_gate.h"
 #include "otlp/compression.h"
 #include "otlp/decoder.h"
 #include "server/self_metrics.h"
-#include "state/state_store.h"
 #include "storage/writer.h"
 
 namespace sightline {
@@ -33,10 +31,10 @@ struct DecodedExport {
   Rejections rejected;
 };
 
-//! Thread-safe. Does not own the writers, state or gate.
+//! Thread-safe. Does not own the writers, authenticator or gate.
 class IngestService {
  public:
-  IngestService(IngestOptions options, StateStore* state, AdmissionGate* gate,
+  IngestService(IngestOptions options, Authenticator* auth, AdmissionGate* gate,
                 std::array<SignalWriter*, kSignalCount> writers, SelfMetrics* metrics);
 
   const IngestOptions& options() const { return options_; }
@@ -44,7 +42,7 @@ class IngestService {
   SelfMetrics* metrics() { return metrics_; }
 
   //! Project id for an `Authorization: Bearer <token>` header value.
-  Result<int64_t> Authenticate(std::string_view authorization) EXCLUDES(mu_);
+  Result<int64_t> Authenticate(std::string_view authorization);
 
   //! CPU-bound: decompress + decode. Grows the ticket by the decoded size
   //! first, so an expanding body is refused (503) before it is materialised.
@@ -61,13 +59,10 @@ class IngestService {
 
  private:
   const IngestOptions options_;
-  StateStore* state_;
+  Authenticator* auth_;
   AdmissionGate* gate_;
   std::array<SignalWriter*, kSignalCount> writers_;
   SelfMetrics* metrics_;
-
-  Mutex mu_;
-  std::unordered_map<std::string, int64_t> token_cache_ GUARDED_BY(mu_);  // token hash -> project
 };
 
 }  // namespace sightline
