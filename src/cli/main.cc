@@ -9,11 +9,10 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "auth/tokens.h"
 #include "bench/bench_cli.h"
+#include "cli/token_commands.h"
 #include "common/json_writer.h"
 #include "server/server.h"
-#include "state/state_store.h"
 #include "storage/telemetry_store.h"
 
 namespace sightline {
@@ -186,12 +185,7 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
 
-  auto* token = app.add_subcommand("token", "Manage ingest tokens");
-  token->require_subcommand(1);
-  auto* token_create = token->add_subcommand("create", "Mint an ingest token for a project (printed once)");
-  std::string token_project = "default", token_data = "./data";
-  token_create->add_option("--project", token_project, "Project name (created if missing)")->capture_default_str();
-  token_create->add_option("--data", token_data, "Data directory")->envname("SIGHTLINE_DATA")->capture_default_str();
+  AddTokenCommands(&app);
 
   auto* sql = app.add_subcommand("sql", "Run one SQL statement on the telemetry engine (server stopped); prints JSON");
   std::string sql_data = "./data", sql_storage = "duckdb", sql_text;
@@ -205,20 +199,6 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::from_str(log_level));
 
   if (serve->parsed()) return Serve(std::move(so));
-  if (token_create->parsed()) {
-    auto state = OpenStateStore(token_data);
-    if (!state.ok()) {
-      std::fprintf(stderr, "sightline token create: %s\n", state.status().ToString().c_str());
-      return 1;
-    }
-    auto t = MintToken(state.value().get(), token_project);
-    if (!t.ok()) {
-      std::fprintf(stderr, "sightline token create: %s\n", t.status().ToString().c_str());
-      return 1;
-    }
-    std::printf("%s\n", t->c_str());
-    return 0;
-  }
   if (sql->parsed()) return Sql(sql_data, sql_storage, sql_store, sql_text);
   return 0;
 }
