@@ -39,20 +39,24 @@ Status Server::Open() {
   auto state = OpenStateStore(options_.data_dir);
   if (!state.ok()) return state.status();
   state_ = std::move(state.value());
-  auto tokens = state_->CountTokens("default");
-  if (!tokens.ok()) return tokens.status();
+  // First start means no default project yet. Counting its tokens instead
+  // would bring SIGHTLINE_INGEST_TOKEN (or a new token) back after an operator
+  // revoked them all.
+  auto default_project = state_->FindProject("default");
+  if (!default_project.ok()) return default_project.status();
+  const bool first_start = !default_project->has_value();
   if (!options_.ingest_token.empty()) {
-    if (*tokens == 0) {
+    if (first_start) {
       SL_RETURN_IF_ERROR(AddToken(state_.get(), "default", options_.ingest_token));
     } else {
       auto known = FindToken(state_.get(), options_.ingest_token);
       if (!known.ok()) return known.status();
       if (!known->has_value()) {
-        spdlog::warn("SIGHTLINE_INGEST_TOKEN ignored: the default project already has tokens "
-                     "(it only applies on first start; mint more with `sightline token create`)");
+        spdlog::warn("SIGHTLINE_INGEST_TOKEN ignored: it only applies on first start, and it is not (or no longer) "
+                     "a token of the default project; mint one with `sightline token create`");
       }
     }
-  } else if (*tokens == 0) {
+  } else if (first_start) {
     auto minted = MintToken(state_.get(), "default");
     if (!minted.ok()) return minted.status();
     minted_token_ = *minted;

@@ -2,7 +2,8 @@
 // create` while the server runs works at once, on OTLP ingest and on the query
 // API; `sightline token list` names it by id without showing it; after
 // `sightline token revoke` it gets 401 on both within the token cache's TTL
-// (--auth-cache-ttl-ms), while other tokens keep working.
+// (--auth-cache-ttl-ms), while other tokens keep working; and a revoked
+// SIGHTLINE_INGEST_TOKEN stays revoked across a restart that still sets it.
 // Auth does not depend on the telemetry engine, so one engine is enough.
 
 import { describe, it, before, after } from 'node:test';
@@ -146,5 +147,17 @@ describe('token create, list and revoke on a running server', () => {
     assert.equal(await ingestStatus(server, shop), 401);
     assert.equal(await apiStatus(server, shop, 'shop'), 401);
     assert.equal(await ingestStatus(server, TOKEN), 200);
+  });
+
+  it('a revoked SIGHTLINE_INGEST_TOKEN stays revoked after a restart that still sets it', async () => {
+    const revoked = await tokenCli('revoke', tokenId(TOKEN), '--data', server.dataDir);
+    assert.equal(revoked.code, 0, revoked.stderr);
+    await server.stop();
+    await server.restart();  // SIGHTLINE_INGEST_TOKEN=TOKEN again
+    assert.equal(await ingestStatus(server, TOKEN), 401);
+    assert.equal(await apiStatus(server, TOKEN), 401);
+    assert.match(server.logTail(), /SIGHTLINE_INGEST_TOKEN ignored/);
+    const listed = await tokenCli('list', '--project', 'default', '--data', server.dataDir);
+    assert.deepEqual(parseList(listed.stdout), [], 'no token came back');
   });
 });
