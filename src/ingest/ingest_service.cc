@@ -16,10 +16,10 @@ int DecodeThreads(int configured) {
 
 }  // namespace
 
-IngestService::IngestService(IngestOptions options, StateStore* state, AdmissionGate* gate,
+IngestService::IngestService(IngestOptions options, Authenticator* auth, AdmissionGate* gate,
                              std::array<SignalWriter*, kSignalCount> writers, IngestMetrics* metrics)
     : options_(options),
-      state_(state),
+      auth_(auth),
       gate_(gate),
       writers_(writers),
       metrics_(metrics),
@@ -108,30 +108,7 @@ ExportResponse IngestService::Finish(Signal signal, PayloadFormat format, std::c
 }
 
 Result<int64_t> IngestService::Authenticate(std::string_view authorization) {
-  constexpr std::string_view kBearer = "Bearer ";
-  if (authorization.empty()) {
-    return Status::Unauthenticated("missing Authorization header (want 'Authorization: Bearer <ingest token>')");
-  }
-  if (authorization.size() <= kBearer.size() ||
-      !std::equal(kBearer.begin(), kBearer.end(), authorization.begin(),
-                  [](char a, char b) { return std::tolower(a) == std::tolower(b); })) {
-    return Status::Unauthenticated("Authorization header is not 'Bearer <ingest token>'");
-  }
-  std::string token(authorization.substr(kBearer.size()));
-  while (!token.empty() && token.back() == ' ') token.pop_back();
-  std::string hash = StateStore::HashToken(token);
-  {
-    MutexLock lock(&mu_);
-    auto it = token_cache_.find(hash);
-    if (it != token_cache_.end()) return it->second;
-  }
-  // Tokens minted by `sightline token create` while we run are found here.
-  auto project = state_->LookupToken(token);
-  if (!project.ok()) return Status::Unavailable("token lookup failed: " + project.status().message());
-  if (!project->has_value()) return Status::Unauthenticated("unknown ingest token");
-  MutexLock lock(&mu_);
-  token_cache_[hash] = **project;
-  return **project;
+  return auth_->ProjectForBearer(authorization);
 }
 
 Result<IngestService::Decoded> IngestService::Decode(AdmittedExport* a, std::string_view body) {

@@ -22,17 +22,15 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 
 #include <boost/asio/thread_pool.hpp>
 
-#include "common/mutex.h"
+#include "auth/authenticator.h"
 #include "common/status.h"
 #include "ingest/admission_gate.h"
 #include "ingest/ingest_metrics.h"
 #include "otlp/compression.h"
 #include "otlp/decoder.h"
-#include "state/state_store.h"
 #include "storage/writer.h"
 
 namespace sightline {
@@ -89,12 +87,12 @@ struct Admission {
   ExportResponse refusal;
 };
 
-//! Thread-safe. Owns the decode pool; does not own the writers, state or gate.
+//! Thread-safe. Owns the decode pool; does not own the writers, authenticator or gate.
 //! Lifecycle: construct, serve, Stop() once every admitted request is done
 //! (the gate is idle), before the writers stop.
 class IngestService {
  public:
-  IngestService(IngestOptions options, StateStore* state, AdmissionGate* gate,
+  IngestService(IngestOptions options, Authenticator* auth, AdmissionGate* gate,
                 std::array<SignalWriter*, kSignalCount> writers, IngestMetrics* metrics);
   ~IngestService();
 
@@ -118,7 +116,7 @@ class IngestService {
   void Stop();
 
   //! Project id for an `Authorization: Bearer <token>` header value.
-  Result<int64_t> Authenticate(std::string_view authorization) EXCLUDES(mu_);
+  Result<int64_t> Authenticate(std::string_view authorization);
 
   //! Export*ServiceResponse in the request's format (partial_success when items were rejected).
   static std::string EncodeResponse(Signal signal, PayloadFormat format, const Rejections& rejected);
@@ -140,14 +138,11 @@ class IngestService {
                         Status status, const Rejections& rejected);
 
   const IngestOptions options_;
-  StateStore* state_;
+  Authenticator* auth_;
   AdmissionGate* gate_;
   std::array<SignalWriter*, kSignalCount> writers_;
   IngestMetrics* metrics_;
   boost::asio::thread_pool decode_pool_;
-
-  Mutex mu_;
-  std::unordered_map<std::string, int64_t> token_cache_ GUARDED_BY(mu_);  // token hash -> project
 };
 
 }  // namespace sightline

@@ -1,7 +1,7 @@
 #pragma once
 
-// The whole process: state, engine, writers, admission gate, ingest and the
-// HTTP listeners, started in that order and stopped in reverse.
+// The whole process: state and auth, engine, writers, admission gate, ingest
+// and the HTTP listeners, started in that order and stopped in reverse.
 //
 // Stop() is the graceful path (SIGTERM): stop accepting, refuse new requests
 // with 503, let every admitted request finish (its rows committed and its
@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "auth/authenticator.h"
 #include "common/status.h"
 #include "ingest/admission_gate.h"
 #include "ingest/ingest_metrics.h"
@@ -43,6 +44,7 @@ struct ServerOptions {
   int io_threads = 2;
   int shutdown_timeout_ms = 30000;
   ApiOptions api;
+  AuthOptions auth;
   int read_connections = 4;  // query pool and engine read connections
   std::string admin_password;  // SIGHTLINE_ADMIN_PASSWORD: sets the UI admin's password
   std::string ingest_token;  // SIGHTLINE_INGEST_TOKEN: the default project's token on first start
@@ -76,6 +78,7 @@ class Server {
   ServerOptions options_;
   std::chrono::steady_clock::time_point started_;
   std::unique_ptr<StateStore> state_;
+  std::unique_ptr<Authenticator> auth_;
   std::unique_ptr<TelemetryStore> store_;
   std::array<std::unique_ptr<SignalWriter>, kSignalCount> writers_;
   std::unique_ptr<AdmissionGate> gate_;
