@@ -1,10 +1,15 @@
 // The read conformance suite: every operation of storage/telemetry_reader.h
 // on the fixed dataset of storage/testing/read_dataset.h.
 //
-// ReadReferenceTest checks the in-memory reference engine against answers
-// computed by hand from the dataset and written here as literals, so the
-// reference is held to something independent of any engine. Answers compare
-// as rows: integers, strings and order exactly, doubles to a relative 1e-9.
+// Two layers:
+// - ReadReferenceTest checks the in-memory reference engine against answers
+//   computed by hand from the dataset and written here as literals, so the
+//   reference is held to something independent of any engine.
+// - ReadConformanceTest runs, for every engine in Engines(), a catalog of
+//   queries per operation and compares each full answer with the reference's:
+//   integers, strings and order exactly, doubles to a relative 1e-9 (engines
+//   may interpolate percentiles in another order). A mismatch prints a diff of
+//   the answers' rows.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -265,6 +270,33 @@ std::vector<Row> Rows(LogVolume rows) {
   return Rows<LogVolumeRow>(rows);
 }
 
+std::vector<Row> Rows(const TraceDetail& d) {
+  std::vector<Row> out;
+  for (const SpanRecord& s : d.spans) {
+    out.push_back(ToRow(s));
+    out.back().insert(out.back().begin(), {"part", std::string("span")});
+  }
+  for (const LogRecord& l : d.logs) {
+    out.push_back(ToRow(l));
+    out.back().insert(out.back().begin(), {"part", std::string("log")});
+  }
+  return out;
+}
+
+//! Pages of one log query: each record with its page number, and after each
+//! page whether a cursor followed it (cursors are each engine's own text).
+std::vector<Row> Rows(const std::vector<LogPage>& pages) {
+  std::vector<Row> out;
+  for (size_t p = 0; p < pages.size(); ++p) {
+    for (const LogRecord& l : pages[p].records) {
+      out.push_back(ToRow(l));
+      out.back().insert(out.back().begin(), {"page", static_cast<int64_t>(p)});
+    }
+    out.push_back({{"page", static_cast<int64_t>(p)}, {"next_cursor", std::string(pages[p].next_cursor ? "set" : "none")}});
+  }
+  return out;
+}
+
 template <typename T, typename... Extra>
 ::testing::AssertionResult SameAnswer(const Result<T>& expected, const Result<T>& actual, Extra... extra) {
   if (!expected.ok() || !actual.ok()) {
@@ -314,6 +346,12 @@ LogFilter Logs(int64_t project = kProjectA, TimeRange range = kRange) {
 
 constexpr TimeRange kEmptyRange{At(40'000), At(50'000)};  // nothing stored in it
 
+template <typename Q>
+struct Named {
+  std::string name;
+  Q query;
+};
+
 SpanGroupQuery Grouped(SpanFilter filter, std::vector<SpanDimension> dimensions) {
   SpanGroupQuery q;
   q.filter = std::move(filter);
@@ -336,6 +374,51 @@ SpanGroupQuery BucketsFromInsideTheRange() {
   return q;
 }
 
+std::vector<Named<SpanGroupQuery>> GroupSpanQueries() {
+  using D = SpanDimension;
+  std::vector<Named<SpanGroupQuery>> out = {
+      {"services", Grouped(EntrySpans(), {D::kService})},
+      {"endpoints", Grouped(EntrySpans(), {D::kService, D::kEndpoint})},
+      {"every span by service", Grouped(Spans(), {D::kService})},
+      {"endpoint then service", Grouped(Spans(), {D::kEndpoint, D::kService})},
+      {"latency chart, p95", LatencyChart({false, true, false})},
+      {"latency chart, counts", LatencyChart({false, false, false})},
+      {"latency chart, all percentiles", LatencyChart({true, true, true})},
+      {"buckets from inside the range", BucketsFromInsideTheRange()},
+      {"no dimensions", Grouped(EntrySpans(), {})},
+      {"empty range", Grouped(EntrySpans(kProjectA, kEmptyRange), {D::kService})},
+      {"project B", Grouped(EntrySpans(kProjectB), {D::kService, D::kEndpoint})},
+      {"project without data", Grouped(EntrySpans(kProjectEmpty), {D::kService})},
+  };
+  SpanGroupQuery two_buckets = Grouped(EntrySpans(), {D::kBucket, D::kService});
+  two_buckets.buckets.count = 2;
+  out.push_back({"two buckets only", two_buckets});
+  SpanGroupQuery one_service = Grouped(EntrySpans(), {D::kService, D::kEndpoint});
+  one_service.filter.service = "checkout";
+  out.push_back({"endpoints of one service", one_service});
+  SpanGroupQuery unicode = Grouped(EntrySpans(), {D::kEndpoint});
+  unicode.filter.service = "naïve-svc";
+  out.push_back({"unicode service", unicode});
+  SpanGroupQuery filtered = Grouped(Spans(), {D::kService});
+  filtered.filter.status_code = 2;
+  out.push_back({"errors only", filtered});
+  filtered.filter.status_code = 0;
+  filtered.filter.min_duration_ns = Ms(6);
+  filtered.filter.max_duration_ns = Ms(30);
+  out.push_back({"status unset, 6 to 30 ms", filtered});
+  SpanGroupQuery by_attribute = Grouped(Spans(), {D::kService});
+  by_attribute.filter.attributes = {{"http.response.status_code", "200"}};
+  out.push_back({"attribute: integer", by_attribute});
+  by_attribute.filter.attributes = {{"user.name", "café"}};
+  out.push_back({"attribute: escaped unicode", by_attribute});
+  by_attribute.filter.attributes = {{"ratio", "2.5"}};
+  out.push_back({"attribute: decimal with a trailing zero", by_attribute});
+  by_attribute.filter.endpoint = "/api/items";
+  by_attribute.filter.attributes = {{"http.response.status_code", "200"}, {"retry", "false"}};
+  out.push_back({"endpoint and two attributes", by_attribute});
+  return out;
+}
+
 TraceSearchQuery Search(SpanFilter filter, int64_t limit = 50) {
   TraceSearchQuery q;
   q.filter = std::move(filter);
@@ -349,11 +432,87 @@ TraceSearchQuery SearchWithAttribute(std::string key, std::string value) {
   return q;
 }
 
+std::vector<Named<TraceSearchQuery>> SearchQueries() {
+  std::vector<Named<TraceSearchQuery>> out = {
+      {"every trace", Search(Spans())},
+      {"limit 2", Search(Spans(), 2)},
+      {"limit 1", Search(Spans(), 1)},
+      {"empty range", Search(Spans(kProjectA, kEmptyRange))},
+      {"project B", Search(Spans(kProjectB))},
+      {"project without data", Search(Spans(kProjectEmpty))},
+      {"attribute: integer", SearchWithAttribute("http.response.status_code", "200")},
+      {"attribute: negative integer", SearchWithAttribute("n", "-7")},
+      {"attribute: decimal", SearchWithAttribute("amount", "12.5")},
+      {"attribute: integer-valued", SearchWithAttribute("amount", "7")},
+      {"attribute: decimal with a trailing zero", SearchWithAttribute("ratio", "2.5")},
+      {"attribute: true", SearchWithAttribute("vip", "true")},
+      {"attribute: false", SearchWithAttribute("vip", "false")},
+      {"attribute: escaped unicode", SearchWithAttribute("user.name", "café")},
+      {"attribute: unicode", SearchWithAttribute("note", "Grüße")},
+      {"attribute: null matches nothing", SearchWithAttribute("k", "null")},
+      {"attribute: absent key", SearchWithAttribute("no.such.key", "")},
+      {"attribute: exponent", SearchWithAttribute("big", "1e+21")},
+  };
+  TraceSearchQuery q = Search(Spans());
+  q.filter.service = "checkout";
+  out.push_back({"service", q});
+  q = Search(Spans());
+  q.filter.service = "worker";
+  out.push_back({"service with a span before the range", q});
+  q.filter.entry_only = true;
+  out.push_back({"entry spans of a service", q});
+  q = Search(Spans());
+  q.filter.endpoint = "cron tick";
+  out.push_back({"endpoint without a route", q});
+  q = Search(Spans());
+  q.filter.status_code = 2;
+  out.push_back({"errors", q});
+  q = Search(Spans());
+  q.filter.min_duration_ns = Ms(30);
+  out.push_back({"at least 30 ms", q});
+  q = Search(Spans());
+  q.filter.max_duration_ns = Ms(5);
+  out.push_back({"at most 5 ms", q});
+  q = Search(Spans());
+  q.filter.attributes = {{"http.response.status_code", "200"}, {"retry", "false"}};
+  out.push_back({"two attributes", q});
+  return out;
+}
+
+std::vector<Named<TraceQuery>> TraceQueries() {
+  std::vector<Named<TraceQuery>> out;
+  const std::pair<const char*, TraceId> traces[] = {
+      {"trace 1", kTrace1}, {"trace 2", kTrace2}, {"trace 3", kTrace3}, {"trace 4", kTrace4},
+      {"trace 5", kTrace5}, {"trace 6", kTrace6}, {"trace 7", kTrace7}, {"trace 8", kTrace8},
+      {"missing", kTraceMissing}, {"absent id", TraceId{}}};
+  for (const auto& [name, id] : traces) {
+    out.push_back({std::string(name), {kProjectA, id}});
+    out.push_back({std::string(name) + ", project B", {kProjectB, id}});
+  }
+  return out;
+}
+
 ExceptionQuery Exceptions(SpanFilter filter, int64_t limit = 50) {
   ExceptionQuery q;
   q.filter = std::move(filter);
   q.limit = limit;
   return q;
+}
+
+std::vector<Named<ExceptionQuery>> ExceptionQueries() {
+  std::vector<Named<ExceptionQuery>> out = {
+      {"every group", Exceptions(Spans())},
+      {"limit 2", Exceptions(Spans(), 2)},
+      {"limit 3 cuts a tie", Exceptions(Spans(), 3)},
+      {"empty range", Exceptions(Spans(kProjectA, kEmptyRange))},
+      {"project B", Exceptions(Spans(kProjectB))},
+  };
+  ExceptionQuery q = Exceptions(Spans());
+  q.filter.service = "worker";
+  out.push_back({"service", q});
+  q.filter.service = "naïve-svc";
+  out.push_back({"unicode service", q});
+  return out;
 }
 
 ExceptionSpansQuery ExceptionSpansOf(std::optional<std::string> type, std::optional<std::string> message,
@@ -364,6 +523,30 @@ ExceptionSpansQuery ExceptionSpansOf(std::optional<std::string> type, std::optio
   q.message = std::move(message);
   q.limit = limit;
   return q;
+}
+
+std::vector<Named<ExceptionSpansQuery>> ExceptionSpansQueries() {
+  std::vector<Named<ExceptionSpansQuery>> out = {
+      {"type and message", ExceptionSpansOf("PaymentError", "card declined ✗")},
+      {"type and message, limit 1", ExceptionSpansOf("PaymentError", "card declined ✗", 1)},
+      {"type only", ExceptionSpansOf("TimeoutError", std::nullopt)},
+      {"absent type, message", ExceptionSpansOf("", "connection reset")},
+      {"absent type only", ExceptionSpansOf("", std::nullopt)},
+      {"absent message only", ExceptionSpansOf(std::nullopt, "")},
+      {"type, absent message", ExceptionSpansOf("TimeoutError", "")},
+      {"unicode type", ExceptionSpansOf("ÄrgerError", "kaputt ✗")},
+      {"neither", ExceptionSpansOf(std::nullopt, std::nullopt)},
+      {"no such group", ExceptionSpansOf("NoSuchError", std::nullopt)},
+  };
+  ExceptionSpansQuery q = ExceptionSpansOf("TimeoutError", "");
+  q.filter.service = "worker";
+  out.push_back({"type, absent message, service", q});
+  q = ExceptionSpansOf("PaymentError", std::nullopt);
+  q.filter = Spans(kProjectB);
+  out.push_back({"project B", q});
+  q.filter = Spans(kProjectA, kEmptyRange);
+  out.push_back({"empty range", q});
+  return out;
 }
 
 LogPageQuery Page(LogFilter filter, int64_t limit = 100) {
@@ -379,11 +562,78 @@ LogFilter LogsWithText(std::string text) {
   return f;
 }
 
+std::vector<Named<LogPageQuery>> LogQueries() {
+  std::vector<Named<LogPageQuery>> out = {
+      {"every record", Page(Logs())},
+      {"pages of 1", Page(Logs(), 1)},
+      {"pages of 3", Page(Logs(), 3)},
+      {"pages of 4", Page(Logs(), 4)},
+      {"pages of 10", Page(Logs(), 10)},
+      {"pages of 11: the last page is full", Page(Logs(), 11)},
+      {"empty range", Page(Logs(kProjectA, kEmptyRange))},
+      {"project B", Page(Logs(kProjectB))},
+      {"project without data", Page(Logs(kProjectEmpty))},
+      {"text: ASCII case", Page(LogsWithText("failed"))},
+      {"text: capitals", Page(LogsWithText("PAYMENT"))},
+      {"text: ASCII letter beside a non-ASCII one", Page(LogsWithText("köln"))},
+      {"text: LIKE wildcards are literal", Page(LogsWithText("50%_off"))},
+      {"text: underscore", Page(LogsWithText("_"))},
+      {"text: backslash", Page(LogsWithText(R"(%_off\)"))},
+      {"text: lowercase non-ASCII", Page(LogsWithText("échec"))},
+      {"text: uppercase non-ASCII", Page(LogsWithText("ÉCHEC"))},
+      {"text: Greek", Page(LogsWithText("σφάλμα"))},
+      {"text: no match", Page(LogsWithText("GRÜSSE"))},
+  };
+  LogFilter f = Logs();
+  f.severity_min = 13;
+  out.push_back({"severity at least WARN", Page(f, 2)});
+  f.service = "checkout";
+  out.push_back({"severity and service", Page(f)});
+  f = Logs();
+  f.service = "checkout";
+  out.push_back({"service", Page(f)});
+  f = Logs();
+  f.trace_id = kTrace1;
+  out.push_back({"trace 1", Page(f)});
+  f.trace_id = kTrace2;
+  out.push_back({"trace 2", Page(f)});
+  f.trace_id = kTrace3;
+  out.push_back({"trace 3, differs from trace 2 in the low half only", Page(f)});
+  f = Logs();
+  f.attributes = {{"retry", "true"}};
+  out.push_back({"attribute: true", Page(f)});
+  f.attributes = {{"amount", "12.5"}};
+  out.push_back({"attribute: decimal", Page(f)});
+  f.attributes = {{"order.id", "A-17"}};
+  out.push_back({"attribute: string", Page(f)});
+  f.attributes = {{"n", "-7"}};
+  out.push_back({"attribute: negative integer", Page(f)});
+  f.attributes = {{"k", "null"}};
+  out.push_back({"attribute: null matches nothing", Page(f)});
+  f = Logs(kProjectA, {kT0 - 1, At(1001)});
+  out.push_back({"a range starting 1 ns earlier", Page(f, 2)});
+  return out;
+}
+
 LogVolumeQuery Volume(LogFilter filter, Buckets buckets = kTenSeconds) {
   LogVolumeQuery q;
   q.filter = std::move(filter);
   q.buckets = buckets;
   return q;
+}
+
+std::vector<Named<LogVolumeQuery>> VolumeQueries() {
+  LogFilter checkout = Logs();
+  checkout.service = "checkout";
+  return {
+      {"every record", Volume(Logs())},
+      {"five buckets", Volume(Logs(), {kT0, Ms(10'000), 5})},
+      {"buckets from inside the range", Volume(Logs(), {At(2000), Ms(10'000), 6})},
+      {"one service", Volume(checkout)},
+      {"text", Volume(LogsWithText("échec"))},
+      {"empty range", Volume(Logs(kProjectA, kEmptyRange))},
+      {"project B", Volume(Logs(kProjectB))},
+  };
 }
 
 MetricSeriesQuery Aggregate(std::vector<int64_t> ids, Want want, int64_t project = kProjectA,
@@ -402,6 +652,193 @@ MetricSeriesQuery Histograms(std::vector<int64_t> ids, std::vector<int64_t> delt
   q.delta_series_ids = std::move(delta);
   return q;
 }
+
+std::vector<Named<MetricSeriesQuery>> AggregateQueries() {
+  const std::vector<int64_t> gauges = {kSeriesTempCore0, kSeriesTempCore1};
+  const std::vector<int64_t> sums = {kSeriesRequests200, kSeriesRequestsCheckout, kSeriesQueueDepth,
+                                     kSeriesRequests500, kSeriesRequests404};
+  const std::vector<int64_t> histograms = {kSeriesLatencyFrontend, kSeriesLatencyCheckout};
+  return {
+      {"gauges, stats", Aggregate(gauges, Want::kStats)},
+      {"gauges, last", Aggregate(gauges, Want::kLast)},
+      {"sums, stats", Aggregate(sums, Want::kStats)},
+      {"sums, last", Aggregate(sums, Want::kLast)},
+      {"histograms, stats (no values)", Aggregate(histograms, Want::kStats)},
+      {"histograms, one delta", Histograms(histograms, {kSeriesLatencyCheckout})},
+      {"histograms, all cumulative", Histograms(histograms, {})},
+      {"histograms, delta id not asked for", Histograms({kSeriesLatencyFrontend}, {kSeriesLatencyCheckout})},
+      {"series without points", Aggregate({kSeriesOverflow}, Want::kStats)},
+      {"unknown series", Aggregate({424242}, Want::kStats)},
+      {"series 11 of project A", Aggregate({kSeriesProjectB}, Want::kLast)},
+      {"series 11 of project B", Aggregate({kSeriesProjectB}, Want::kLast, kProjectB)},
+      {"empty range", Aggregate(gauges, Want::kStats, kProjectA, kEmptyRange)},
+      {"buckets from inside the range", Aggregate(gauges, Want::kStats, kProjectA, kRange, {At(1500), Ms(10'000), 6})},
+      {"one-second buckets", Aggregate(sums, Want::kLast, kProjectA, kRange, {kT0, Ms(1000), 60})},
+  };
+}
+
+// ------------------------------------------------------------- engines
+
+//! A fresh directory under the system temp dir, removed at the end.
+class TempDir {
+ public:
+  TempDir() {
+    std::random_device rd;
+    path_ = std::filesystem::temp_directory_path() /
+            ("sightline-read-test-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  std::string str() const { return path_.string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+//! An engine the suite runs: its name, how its LogFilter::text folds case
+//! (the one place the contract lets engines differ), and how to open it in an
+//! empty data directory.
+struct EngineSpec {
+  std::string name;
+  TextFolding text_folding;
+  std::function<Result<std::unique_ptr<TelemetryStore>>(const std::string& data_dir)> open;
+};
+
+void PrintTo(const EngineSpec& e, std::ostream* os) { *os << e.name; }
+
+Result<std::unique_ptr<TelemetryStore>> OpenMemory(const std::string&) { return OpenMemoryStore(StoreOptions{}); }
+
+//! An engine of the StoreRegistry (duckdb, sqlite; clickhouse when it
+//! registers) in its own data directory.
+[[maybe_unused]] std::function<Result<std::unique_ptr<TelemetryStore>>(const std::string&)> Registered(
+    std::string name) {
+  return [name](const std::string& data_dir) {
+    RegisterBuiltinStores();
+    StoreOptions options;
+    options.data_dir = data_dir;
+    options.read_connections = 1;
+    return StoreRegistry::Instance().Open(name, options);
+  };
+}
+
+//! The engines under test. Adding one is one line: its name, its text
+//! folding (DuckDB's lower() folds Unicode, SQLite's LIKE ASCII only) and
+//! how to open it, Registered("duckdb") for an engine of the registry.
+std::vector<EngineSpec> Engines() {
+  return {
+      {"memory", TextFolding::kAscii, OpenMemory},
+  };
+}
+
+class ReadConformanceTest : public ::testing::TestWithParam<EngineSpec> {
+ protected:
+  void SetUp() override {
+    Result<std::unique_ptr<TelemetryStore>> store = GetParam().open(dir_.str());
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    store_ = std::move(store).value();
+    const ReadDataset dataset = BuildReadDataset();
+    Status written = WriteReadDataset(dataset, store_.get());
+    ASSERT_TRUE(written.ok()) << written.ToString();
+    ASSERT_TRUE(WriteReadDataset(dataset, &reference_store_).ok());
+    Result<std::unique_ptr<TelemetryReader>> reader = store_->AcquireReader(10'000);
+    ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+    reader_ = std::move(reader).value();
+    reference_ = std::move(reference_store_.OpenReader({GetParam().text_folding})).value();
+  }
+
+  void TearDown() override {
+    reader_.reset();
+    if (store_ != nullptr) {
+      EXPECT_TRUE(store_->Close().ok());
+    }
+  }
+
+  TempDir dir_;
+  std::unique_ptr<TelemetryStore> store_;
+  MemoryStore reference_store_;
+  std::unique_ptr<TelemetryReader> reader_;     // the engine's
+  std::unique_ptr<TelemetryReader> reference_;  // the memory engine's
+};
+
+TEST_P(ReadConformanceTest, GroupSpansMatchesTheReference) {
+  for (const auto& [name, q] : GroupSpanQueries()) {
+    EXPECT_TRUE(SameAnswer(reference_->GroupSpans(q), reader_->GroupSpans(q))) << "query: " << name;
+  }
+}
+
+TEST_P(ReadConformanceTest, SearchTracesMatchesTheReference) {
+  for (const auto& [name, q] : SearchQueries()) {
+    EXPECT_TRUE(SameAnswer(reference_->SearchTraces(q), reader_->SearchTraces(q))) << "query: " << name;
+  }
+}
+
+TEST_P(ReadConformanceTest, GetTraceMatchesTheReference) {
+  for (const auto& [name, q] : TraceQueries()) {
+    EXPECT_TRUE(SameAnswer(reference_->GetTrace(q), reader_->GetTrace(q))) << "query: " << name;
+  }
+}
+
+TEST_P(ReadConformanceTest, GroupExceptionsMatchesTheReference) {
+  for (const auto& [name, q] : ExceptionQueries()) {
+    EXPECT_TRUE(SameAnswer(reference_->GroupExceptions(q), reader_->GroupExceptions(q))) << "query: " << name;
+  }
+}
+
+TEST_P(ReadConformanceTest, ExceptionSpansMatchesTheReference) {
+  for (const auto& [name, q] : ExceptionSpansQueries()) {
+    EXPECT_TRUE(SameAnswer(reference_->ExceptionSpans(q), reader_->ExceptionSpans(q))) << "query: " << name;
+  }
+}
+
+TEST_P(ReadConformanceTest, LogPagesMatchTheReference) {
+  for (const auto& [name, q] : LogQueries()) {
+    EXPECT_TRUE(SameAnswer(AllPages(*reference_, q), AllPages(*reader_, q))) << "query: " << name;
+  }
+}
+
+TEST_P(ReadConformanceTest, MalformedLogCursorIsInvalidArgument) {
+  for (const char* cursor : {"x", ":", "not a cursor", "memory-log:", "memory-log:1", "memory-log:a:b"}) {
+    LogPageQuery q = Page(Logs(), 2);
+    q.cursor = cursor;
+    Result<LogPage> page = reader_->Logs(q);
+    EXPECT_EQ(page.status().code(), StatusCode::kInvalidArgument) << "cursor: " << cursor;
+  }
+}
+
+TEST_P(ReadConformanceTest, CountLogsMatchesTheReference) {
+  for (const auto& [name, q] : VolumeQueries()) {
+    EXPECT_TRUE(SameAnswer(reference_->CountLogs(q), reader_->CountLogs(q))) << "query: " << name;
+  }
+}
+
+TEST_P(ReadConformanceTest, ListMetricsMatchesTheReference) {
+  for (int64_t project : {kProjectA, kProjectB, kProjectEmpty}) {
+    MetricCatalogQuery q{project};
+    EXPECT_TRUE(SameAnswer(reference_->ListMetrics(q), reader_->ListMetrics(q))) << "project " << project;
+  }
+}
+
+TEST_P(ReadConformanceTest, FindSeriesMatchesTheReference) {
+  for (int64_t project : {kProjectA, kProjectB}) {
+    for (const char* name : {"requests", "cpu.temp", "http.server.duration", "überlauf", "b.only.metric", "none"}) {
+      MetricSeriesLookup q{project, name};
+      EXPECT_TRUE(SameAnswer(reference_->FindSeries(q), reader_->FindSeries(q)))
+          << "project " << project << ", metric " << name;
+    }
+  }
+}
+
+TEST_P(ReadConformanceTest, AggregateSeriesMatchesTheReference) {
+  for (const auto& [name, q] : AggregateQueries()) {
+    EXPECT_TRUE(SameAnswer(reference_->AggregateSeries(q), reader_->AggregateSeries(q), q.want)) << "query: " << name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, ReadConformanceTest, ::testing::ValuesIn(Engines()),
+                         [](const ::testing::TestParamInfo<EngineSpec>& info) { return info.param.name; });
 
 // ------------------------------------------- the reference, checked by hand
 
@@ -954,6 +1391,22 @@ TEST_F(ReadReferenceTest, AFailedWriteLeavesNothingBehind) {
   EXPECT_EQ(store.Close().code(), StatusCode::kInternal);  // a sink is open
   sink.value().reset();
   EXPECT_TRUE(store.Close().ok());
+}
+
+// The comparison itself: a changed answer fails, with the row in the message.
+TEST(ReadConformanceDiffTest, ReportsTheRowsThatDiffer) {
+  const SpanGroups expected = {{{"checkout"}, 4, 1, {MsD(25), MsD(38.5), MsD(39.7)}},
+                               {{"frontend"}, 4, 1, {MsD(25), MsD(38.5), MsD(39.7)}}};
+  SpanGroups actual = expected;
+  EXPECT_TRUE(SameAnswer<SpanGroups>(expected, actual));
+  actual[1].percentiles_ns[1] *= 1 + 1e-12;  // within the tolerance
+  EXPECT_TRUE(SameAnswer<SpanGroups>(expected, actual));
+  actual[1].percentiles_ns[1] *= 1 + 1e-6;
+  ::testing::AssertionResult differ = SameAnswer<SpanGroups>(expected, actual);
+  EXPECT_FALSE(differ);
+  EXPECT_THAT(differ.message(), ::testing::HasSubstr("  - {key0=\"frontend\", count=4, errors=1, p50=25000000, p95=38500000,"));
+  EXPECT_THAT(differ.message(), ::testing::HasSubstr("    {key0=\"checkout\""));
+  EXPECT_FALSE(SameAnswer<SpanGroups>(expected, Status::Internal("engine failed")));
 }
 
 }  // namespace
