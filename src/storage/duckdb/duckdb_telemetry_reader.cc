@@ -66,7 +66,7 @@ Result<SpanGroups> DuckDbTelemetryReader::GroupSpans(const SpanGroupQuery& q) {
   inner << "count(*) AS c, sum(CASE WHEN status_code = 2 THEN 1 ELSE 0 END) AS e, quantile_cont(duration_ns, ["
         << fractions << "]) AS q FROM spans";
   inner.Append(LabelJoin(q));
-  inner.Append(SpanWhere(q.filter));
+  inner.Append(SpanGroupWhere(q));
   if (k > 0) {
     inner << " GROUP BY ";
     for (int i = 0; i < k; ++i) inner << (i ? ", " : "") << std::to_string(i + 1);

@@ -93,7 +93,7 @@ Result<LogVolume> SqlReader::CountLogs(const LogVolumeQuery& q) {
          "THEN 4 WHEN severity_number >= 9 THEN 3 WHEN severity_number >= 5 THEN 2 WHEN severity_number >= 1 THEN 1 "
          "ELSE 0 END), count(*) FROM logs";
   sql.Append(LogWhere(q.filter));
-  sql << " GROUP BY 1, 2";
+  sql << BucketWhere("time_ns", q.buckets, q.filter.range) << " GROUP BY 1, 2";
   LogVolume out;
   SL_RETURN_IF_ERROR(Rows(sql, [&](const RowView& r) {
     LogVolumeRow row{r.GetInt(0), static_cast<int32_t>(r.GetInt(1)), r.GetInt(2)};

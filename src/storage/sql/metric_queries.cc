@@ -94,6 +94,7 @@ Result<MetricBuckets> SqlReader::AggregateSeries(const MetricSeriesQuery& q) {
   where.Bind(q.range.from_ns);
   where << " AND time_ns < ";
   where.Bind(q.range.to_ns);
+  where << BucketWhere("time_ns", q.buckets, q.range);
   const std::string bucket = BucketExpr("time_ns", q.buckets);
   auto in_range = [&](int64_t b) { return b >= 0 && b < q.buckets.count; };
 
@@ -106,6 +107,8 @@ Result<MetricBuckets> SqlReader::AggregateSeries(const MetricSeriesQuery& q) {
     else sql << "min(value), max(value)";
     sql << " FROM metric_points";
     sql.Append(where);
+    // The newest point with a value (a NULL value is skipped, not "last").
+    if (last) sql << " AND value IS NOT NULL";
     sql << SeriesIn(q.series_ids) << " GROUP BY 1, 2 ORDER BY 1, 2";
     SL_RETURN_IF_ERROR(Rows(sql, [&](const RowView& r) {
       MetricBucket m;

@@ -40,6 +40,20 @@ TraceId TraceIdFromHex(const std::string& hex) {
 
 }  // namespace
 
+namespace {
+
+bool ByBucket(const SpanGroupQuery& q) {
+  return std::find(q.dimensions.begin(), q.dimensions.end(), SpanDimension::kBucket) != q.dimensions.end();
+}
+
+}  // namespace
+
+sql::Sql SqlReader::SpanGroupWhere(const SpanGroupQuery& q) const {
+  sql::Sql w = SpanWhere(q.filter);
+  if (ByBucket(q)) w << BucketWhere("start_time_ns", q.buckets, q.filter.range);
+  return w;
+}
+
 Result<SpanGroups> SqlReader::GroupSpans(const SpanGroupQuery& q) {
   const int k = static_cast<int>(q.dimensions.size());
   sql::Sql sql;
@@ -49,7 +63,7 @@ Result<SpanGroups> SqlReader::GroupSpans(const SpanGroupQuery& q) {
   if (!AnyPercentile(q)) {
     sql << "count(*), sum(CASE WHEN status_code = 2 THEN 1 ELSE 0 END) FROM spans";
     sql.Append(LabelJoin(q));
-    sql.Append(SpanWhere(q.filter));
+    sql.Append(SpanGroupWhere(q));
     if (k > 0) {
       sql << " GROUP BY ";
       for (int i = 0; i < k; ++i) sql << (i ? ", " : "") << std::to_string(i + 1);
@@ -68,7 +82,7 @@ Result<SpanGroups> SqlReader::GroupSpans(const SpanGroupQuery& q) {
   // No quantiles in portable SQL: stream (keys, status, duration) and compute here.
   sql << "status_code, duration_ns FROM spans";
   sql.Append(LabelJoin(q));
-  sql.Append(SpanWhere(q.filter));
+  sql.Append(SpanGroupWhere(q));
   struct Acc {
     std::vector<std::string> keys;
     int64_t errors = 0;

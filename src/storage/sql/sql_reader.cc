@@ -142,6 +142,11 @@ std::string SqlReader::BucketExpr(const char* time_col, const Buckets& b) const 
   return IntDiv(std::string("(") + time_col + " - " + std::to_string(b.origin_ns) + ")", std::to_string(b.step_ns));
 }
 
+std::string SqlReader::BucketWhere(const char* time_col, const Buckets& b, const TimeRange& range) {
+  if (b.origin_ns <= range.from_ns) return "";
+  return std::string(" AND ") + time_col + " >= " + std::to_string(b.origin_ns);
+}
+
 std::string SqlReader::SpanKeyExpr(SpanDimension d, const SpanGroupQuery& q) const {
   switch (d) {
     case SpanDimension::kService: return "service_name";

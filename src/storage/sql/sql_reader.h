@@ -66,12 +66,19 @@ class SqlReader : public TelemetryReader {
   Status Rows(const sql::Sql& sql, const RowCallback& on_row) { return conn_->Query(sql.text, sql.params, on_row); }
   //! " WHERE ..." over spans for a filter.
   sql::Sql SpanWhere(const SpanFilter& f) const;
+  //! SpanWhere plus BucketWhere when the query groups by time bucket.
+  sql::Sql SpanGroupWhere(const SpanGroupQuery& q) const;
   //! The SELECT expression of one group dimension.
   std::string SpanKeyExpr(SpanDimension d, const SpanGroupQuery& q) const;
   //! " LEFT JOIN (...) top ON ..." when q groups by kLabel, else empty.
   sql::Sql LabelJoin(const SpanGroupQuery& q) const;
-  //! (time_col - origin) integer-divided by step.
+  //! (time_col - origin) integer-divided by step. Engines truncate integer
+  //! division toward zero, so rows before the origin must be filtered out
+  //! (BucketWhere) or they would land in bucket 0.
   std::string BucketExpr(const char* time_col, const Buckets& b) const;
+  //! " AND time_col >= origin" when the origin lies inside the range: rows
+  //! before it belong to negative buckets, which are never returned.
+  static std::string BucketWhere(const char* time_col, const Buckets& b, const TimeRange& range);
   //! Drops groups whose kBucket key lies outside [0, count).
   static void DropOutOfRangeBuckets(const SpanGroupQuery& q, SpanGroups* groups);
 
