@@ -1,0 +1,177 @@
+// The transport-neutral ingest pipeline: Admit -> Export -> ExportResponse,
+// over a real state store, real writers and the in-memory engine's sinks.
+
+#include "ingest/ingest_service.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <future>
+
+#include "auth/tokens.h"
+#include "storage/memory/memory_store.h"
+
+namespace sightline {
+namespace {
+
+constexpr const char* kSpansJson =
+    R"({"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"svc"}}]},)"
+    R"("scopeSpans":[{"spans":[)"
+    R"({"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"b7ad6b7169203331","name":"GET /a",)"
+    R"("kind":2,"startTimeUnixNano":"1700000000000000000","endTimeUnixNano":"1700000000005000000"},)"
+    R"({"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"b7ad6b7169203332","name":"GET /b",)"
+    R"("kind":2,"startTimeUnixNano":"1700000000000000000","endTimeUnixNano":"1700000000007000000"},)"
+    R"({"traceId":"abcd","spanId":"b7ad6b7169203333","name":"short trace id"})"
+    R"(]}]}]})";
+
+class IngestServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("sl-ingest-test-" + std::to_string(getpid()));
+    std::filesystem::remove_all(dir_);
+    auto state = OpenStateStore(dir_.string());
+    ASSERT_TRUE(state.ok()) << state.status().ToString();
+    state_ = std::move(state.value());
+    auto token = MintToken(state_.get(), "default");
+    ASSERT_TRUE(token.ok()) << token.status().ToString();
+    token_ = "Bearer " + token.value();
+    auth_ = std::make_unique<Authenticator>(AuthOptions{}, state_.get());
+    auto store = OpenMemoryStore(StoreOptions{});
+    ASSERT_TRUE(store.ok());
+    store_ = std::move(store.value());
+    for (int s = 0; s < kSignalCount; ++s) {
+      auto sink = store_->NewSink(Signal(s));
+      ASSERT_TRUE(sink.ok());
+      writers_[s] = std::make_unique<SignalWriter>(Signal(s), std::move(sink.value()), SignalWriter::Options{});
+      writers_[s]->Start();
+    }
+    gate_ = std::make_unique<AdmissionGate>(AdmissionGate::Limits{1u << 20, 2});
+    IngestOptions options;
+    options.max_body_bytes = 64 * 1024;
+    options.decode_threads = 1;
+    options.retry_after_seconds = 3;
+    ingest_ = std::make_unique<IngestService>(
+        options, auth_.get(), gate_.get(),
+        std::array<SignalWriter*, kSignalCount>{writers_[0].get(), writers_[1].get(), writers_[2].get()}, &metrics_);
+  }
+  void TearDown() override {
+    ingest_.reset();
+    for (auto& w : writers_) w.reset();
+    store_.reset();
+    auth_.reset();
+    state_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  ExportHeaders Headers(std::string_view type = "application/json") {
+    ExportHeaders h;
+    h.signal = Signal::kSpans;
+    h.authorization = token_;
+    h.content_type = type;
+    return h;
+  }
+
+  ExportResponse ExportBody(AdmittedExport* admitted, std::string body) {
+    std::promise<ExportResponse> done;
+    ingest_->Export(admitted, std::move(body), [&done](ExportResponse r) { done.set_value(std::move(r)); });
+    return done.get_future().get();
+  }
+
+  int64_t StoredSpans() { return static_cast<int64_t>(store_->Stats().rows[0]); }
+
+  std::filesystem::path dir_;
+  std::unique_ptr<StateStore> state_;
+  std::string token_;
+  std::unique_ptr<Authenticator> auth_;
+  std::unique_ptr<TelemetryStore> store_;
+  std::array<std::unique_ptr<SignalWriter>, kSignalCount> writers_;
+  std::unique_ptr<AdmissionGate> gate_;
+  IngestMetrics metrics_;
+  std::unique_ptr<IngestService> ingest_;
+};
+
+TEST_F(IngestServiceTest, CommitsAndAnswersWithPartialSuccess) {
+  Admission a = ingest_->Admit(Headers());
+  ASSERT_NE(a.admitted, nullptr) << a.refusal.body;
+  ExportResponse r = ExportBody(a.admitted.get(), kSpansJson);
+  EXPECT_TRUE(r.ok()) << r.status.ToString();
+  EXPECT_EQ(HttpStatusFor(r.status.code()), 200);
+  EXPECT_EQ(std::string(r.content_type()), "application/json");
+  // The two good spans are committed before the answer; the bad id is reported.
+  EXPECT_EQ(StoredSpans(), 2);
+  EXPECT_NE(r.body.find(R"("rejectedSpans":"1")"), std::string::npos) << r.body;
+  EXPECT_EQ(r.retry_after_seconds, 0);
+}
+
+TEST_F(IngestServiceTest, RefusesOnHeadersBeforeAnyBody) {
+  ExportHeaders h = Headers("application/x-protobuf");
+  h.authorization = "Bearer wrong";
+  Admission a = ingest_->Admit(h);
+  ASSERT_EQ(a.admitted, nullptr);
+  EXPECT_EQ(a.refusal.status.code(), StatusCode::kUnauthenticated);
+  EXPECT_EQ(HttpStatusFor(a.refusal.status.code()), 401);
+  EXPECT_EQ(GrpcCodeFor(a.refusal.status.code()), 16);
+  EXPECT_EQ(std::string(a.refusal.content_type()), "application/x-protobuf");  // in the format the client asked for
+
+  a = ingest_->Admit(Headers("text/plain"));
+  ASSERT_EQ(a.admitted, nullptr);
+  EXPECT_EQ(HttpStatusFor(a.refusal.status.code()), 415);
+  EXPECT_EQ(std::string(a.refusal.content_type()), "application/json");  // unknown format: JSON
+
+  h = Headers();
+  h.content_encoding = "br";
+  EXPECT_EQ(HttpStatusFor(ingest_->Admit(h).refusal.status.code()), 415);
+
+  h = Headers();
+  h.content_length = 64 * 1024 + 1;
+  a = ingest_->Admit(h);
+  ASSERT_EQ(a.admitted, nullptr);
+  EXPECT_EQ(HttpStatusFor(a.refusal.status.code()), 413);
+  EXPECT_NE(a.refusal.status.message().find("65537"), std::string::npos) << a.refusal.status.message();
+  EXPECT_EQ(StoredSpans(), 0);
+}
+
+TEST_F(IngestServiceTest, OverloadIsRetryableWithItsDelay) {
+  // The gate takes two requests at a time; the third is refused before its body.
+  Admission first = ingest_->Admit(Headers());
+  Admission second = ingest_->Admit(Headers());
+  ASSERT_NE(first.admitted, nullptr);
+  ASSERT_NE(second.admitted, nullptr);
+  Admission third = ingest_->Admit(Headers());
+  ASSERT_EQ(third.admitted, nullptr);
+  EXPECT_EQ(HttpStatusFor(third.refusal.status.code()), 503);
+  EXPECT_EQ(GrpcCodeFor(third.refusal.status.code()), 14);  // UNAVAILABLE: OTLP clients retry
+  EXPECT_EQ(third.refusal.retry_after_seconds, 3);
+  // Finishing one frees its share.
+  EXPECT_TRUE(ExportBody(first.admitted.get(), kSpansJson).ok());
+  first.admitted.reset();
+  EXPECT_NE(ingest_->Admit(Headers()).admitted, nullptr);
+}
+
+TEST_F(IngestServiceTest, MalformedBodiesAndTransportFailures) {
+  Admission a = ingest_->Admit(Headers());
+  ASSERT_NE(a.admitted, nullptr);
+  ExportResponse r = ExportBody(a.admitted.get(), "{\"resourceSpans\": [");
+  EXPECT_EQ(HttpStatusFor(r.status.code()), 400);
+  EXPECT_EQ(GrpcCodeFor(r.status.code()), 3);
+  EXPECT_EQ(r.retry_after_seconds, 0);
+  EXPECT_NE(r.body.find("\"code\":3"), std::string::npos) << r.body;
+  a.admitted.reset();
+
+  a = ingest_->Admit(Headers());
+  ASSERT_NE(a.admitted, nullptr);
+  r = ingest_->Fail(*a.admitted, Status::DeadlineExceeded("request body not received within 10 ms"));
+  EXPECT_EQ(HttpStatusFor(r.status.code()), 408);
+  EXPECT_NE(r.body.find("not received"), std::string::npos);
+  EXPECT_EQ(StoredSpans(), 0);
+
+  std::string prometheus;
+  metrics_.AppendPrometheus(&prometheus);
+  EXPECT_NE(prometheus.find(R"(sightline_ingest_requests_total{signal="spans",code="400"} 1)"), std::string::npos)
+      << prometheus;
+  EXPECT_NE(prometheus.find(R"(sightline_ingest_requests_total{signal="spans",code="408"} 1)"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sightline

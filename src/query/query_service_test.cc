@@ -1,0 +1,358 @@
+// query/: the API operations over the read contract.
+//
+// - Parameters are checked before any query runs (a reader that fails on
+//   every call proves it).
+// - The orchestration and arithmetic that live in query/ (rate, histogram
+//   percentiles, sorting and paging, cursors) give answers computed by hand
+//   from the read conformance dataset.
+// - Every API call gives the same JSON on every engine as on the in-memory
+//   reference (numbers to a relative 1e-9).
+
+#include <gtest/gtest.h>
+#include <simdjson.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "query/query_service.h"
+#include "storage/memory/memory_store.h"
+#include "storage/testing/read_dataset.h"
+#include "storage/telemetry_store.h"
+
+namespace sightline {
+namespace {
+
+using namespace read_dataset;
+
+// The dataset's range in API milliseconds.
+const std::string kFrom = std::to_string(kRange.from_ns / kNsPerMs);
+const std::string kTo = std::to_string(kRange.to_ns / kNsPerMs);
+
+ApiParams Params(const std::string& query) {
+  auto p = ApiParams::Parse(query);
+  EXPECT_TRUE(p.ok()) << query;
+  return p.ok() ? std::move(p.value()) : ApiParams();
+}
+
+//! A reader on which every operation is a test failure.
+class NoQueries final : public TelemetryReader {
+ public:
+  template <typename T>
+  Result<T> Fail() {
+    ADD_FAILURE() << "a query ran before the parameters were checked";
+    return Status::Internal("unexpected query");
+  }
+  Result<SpanGroups> GroupSpans(const SpanGroupQuery&) override { return Fail<SpanGroups>(); }
+  Result<TraceSummaries> SearchTraces(const TraceSearchQuery&) override { return Fail<TraceSummaries>(); }
+  Result<TraceDetail> GetTrace(const TraceQuery&) override { return Fail<TraceDetail>(); }
+  Result<ExceptionGroups> GroupExceptions(const ExceptionQuery&) override { return Fail<ExceptionGroups>(); }
+  Result<SpanRefs> ExceptionSpans(const ExceptionSpansQuery&) override { return Fail<SpanRefs>(); }
+  Result<LogPage> Logs(const LogPageQuery&) override { return Fail<LogPage>(); }
+  Result<LogVolume> CountLogs(const LogVolumeQuery&) override { return Fail<LogVolume>(); }
+  Result<MetricCatalog> ListMetrics(const MetricCatalogQuery&) override { return Fail<MetricCatalog>(); }
+  Result<MetricSeriesList> FindSeries(const MetricSeriesLookup&) override { return Fail<MetricSeriesList>(); }
+  Result<MetricBuckets> AggregateSeries(const MetricSeriesQuery&) override { return Fail<MetricBuckets>(); }
+  void Interrupt() override {}
+};
+
+TEST(QueryServiceTest, BadParametersAreRefusedBeforeAnyQuery) {
+  NoQueries reader;
+  QueryService service;
+  struct Case {
+    const char* op;
+    std::string query;
+    const char* message_part;
+  };
+  const std::vector<Case> cases = {
+      {"services", "from=abc", "'from'"},
+      {"services", "from=10&to=5", "'from' must be before 'to'"},
+      {"endpoints", "sort=latency", "sort must be one of"},
+      {"endpoints", "limit=0", "'limit'"},
+      {"endpoints/series", "metric=p42", "metric must be one of"},
+      {"endpoints/series", "from=0&to=100000&step_ms=1", "more than 2000 buckets"},
+      {"traces", "status=broken", "status must be"},
+      {"traces", "attr=novalue", "'attr' must be key=value"},
+      {"traces", "min_duration_ms=-1", "'min_duration_ms'"},
+      {"traces/xyz", "", "trace id must be 32 hex characters"},
+      {"exceptions/spans", "", "give 'type' and/or 'message'"},
+      {"logs", "trace_id=abc", "trace_id must be 32 hex characters"},
+      {"logs", "severity_min=25", "'severity_min'"},
+      {"logs/volume", "step_ms=x", "'step_ms'"},
+      {"metrics/labels", "", "give the metric 'name'"},
+      {"metrics/series", "name=x&agg=median", "agg must be one of"},
+      {"metrics/series", "name=x&filter==v", "'filter' must be key=value"},
+  };
+  for (const Case& c : cases) {
+    auto r = service.Run(c.op, Params(c.query), kProjectA, &reader);
+    ASSERT_FALSE(r.ok()) << c.op << "?" << c.query;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << c.op << "?" << c.query;
+    EXPECT_NE(r.status().message().find(c.message_part), std::string::npos)
+        << c.op << "?" << c.query << ": " << r.status().message();
+  }
+  EXPECT_TRUE(QueryService::Knows("traces/0af7651916cd43dd8448eb211c80319c"));
+  EXPECT_FALSE(QueryService::Knows("traces/a/b"));
+  EXPECT_FALSE(QueryService::Knows("spans"));
+}
+
+//! The dataset in one engine, and the service over a reader of it.
+class QueryOnEngine {
+ public:
+  explicit QueryOnEngine(const std::string& engine) {
+    dir_ = std::filesystem::temp_directory_path() / ("sl-query-test-" + engine + "-" + std::to_string(getpid()));
+    std::filesystem::remove_all(dir_);
+    StoreOptions options;
+    options.data_dir = dir_.string();
+    options.read_connections = 1;
+    Result<std::unique_ptr<TelemetryStore>> store = Status::Internal("unopened");
+    if (engine == "memory") {
+      store = OpenMemoryStore(options);
+    } else {
+      RegisterBuiltinStores();
+      store = StoreRegistry::Instance().Open(engine, options);
+    }
+    EXPECT_TRUE(store.ok()) << store.status().ToString();
+    store_ = std::move(store.value());
+    Status written = WriteReadDataset(BuildReadDataset(), store_.get());
+    EXPECT_TRUE(written.ok()) << written.ToString();
+  }
+  ~QueryOnEngine() {
+    if (store_) (void)store_->Close();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  Result<std::string> Run(const std::string& op, const std::string& query, int64_t project = kProjectA) {
+    auto reader = store_->AcquireReader(10'000);
+    if (!reader.ok()) return reader.status();
+    return QueryService().Run(op, Params(query), project, reader->get());
+  }
+
+  //! The answer as a JSON document (the test fails on an error).
+  simdjson::dom::element Json(const std::string& op, const std::string& query) {
+    auto r = Run(op, query);
+    EXPECT_TRUE(r.ok()) << op << "?" << query << ": " << r.status().ToString();
+    texts_.push_back(r.ok() ? r.value() : "{}");
+    simdjson::dom::element doc;
+    EXPECT_EQ(parsers_.emplace_back(std::make_unique<simdjson::dom::parser>())->parse(texts_.back()).get(doc),
+              simdjson::SUCCESS);
+    return doc;
+  }
+
+ private:
+  std::filesystem::path dir_;
+  std::unique_ptr<TelemetryStore> store_;
+  std::vector<std::string> texts_;
+  std::vector<std::unique_ptr<simdjson::dom::parser>> parsers_;
+};
+
+std::vector<double> Values(simdjson::dom::element series) {
+  std::vector<double> out;
+  for (auto v : series["values"].get_array()) {
+    double d;
+    out.push_back(v.get_double().get(d) == simdjson::SUCCESS ? d : NAN);
+  }
+  return out;
+}
+
+void ExpectValues(const std::vector<double>& actual, const std::vector<double>& expected, const std::string& what) {
+  ASSERT_EQ(actual.size(), expected.size()) << what;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    if (std::isnan(expected[i])) {
+      EXPECT_TRUE(std::isnan(actual[i])) << what << " bucket " << i << ": " << actual[i];
+    } else {
+      EXPECT_NEAR(actual[i], expected[i], 1e-9 * std::abs(expected[i])) << what << " bucket " << i;
+    }
+  }
+}
+
+TEST(QueryServiceTest, RateOfMonotonicSumsComputedByHand) {
+  QueryOnEngine q("memory");
+  // Monotonic sums named "requests": series 13 (cumulative: 100, 150, then a
+  // reset to 30, then 60 at 1, 11, 21, 31 s) and 14 (delta: 5 + 7 in the
+  // first 10 s, 1 in the second). Per 10 s bucket, in units per second:
+  // 13: no baseline, (150-100)/10, 30/10 (reset), (60-30)/10;
+  // 14: 12/10, 1/10. Summed: 1.2, 5.1, 3, 3, then nothing.
+  auto doc = q.Json("metrics/series", "name=requests&agg=rate&step_ms=10000&from=" + kFrom + "&to=" + kTo);
+  auto series = doc["series"].get_array();
+  ASSERT_EQ(series.size(), 1u);
+  ExpectValues(Values(series.at(0)), {1.2, 5.1, 3, 3, NAN, NAN}, "rate");
+}
+
+TEST(QueryServiceTest, HistogramPercentilesComputedByHand) {
+  QueryOnEngine q("memory");
+  // http.server.duration: series 11 (cumulative, bounds [10,100] then
+  // [5,10,100] from 31 s) and -12 (delta, bounds change at 12 s).
+  // Bucket 0: 11's newest [2,3,1] (its first bucket: no baseline) + -12's
+  //   [1,0,0]+[0,2,1] = [3,5,2]; rank 5 of 10 lies in (10,100]: 10+90*2/5 = 46.
+  // Bucket 1: -12 restarts at the new layout: [2,0,0,0]+[1,1,1,1] = [3,1,1,1]
+  //   on [5,10,100]; 11's [3,3,1]-[2,3,1] has other bounds and is left out;
+  //   rank 3 of 6 in (0,5]: 5*3/3 = 5.
+  // Bucket 2: 11's [0,1,0] is a reset (kept as is); rank 0.5 of 1 in
+  //   (10,100]: 10+90*0.5 = 55.
+  // Bucket 3: 11's [1,1,1,1] (new layout, no diff); rank 2 of 4 in (5,10]: 10.
+  auto doc = q.Json("metrics/series", "name=http.server.duration&agg=p50&step_ms=10000&from=" + kFrom + "&to=" + kTo);
+  auto series = doc["series"].get_array();
+  ASSERT_EQ(series.size(), 1u);
+  ExpectValues(Values(series.at(0)), {46, 5, 55, 10, NAN, NAN}, "p50");
+}
+
+TEST(QueryServiceTest, EndpointPagesAreSlicesOfTheWholeSortedList) {
+  QueryOnEngine q("memory");
+  const std::string range = "&from=" + kFrom + "&to=" + kTo;
+  auto all = q.Json("endpoints", "sort=endpoint&order=asc&limit=1000" + range);
+  int64_t total = all["total"].get_int64();
+  ASSERT_GE(total, 3);
+  std::vector<std::string> names;
+  for (auto e : all["endpoints"].get_array()) names.emplace_back(std::string_view(e["endpoint"].get_string()));
+  ASSERT_EQ(static_cast<int64_t>(names.size()), total);
+  EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
+  for (int64_t offset = 0; offset < total; offset += 2) {
+    auto page = q.Json("endpoints", "sort=endpoint&order=asc&limit=2&offset=" + std::to_string(offset) + range);
+    EXPECT_EQ(page["total"].get_int64().value(), total);
+    int64_t i = offset;
+    for (auto e : page["endpoints"].get_array()) EXPECT_EQ(std::string_view(e["endpoint"].get_string()), names[i++]);
+  }
+}
+
+//! Pages through logs with `limit` and returns every record's time_ns and body.
+std::vector<std::string> AllLogs(QueryOnEngine& q, int limit) {
+  std::vector<std::string> out;
+  std::string cursor;
+  for (int pages = 0; pages < 100; ++pages) {
+    auto doc = q.Json("logs", "limit=" + std::to_string(limit) + "&from=" + kFrom + "&to=" + kTo +
+                                  (cursor.empty() ? "" : "&cursor=" + cursor));
+    for (auto r : doc["logs"].get_array()) {
+      out.push_back(std::string(std::string_view(r["time_ns"].get_string())) + " " +
+                    std::string(std::string_view(r["body"].get_string())));
+    }
+    std::string_view next;
+    if (doc["next_cursor"].get_string().get(next) != simdjson::SUCCESS) return out;
+    cursor = std::string(next);
+    for (size_t i = 0; i < cursor.size(); ++i) {  // percent-encode for the query string
+      if (!std::isalnum(static_cast<unsigned char>(cursor[i]))) {
+        char hex[4];
+        std::snprintf(hex, sizeof(hex), "%%%02X", static_cast<unsigned char>(cursor[i]));
+        cursor.replace(i, 1, hex);
+        i += 2;
+      }
+    }
+  }
+  ADD_FAILURE() << "more than 100 pages";
+  return out;
+}
+
+class QueryEnginesTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(QueryEnginesTest, CursorPagesGiveTheSameRecordsAsOnePage) {
+  QueryOnEngine q(GetParam());
+  std::vector<std::string> one_page = AllLogs(q, 1000);
+  ASSERT_GE(one_page.size(), 5u);
+  EXPECT_EQ(AllLogs(q, 1), one_page);
+  EXPECT_EQ(AllLogs(q, 2), one_page);
+  auto bad = q.Run("logs", "cursor=not-a-cursor&from=" + kFrom + "&to=" + kTo);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+}
+
+// Compares two JSON values: same structure, strings and booleans exactly,
+// numbers to a relative 1e-9.
+bool SameJson(simdjson::dom::element a, simdjson::dom::element b, std::string path, std::string* diff) {
+  if (a.type() != b.type()) {
+    bool numbers = (a.is_number() && b.is_number());
+    if (!numbers) {
+      *diff = path + ": " + simdjson::minify(a) + " vs " + simdjson::minify(b);
+      return false;
+    }
+  }
+  if (a.is_number()) {
+    double x = a.get_double().value(), y = b.get_double().value();
+    if (std::abs(x - y) <= 1e-9 * std::max(std::abs(x), std::abs(y))) return true;
+    *diff = path + ": " + simdjson::minify(a) + " vs " + simdjson::minify(b);
+    return false;
+  }
+  switch (a.type()) {
+    case simdjson::dom::element_type::ARRAY: {
+      auto x = a.get_array().value(), y = b.get_array().value();
+      if (x.size() != y.size()) {
+        *diff = path + ": " + std::to_string(x.size()) + " vs " + std::to_string(y.size()) + " elements";
+        return false;
+      }
+      for (size_t i = 0; i < x.size(); ++i) {
+        if (!SameJson(x.at(i).value(), y.at(i).value(), path + "[" + std::to_string(i) + "]", diff)) return false;
+      }
+      return true;
+    }
+    case simdjson::dom::element_type::OBJECT: {
+      auto x = a.get_object().value(), y = b.get_object().value();
+      if (x.size() != y.size()) {
+        *diff = path + ": " + simdjson::minify(a) + " vs " + simdjson::minify(b);
+        return false;
+      }
+      for (auto field : x) {
+        simdjson::dom::element other;
+        if (y[field.key].get(other) != simdjson::SUCCESS) {
+          *diff = path + "." + std::string(field.key) + " missing";
+          return false;
+        }
+        if (!SameJson(field.value, other, path + "." + std::string(field.key), diff)) return false;
+      }
+      return true;
+    }
+    default:
+      if (simdjson::minify(a) == simdjson::minify(b)) return true;
+      *diff = path + ": " + simdjson::minify(a) + " vs " + simdjson::minify(b);
+      return false;
+  }
+}
+
+TEST_P(QueryEnginesTest, EveryCallAnswersAsTheReference) {
+  QueryOnEngine engine(GetParam());
+  QueryOnEngine reference("memory");
+  const std::string range = "from=" + kFrom + "&to=" + kTo;
+  const std::vector<std::pair<std::string, std::string>> calls = {
+      {"services", range},
+      {"endpoints", range},
+      {"endpoints", range + "&sort=p95&order=asc"},
+      {"endpoints", range + "&service=checkout"},
+      {"endpoints/series", range + "&step_ms=10000"},
+      {"endpoints/series", range + "&step_ms=10000&metric=count&top=1"},
+      {"endpoints/series", range + "&step_ms=10000&metric=p99&service=frontend"},
+      {"traces", range},
+      {"traces", range + "&status=error"},
+      {"traces", range + "&min_duration_ms=5&max_duration_ms=30"},
+      {"traces", range + "&limit=2"},
+      {"traces/0af7651916cd43dd8448eb211c80319c", ""},
+      {"traces/00000000000000001111111111111111", ""},
+      {"exceptions", range},
+      {"exceptions", range + "&limit=1"},
+      {"logs", range},
+      {"logs", range + "&severity_min=13"},
+      {"logs", range + "&q=payment"},
+      {"logs", range + "&q=50%25_"},
+      {"logs", range + "&attr=lang%3Dfr"},
+      {"logs/volume", range + "&step_ms=10000"},
+      {"metrics", ""},
+      {"metrics/labels", "name=requests"},
+      {"metrics/series", range + "&name=cpu.temp&agg=avg&step_ms=10000&group_by=core"},
+      {"metrics/series", range + "&name=cpu.temp&agg=max&step_ms=10000"},
+      {"metrics/series", range + "&name=requests&agg=sum&step_ms=10000&filter=service.name=frontend"},
+      {"metrics/series", range + "&name=requests&agg=rate&step_ms=10000&group_by=service.name"},
+      {"metrics/series", range + "&name=http.server.duration&agg=p95&step_ms=10000&group_by=http.route"},
+  };
+  for (const auto& [op, query] : calls) {
+    auto mine = engine.Json(op, query);
+    auto truth = reference.Json(op, query);
+    std::string diff;
+    EXPECT_TRUE(SameJson(mine, truth, op + "?" + query, &diff)) << GetParam() << " differs: " << diff;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, QueryEnginesTest, ::testing::Values("memory", "duckdb", "sqlite"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace sightline
