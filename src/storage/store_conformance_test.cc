@@ -1062,6 +1062,38 @@ TEST_P(StoreConformanceTest, ExecuteSqlReportsBadSqlAsInvalidArgument) {
   EXPECT_EQ(r.rows[0], (std::vector<Cell>{Cell("1"), std::nullopt, Cell("x")}));
 }
 
+// Text is read with its length: a NUL byte inside a value (valid UTF-8, and
+// OTLP strings may carry one) does not cut it short, on the dashboards' read
+// connections or in ExecuteSql.
+TEST_P(StoreConformanceTest, TextWithANulByteReadsBackWhole) {
+  Open();
+  LogBatch logs = MakeLogs();
+  const std::string body("before\0after, long enough to be stored out of line", 51);
+  logs.body = StringColumn();
+  logs.body.Append(body);
+  logs.body.Append("");
+  ASSERT_TRUE(Sink(Signal::kLogs)->WriteLogs({&logs}).ok());
+
+  Result<std::unique_ptr<ReadConnection>> reader = store_->AcquireReader(1000);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  std::vector<Cell> read;
+  Status s = (*reader)->Query("SELECT body, CASE WHEN time_ns = 0 THEN NULL ELSE severity_text END FROM logs "
+                              "ORDER BY observed_time_ns",
+                              {}, [&](const RowView& r) {
+                                for (int c = 0; c < 2; ++c) read.push_back(r.IsNull(c) ? Cell() : Cell(r.GetString(c)));
+                              });
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(read, (std::vector<Cell>{Cell(body), Cell("ERROR"), Cell(""), std::nullopt}));
+  EXPECT_EQ(Scalar("SELECT body FROM logs WHERE time_ns <> 0"), Cell(body));
+}
+
+TEST_P(StoreConformanceTest, ExecuteSqlShowsNumbersAsTheEngineWritesThem) {
+  Open();
+  SqlResult r = Query("SELECT 12.5 * 2, CAST(3 AS DOUBLE), 7 / 2.0, COUNT(*) FROM (SELECT 1) t");
+  ASSERT_EQ(r.rows.size(), 1u);
+  EXPECT_EQ(r.rows[0], (std::vector<Cell>{Cell("25.0"), Cell("3.0"), Cell("3.5"), Cell("1")}));
+}
+
 TEST_P(StoreConformanceTest, FilesLiveInTheDataDirectory) {
   Open();
   const char* file = GetParam() == "duckdb" ? "telemetry.duckdb" : "telemetry.sqlite";

@@ -122,6 +122,32 @@ Status ExecWithoutSpinning(duckdb_connection conn, const char* sql) {
   return status;
 }
 
+//! When sql is exactly one query: the query that returns its rows with every
+//! column cast to VARCHAR, so each value reads as DuckDB itself prints it
+//! (the text `sightline sql` shows, for every type), and the original column
+//! names in `names`. nullopt for anything else (several statements, DDL, DML).
+std::optional<std::string> TextQueryOf(duckdb_connection conn, const std::string& sql, std::vector<std::string>* names) {
+  duckdb_extracted_statements extracted = nullptr;
+  idx_t count = duckdb_extract_statements(conn, sql.c_str(), &extracted);
+  std::optional<std::string> out;
+  duckdb_prepared_statement prepared = nullptr;
+  if (count == 1 && duckdb_prepare_extracted_statement(conn, extracted, 0, &prepared) == DuckDBSuccess &&
+      duckdb_prepared_statement_type(prepared) == DUCKDB_STATEMENT_TYPE_SELECT) {
+    names->clear();
+    for (idx_t c = 0; c < duckdb_prepared_statement_column_count(prepared); ++c) {
+      const char* name = duckdb_prepared_statement_column_name(prepared, c);
+      names->emplace_back(name != nullptr ? name : "");
+      duckdb_free(const_cast<char*>(name));
+    }
+    size_t end = sql.find_last_not_of(" \t\r\n;");
+    // The newlines keep a trailing -- comment from swallowing the parenthesis.
+    out = "SELECT CAST(COLUMNS(*) AS VARCHAR) FROM (\n" + sql.substr(0, end == std::string::npos ? 0 : end + 1) + "\n)";
+  }
+  duckdb_destroy_prepare(&prepared);
+  duckdb_destroy_extracted(&extracted);
+  return out;
+}
+
 duckdb_type DuckDbType(schema::ColumnType type) {
   switch (type) {
     case schema::ColumnType::kInt64: return DUCKDB_TYPE_BIGINT;
@@ -607,11 +633,10 @@ Status DuckDbStore::LoadCounters() {
                         "SELECT (SELECT COUNT(*) FROM spans), (SELECT COUNT(*) FROM logs), "
                         "(SELECT COUNT(*) FROM metric_points), (SELECT COUNT(*) FROM metric_series)");
   if (!s.ok()) return Status::IoError("duckdb: counting rows: " + s.message());
-  for (int i = 0; i < kSignalCount; ++i) {
-    rows_[i].store(static_cast<uint64_t>(duckdb_value_int64(result.get(), i, 0)));
-  }
-  series_count_.store(static_cast<uint64_t>(duckdb_value_int64(result.get(), 3, 0)));
-  return Status::Ok();
+  return ForEachDuckDbRow(result.get(), [this](const RowView& r) {
+    for (int i = 0; i < kSignalCount; ++i) rows_[i].store(static_cast<uint64_t>(r.GetInt(i)));
+    series_count_.store(static_cast<uint64_t>(r.GetInt(3)));
+  });
 }
 
 Status DuckDbStore::LoadKnownKeys() {
@@ -674,31 +699,33 @@ StoreStats DuckDbStore::Stats() {
 Result<SqlResult> DuckDbStore::ExecuteSql(const std::string& sql) {
   MutexLock lock(&read_mu_);
   if (read_conn_ == nullptr) return Status::Internal("duckdb: store is closed");
-  QueryResult result;
-  SL_RETURN_IF_ERROR(result.Run(read_conn_, sql));
   SqlResult out;
-  idx_t columns = duckdb_column_count(result.get());
-  idx_t rows = duckdb_row_count(result.get());
-  out.columns.reserve(columns);
-  for (idx_t c = 0; c < columns; ++c) {
-    const char* name = duckdb_column_name(result.get(), c);
-    out.columns.emplace_back(name != nullptr ? name : "");
+  QueryResult wrapped, direct;
+  duckdb_result* result = nullptr;
+  std::optional<std::string> as_text = TextQueryOf(read_conn_, sql, &out.columns);
+  if (as_text && wrapped.Run(read_conn_, *as_text).ok()) {
+    result = wrapped.get();
+  } else {
+    // Not one query, or the wrapper does not bind: the statement as given,
+    // its values converted by the row reader.
+    SL_RETURN_IF_ERROR(direct.Run(read_conn_, sql));
+    result = direct.get();
+    out.columns.clear();
+    for (idx_t c = 0; c < duckdb_column_count(result); ++c) {
+      const char* name = duckdb_column_name(result, c);
+      out.columns.emplace_back(name != nullptr ? name : "");
+    }
   }
-  out.rows.reserve(rows);
-  for (idx_t r = 0; r < rows; ++r) {
+  const size_t columns = out.columns.size();
+  SL_RETURN_IF_ERROR(ForEachDuckDbRow(result, [&](const RowView& r) {
     std::vector<std::optional<std::string>> row;
     row.reserve(columns);
-    for (idx_t c = 0; c < columns; ++c) {
-      if (duckdb_value_is_null(result.get(), c, r)) {
-        row.emplace_back(std::nullopt);
-        continue;
-      }
-      char* text = duckdb_value_varchar(result.get(), c, r);
-      row.emplace_back(text != nullptr ? std::string(text) : std::string());
-      duckdb_free(text);
+    for (size_t c = 0; c < columns; ++c) {
+      int col = static_cast<int>(c);
+      row.push_back(r.IsNull(col) ? std::nullopt : std::optional<std::string>(r.GetString(col)));
     }
     out.rows.push_back(std::move(row));
-  }
+  }));
   return out;
 }
 
