@@ -27,6 +27,7 @@
 
 #include "common/hex.h"
 #include "model/batch.h"
+#include "storage/schema_version.h"
 #include "storage/telemetry_store.h"
 
 namespace sightline {
@@ -995,6 +996,64 @@ TEST_P(StoreConformanceTest, OpenMigratesSpansWithoutDerivedColumns) {
   ASSERT_TRUE(Sink(Signal::kSpans)->WriteSpans({&more}).ok());
   EXPECT_EQ(Scalar("SELECT COUNT(*) FROM spans WHERE is_entry = 1"), Cell("2"));
   EXPECT_EQ(Scalar("SELECT COUNT(*) FROM spans WHERE has_exception = 1"), Cell("2"));
+}
+
+// --- Schema versions ------------------------------------------------------------------
+
+TEST_P(StoreConformanceTest, ANewDatabaseRecordsTheCurrentVersion) {
+  Open();
+  EXPECT_EQ(store_->schema_report().found_version, 0);
+  EXPECT_EQ(store_->schema_report().version, schema::kCurrentVersion);
+  EXPECT_EQ(Scalar("SELECT version FROM schema_version"), Cell(std::to_string(schema::kCurrentVersion)));
+  Reopen();
+  EXPECT_EQ(store_->schema_report().found_version, schema::kCurrentVersion);
+  EXPECT_TRUE(store_->schema_report().applied.empty());
+  EXPECT_EQ(Count("schema_version"), 1);
+}
+
+TEST_P(StoreConformanceTest, ANewerVersionIsRefused) {
+  Open();
+  SpanBatch spans = MakeSpans();
+  ASSERT_TRUE(Sink(Signal::kSpans)->WriteSpans({&spans}).ok());
+  sinks_.clear();
+  const std::string newer = std::to_string(schema::kCurrentVersion + 1);
+  ASSERT_TRUE(store_->ExecuteSql("UPDATE schema_version SET version = " + newer).ok());
+  ASSERT_TRUE(store_->Close().ok());
+  store_.reset();
+
+  Result<std::unique_ptr<TelemetryStore>> reopened = StoreRegistry::Instance().Open(GetParam(), Options());
+  ASSERT_FALSE(reopened.ok());
+  EXPECT_EQ(reopened.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(reopened.status().message().find("schema version " + newer + ", newer than"), std::string::npos)
+      << reopened.status().ToString();
+  // Nor does migrate touch it.
+  Result<SchemaReport> migrated = MigrateStore(GetParam(), Options());
+  EXPECT_FALSE(migrated.ok());
+}
+
+// A database written before versions were recorded, with no rows: it is
+// stamped with the current version, whatever it lacked added.
+TEST_P(StoreConformanceTest, AnEmptyDatabaseWithoutAVersionIsStamped) {
+  Open();
+  ASSERT_TRUE(store_->ExecuteSql("DROP TABLE schema_version").ok());
+  ASSERT_TRUE(store_->ExecuteSql("DROP TABLE log_resources").ok());
+  Reopen();
+  EXPECT_EQ(store_->schema_report().found_version, 0);
+  EXPECT_EQ(Scalar("SELECT version FROM schema_version"), Cell(std::to_string(schema::kCurrentVersion)));
+  EXPECT_EQ(Count("log_resources"), 0);
+}
+
+// Rows but no version: written before versions were recorded, version 1.
+TEST_P(StoreConformanceTest, ADatabaseWithRowsAndNoVersionIsVersionOne) {
+  Open();
+  SpanBatch spans = MakeSpans();
+  ASSERT_TRUE(Sink(Signal::kSpans)->WriteSpans({&spans}).ok());
+  sinks_.clear();
+  ASSERT_TRUE(store_->ExecuteSql("DROP TABLE schema_version").ok());
+  Reopen();
+  EXPECT_EQ(store_->schema_report().found_version, 1);
+  EXPECT_EQ(Scalar("SELECT version FROM schema_version"), Cell(std::to_string(schema::kCurrentVersion)));
+  EXPECT_EQ(Count("spans"), 3);
 }
 
 TEST_P(StoreConformanceTest, ReopenWithoutCloseKeepsData) {

@@ -23,6 +23,7 @@
 
 #include "common/mutex.h"
 #include "storage/schema.h"
+#include "storage/schema_version.h"
 
 namespace sightline {
 namespace {
@@ -401,6 +402,45 @@ class Transaction {
   bool active_ = false;
 };
 
+//! The version check and migrations' view of one connection.
+class DuckDbSchemaSession final : public schema::SchemaSession {
+ public:
+  explicit DuckDbSchemaSession(duckdb_connection conn) : conn_(conn) {}
+  Status Begin() override { return Exec("BEGIN TRANSACTION"); }
+  Status Commit() override { return Exec("COMMIT"); }
+  void Rollback() override {
+    QueryResult ignored;
+    (void)ignored.Run(conn_, "ROLLBACK");
+  }
+  Status Exec(const std::string& sql) override { return sightline::Exec(conn_, sql); }
+  Status Query(const std::string& sql, const RowCallback& on_row) override {
+    QueryResult result;
+    Status s = result.Run(conn_, sql);
+    if (!s.ok()) return Status::IoError("duckdb: " + sql + ": " + s.message());
+    return ForEachDuckDbRow(result.get(), on_row);
+  }
+  Result<bool> TableExists(const char* table) override {
+    bool exists = false;
+    SL_RETURN_IF_ERROR(Query(std::string("SELECT 1 FROM duckdb_tables() WHERE database_name = current_database() "
+                                         "AND schema_name = 'main' AND table_name = '") +
+                                 table + "'",
+                             [&](const RowView&) { exists = true; }));
+    return exists;
+  }
+  Result<std::vector<std::string>> ColumnNames(const char* table) override {
+    QueryResult result;
+    Status s = result.Run(conn_, std::string("SELECT * FROM ") + table + " LIMIT 0");
+    if (!s.ok()) return Status::IoError("duckdb: reading " + std::string(table) + ": " + s.message());
+    std::vector<std::string> names;
+    for (idx_t c = 0; c < duckdb_column_count(result.get()); ++c) names.emplace_back(duckdb_column_name(result.get(), c));
+    return names;
+  }
+  const schema::TypeNames& types() const override { return kDuckDbTypes; }
+
+ private:
+  duckdb_connection conn_;
+};
+
 class DuckDbSink;
 
 //! Lifecycle: Open() creates the tables and loads counters and known series;
@@ -435,13 +475,13 @@ class DuckDbStore final : public TelemetryStore {
         "arg_max(trace_id_low, xor(trace_id_high, (-9223372036854775807 - 1))))";
     return d;
   }
+  SchemaReport schema_report() const override { return schema_report_; }
   Status Close() override;
 
  private:
   friend class DuckDbSink;
   DuckDbStore() = default;
   Status Init(const StoreOptions& options);
-  Status CheckSchema() REQUIRES(read_mu_);
   Status LoadCounters() REQUIRES(read_mu_);
   Status LoadKnownKeys() REQUIRES(read_mu_);
   //! force: close even with sinks open (the destructor; their use is then a bug).
@@ -449,6 +489,7 @@ class DuckDbStore final : public TelemetryStore {
 
   std::string db_path_;
   std::string wal_path_;
+  SchemaReport schema_report_;  // set at open
 
   Mutex mu_;  // lifecycle: db_ and closed_
   duckdb_database db_ GUARDED_BY(mu_) = nullptr;
@@ -583,10 +624,10 @@ Status DuckDbStore::Init(const StoreOptions& options) {
 
   MutexLock read_lock(&read_mu_);
   if (duckdb_connect(db_, &read_conn_) != DuckDBSuccess) return Status::IoError("duckdb: cannot connect");
-  for (const std::string& ddl : schema::CreateAllTablesSql(kDuckDbTypes)) {
-    SL_RETURN_IF_ERROR(Exec(read_conn_, ddl));
-  }
-  SL_RETURN_IF_ERROR(CheckSchema());
+  DuckDbSchemaSession session(read_conn_);
+  Result<SchemaReport> schema = schema::OpenSchema(&session, "duckdb", options);
+  if (!schema.ok()) return schema.status();
+  schema_report_ = std::move(schema).value();
   SL_RETURN_IF_ERROR(LoadCounters());
   SL_RETURN_IF_ERROR(LoadKnownKeys());
   std::vector<std::unique_ptr<ReadConnection>> readers;
@@ -602,29 +643,6 @@ Status DuckDbStore::Init(const StoreOptions& options) {
 Result<std::unique_ptr<ReadConnection>> DuckDbStore::AcquireReader(int64_t wait_ms) {
   if (read_pool_ == nullptr) return Status::Unavailable("duckdb: store is closed");
   return read_pool_->Acquire(wait_ms);
-}
-
-Status DuckDbStore::CheckSchema() {
-  for (const auto& [table, expected] : schema::AllTableColumns()) {
-    QueryResult result;
-    Status s = result.Run(read_conn_, std::string("SELECT * FROM ") + table + " LIMIT 0");
-    if (!s.ok()) return Status::IoError("duckdb: reading " + std::string(table) + ": " + s.message());
-    std::vector<std::string> actual;
-    for (idx_t c = 0; c < duckdb_column_count(result.get()); ++c) {
-      actual.emplace_back(duckdb_column_name(result.get(), c));
-    }
-    auto migration = schema::MigrationSql(table, expected, actual, kDuckDbTypes);
-    if (!migration.ok()) return migration.status();
-    if (migration->empty()) continue;
-    // A table from an older version: add and fill the derived columns in one
-    // transaction, so an interrupted migration is simply redone.
-    Transaction txn(read_conn_);
-    Status migrated = txn.Begin();
-    for (size_t i = 0; migrated.ok() && i < migration->size(); ++i) migrated = Exec(read_conn_, (*migration)[i]);
-    if (migrated.ok()) migrated = txn.Commit();
-    if (!migrated.ok()) return Status::IoError(std::string("migrating ") + table + ": " + migrated.message());
-  }
-  return Status::Ok();
 }
 
 Status DuckDbStore::LoadCounters() {
