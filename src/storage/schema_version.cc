@@ -42,7 +42,7 @@ int64_t ResourceIdOfRow(const RowView& r) {
 int64_t SeriesIdOfRow(const RowView& r) {
   const std::string name = r.GetString(2), unit = r.GetString(4), resource = r.GetString(7),
                     scope_name = r.GetString(8), scope_version = r.GetString(9);
-  SeriesMetric m{r.GetInt(0),  name,     static_cast<int32_t>(r.GetInt(3)), unit, static_cast<int32_t>(r.GetInt(5)),
+  SeriesMetric m{r.GetInt(0), name, static_cast<int32_t>(r.GetInt(3)), unit, static_cast<int32_t>(r.GetInt(5)),
                  r.GetInt(6) != 0, resource, scope_name, scope_version};
   return SeriesIdHasher(m).Id(r.GetString(10));
 }

@@ -271,6 +271,36 @@ TEST_P(SchemaMigrationTest, AVersion1DatabaseIsRefusedThenMigratedToTheIdsAFresh
   EXPECT_TRUE(reference->Close().ok());
 }
 
+// Two keyed rows with one identity under different old ids (which version 1
+// never wrote, but a migration must not multiply) become one row, and the
+// rows that referenced either reference it.
+TEST_P(SchemaMigrationTest, TwoOldIdsOfOneIdentityBecomeOneRow) {
+  const Data fresh = Decoded();
+  TempDir reference_dir, dir;
+  std::unique_ptr<TelemetryStore> reference = Open(reference_dir);
+  ASSERT_NE(reference, nullptr);
+  Write(reference.get(), fresh);
+  {
+    std::unique_ptr<TelemetryStore> store = Open(dir);
+    ASSERT_NE(store, nullptr);
+    Write(store.get(), fresh);
+    Sql(store.get(), "INSERT INTO span_resources SELECT project_id, resource_id + 1, resource_attributes, scope_name, "
+                     "scope_version, scope_attributes FROM span_resources");
+    Sql(store.get(), "UPDATE spans SET resource_id = resource_id + 1 WHERE span_id % 2 = 0");
+    Sql(store.get(), "UPDATE schema_version SET version = 1");
+    ASSERT_TRUE(store->Close().ok());
+  }
+  Result<SchemaReport> migrated = MigrateStore(GetParam(), Options(dir));
+  ASSERT_TRUE(migrated.ok()) << migrated.status().ToString();
+  std::unique_ptr<TelemetryStore> store = Open(dir);
+  ASSERT_NE(store, nullptr);
+  for (const char* table : {"spans", "span_resources"}) {
+    EXPECT_EQ(Rows(store.get(), table).rows, Rows(reference.get(), table).rows) << table;
+  }
+  EXPECT_TRUE(store->Close().ok());
+  EXPECT_TRUE(reference->Close().ok());
+}
+
 TEST_P(SchemaMigrationTest, MigrateRefusesWhenAnIdInputIsMissing) {
   TempDir dir;
   Data old = Decoded();
