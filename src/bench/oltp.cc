@@ -23,7 +23,7 @@
 #include "bench/bench_common.h"
 #include "common/json_writer.h"
 #include "common/status.h"
-#include "state/sqlite_pragmas.h"
+#include "state/sqlite/sqlite_pragmas.h"
 
 namespace sightline::bench {
 

@@ -10,9 +10,9 @@
 #include <iostream>
 
 #include "bench/bench_cli.h"
+#include "cli/token_commands.h"
 #include "common/json_writer.h"
 #include "server/server.h"
-#include "state/state_store.h"
 #include "storage/schema_version.h"
 #include "storage/telemetry_store.h"
 
@@ -178,7 +178,7 @@ int main(int argc, char** argv) {
       ->envname("SIGHTLINE_HEADER_TIMEOUT_MS")
       ->capture_default_str();
   serve->add_option("--io-threads", so.io_threads, "Network threads")->envname("SIGHTLINE_IO_THREADS")->capture_default_str();
-  serve->add_option("--decode-threads", so.decode_threads, "Decode threads (0 = one per core)")
+  serve->add_option("--decode-threads", so.ingest.decode_threads, "Decode threads (0 = one per core)")
       ->envname("SIGHTLINE_DECODE_THREADS")
       ->capture_default_str();
   serve->add_option("--shutdown-timeout-ms", so.shutdown_timeout_ms, "On SIGTERM, wait this long for in-flight requests")
@@ -199,13 +199,14 @@ int main(int argc, char** argv) {
   serve->add_option("--ingest-token", so.ingest_token,
                     "Token of the 'default' project, set on first start (stored hashed; for automation)")
       ->envname("SIGHTLINE_INGEST_TOKEN");
+  serve->add_option("--auth-cache-ttl-ms", so.auth.token_cache_ttl_ms,
+                    "How long a valid token is trusted without asking the state store: the most a revoked token "
+                    "keeps working (0 = ask every time)")
+      ->envname("SIGHTLINE_AUTH_CACHE_TTL_MS")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
 
-  auto* token = app.add_subcommand("token", "Manage ingest tokens");
-  token->require_subcommand(1);
-  auto* token_create = token->add_subcommand("create", "Mint an ingest token for a project (printed once)");
-  std::string token_project = "default", token_data = "./data";
-  token_create->add_option("--project", token_project, "Project name (created if missing)")->capture_default_str();
-  token_create->add_option("--data", token_data, "Data directory")->envname("SIGHTLINE_DATA")->capture_default_str();
+  AddTokenCommands(&app);
 
   auto* sql = app.add_subcommand("sql", "Run one SQL statement on the telemetry engine (server stopped); prints JSON");
   std::string sql_data = "./data", sql_storage = "duckdb", sql_text;
@@ -225,20 +226,6 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::from_str(log_level));
 
   if (serve->parsed()) return Serve(std::move(so));
-  if (token_create->parsed()) {
-    auto state = StateStore::Open(token_data);
-    if (!state.ok()) {
-      std::fprintf(stderr, "sightline token create: %s\n", state.status().ToString().c_str());
-      return 1;
-    }
-    auto t = state.value()->CreateToken(token_project);
-    if (!t.ok()) {
-      std::fprintf(stderr, "sightline token create: %s\n", t.status().ToString().c_str());
-      return 1;
-    }
-    std::printf("%s\n", t->c_str());
-    return 0;
-  }
   if (sql->parsed()) return Sql(sql_data, sql_storage, sql_store, sql_text);
   if (migrate->parsed()) return Migrate(migrate_data, migrate_storage, migrate_store);
   return 0;

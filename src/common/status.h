@@ -80,8 +80,12 @@ class [[nodiscard]] Result {
 };
 
 const char* StatusCodeName(StatusCode code);
-//! The one place error codes become HTTP status codes.
+//! The one place error codes become HTTP status codes (OTLP/HTTP and the API).
 int HttpStatusFor(StatusCode code);
+//! The one place error codes become gRPC status codes (google.rpc.Code), as
+//! the OTLP specification maps them: UNAVAILABLE (retryable) for overload and
+//! shutdown, INVALID_ARGUMENT for malformed data, UNAUTHENTICATED for a bad token.
+int GrpcCodeFor(StatusCode code);
 
 }  // namespace sightline
 

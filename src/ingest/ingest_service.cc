@@ -1,67 +1,140 @@
 #include "ingest/ingest_service.h"
 
+#include <boost/asio/post.hpp>
 #include <chrono>
+#include <thread>
 
 #include "common/json_writer.h"
 
 namespace sightline {
 
-IngestService::IngestService(IngestOptions options, StateStore* state, AdmissionGate* gate,
-                             std::array<SignalWriter*, kSignalCount> writers, SelfMetrics* metrics)
-    : options_(options), state_(state), gate_(gate), writers_(writers), metrics_(metrics) {}
+namespace {
 
-Result<int64_t> IngestService::Authenticate(std::string_view authorization) {
-  constexpr std::string_view kBearer = "Bearer ";
-  if (authorization.empty()) {
-    return Status::Unauthenticated("missing Authorization header (want 'Authorization: Bearer <ingest token>')");
-  }
-  if (authorization.size() <= kBearer.size() ||
-      !std::equal(kBearer.begin(), kBearer.end(), authorization.begin(),
-                  [](char a, char b) { return std::tolower(a) == std::tolower(b); })) {
-    return Status::Unauthenticated("Authorization header is not 'Bearer <ingest token>'");
-  }
-  std::string token(authorization.substr(kBearer.size()));
-  while (!token.empty() && token.back() == ' ') token.pop_back();
-  std::string hash = StateStore::HashToken(token);
-  {
-    MutexLock lock(&mu_);
-    auto it = token_cache_.find(hash);
-    if (it != token_cache_.end()) return it->second;
-  }
-  // Tokens minted by `sightline token create` while we run are found here.
-  auto project = state_->LookupToken(token);
-  if (!project.ok()) return Status::Unavailable("token lookup failed: " + project.status().message());
-  if (!project->has_value()) return Status::Unauthenticated("unknown ingest token");
-  MutexLock lock(&mu_);
-  token_cache_[hash] = **project;
-  return **project;
+int DecodeThreads(int configured) {
+  return configured > 0 ? configured : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
-Result<DecodedExport> IngestService::Decode(Signal signal, int64_t project_id, PayloadFormat format,
-                                            ContentEncoding encoding, std::string_view body,
-                                            AdmissionGate::Ticket* ticket) {
+}  // namespace
+
+IngestService::IngestService(IngestOptions options, Authenticator* auth, AdmissionGate* gate,
+                             std::array<SignalWriter*, kSignalCount> writers, IngestMetrics* metrics)
+    : options_(options),
+      auth_(auth),
+      gate_(gate),
+      writers_(writers),
+      metrics_(metrics),
+      decode_pool_(static_cast<size_t>(DecodeThreads(options.decode_threads))) {}
+
+IngestService::~IngestService() { Stop(); }
+
+void IngestService::Stop() { decode_pool_.join(); }
+
+Admission IngestService::Admit(const ExportHeaders& h) {
+  auto started = std::chrono::steady_clock::now();
+  // Errors before the body is read use JSON unless the client asked for protobuf.
+  auto format = ParseContentType(h.content_type);
+  PayloadFormat reply_format = format.ok() ? *format : PayloadFormat::kJson;
+  auto refuse = [&](const Status& st) {
+    return Admission{nullptr, Finish(h.signal, reply_format, started, st, {})};
+  };
+  auto project = Authenticate(h.authorization);
+  if (!project.ok()) return refuse(project.status());
+  if (!format.ok()) return refuse(format.status());
+  auto encoding = ParseContentEncoding(h.content_encoding);
+  if (!encoding.ok()) return refuse(encoding.status());
+  const size_t max_body = options_.max_body_bytes;
+  if (h.content_length && *h.content_length > max_body) {
+    return refuse(Status::PayloadTooLarge("body of " + std::to_string(*h.content_length) +
+                                          " bytes exceeds the limit of " + std::to_string(max_body)));
+  }
+  auto ticket = gate_->Admit(h.content_length ? static_cast<size_t>(*h.content_length) : max_body);
+  if (!ticket.ok()) return refuse(ticket.status());
+  auto admitted = std::make_unique<AdmittedExport>();
+  admitted->signal_ = h.signal;
+  admitted->project_id_ = *project;
+  admitted->format_ = *format;
+  admitted->encoding_ = *encoding;
+  admitted->ticket_ = std::move(ticket.value());
+  admitted->started_ = started;
+  return Admission{std::move(admitted), {}};
+}
+
+void IngestService::Export(AdmittedExport* a, std::string body, std::function<void(ExportResponse)> done) {
+  boost::asio::post(decode_pool_, [this, a, body = std::move(body), done = std::move(done)]() mutable {
+    auto decoded = Decode(a, body);
+    body.clear();
+    body.shrink_to_fit();
+    if (!decoded.ok()) {
+      done(Finish(a->signal_, a->format_, a->started_, decoded.status(), {}));
+      return;
+    }
+    Decoded d = std::move(decoded.value());
+    if (d.rows == 0) {
+      metrics_->AddItems(a->signal_, 0, d.rejected.count);
+      done(Finish(a->signal_, a->format_, a->started_, Status::Ok(), d.rejected));
+      return;
+    }
+    writers_[static_cast<int>(a->signal_)]->Submit(
+        std::move(d.batch), [this, a, rows = d.rows, rejected = std::move(d.rejected), done](Status committed) {
+          if (committed.ok()) {
+            metrics_->AddItems(a->signal_, rows, rejected.count);
+          } else {
+            metrics_->AddItems(a->signal_, 0, rows + rejected.count);
+          }
+          done(Finish(a->signal_, a->format_, a->started_, std::move(committed), rejected));
+        });
+  });
+}
+
+ExportResponse IngestService::Fail(const AdmittedExport& a, const Status& status) {
+  return Finish(a.signal_, a.format_, a.started_, status, {});
+}
+
+ExportResponse IngestService::Refuse(const ExportHeaders& h, const Status& status) {
+  auto format = ParseContentType(h.content_type);
+  return Finish(h.signal, format.ok() ? *format : PayloadFormat::kJson, std::chrono::steady_clock::now(), status, {});
+}
+
+ExportResponse IngestService::Finish(Signal signal, PayloadFormat format, std::chrono::steady_clock::time_point started,
+                                     Status status, const Rejections& rejected) {
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  metrics_->RecordRequest(signal, status.code(), secs);
+  ExportResponse r;
+  r.format = format;
+  r.body = status.ok() ? EncodeResponse(signal, format, rejected) : EncodeError(format, status);
+  if (status.retryable()) r.retry_after_seconds = options_.retry_after_seconds;
+  r.status = std::move(status);
+  return r;
+}
+
+Result<int64_t> IngestService::Authenticate(std::string_view authorization) {
+  return auth_->ProjectForBearer(authorization);
+}
+
+Result<IngestService::Decoded> IngestService::Decode(AdmittedExport* a, std::string_view body) {
   std::string inflated;
   std::string_view payload = body;
-  if (encoding != ContentEncoding::kIdentity) {
-    SL_RETURN_IF_ERROR(Decompress(encoding, body, options_.max_body_bytes, &inflated));
+  if (a->encoding_ != ContentEncoding::kIdentity) {
+    SL_RETURN_IF_ERROR(Decompress(a->encoding_, body, options_.max_body_bytes, &inflated));
     // Decompressed bytes plus the batch built from them (about the same size).
-    SL_RETURN_IF_ERROR(ticket->Grow(inflated.size() * 2));
+    SL_RETURN_IF_ERROR(a->ticket_.Grow(inflated.size() * 2));
     payload = inflated;
   } else {
     if (body.size() > options_.max_body_bytes) {
       return Status::PayloadTooLarge("body exceeds the limit of " + std::to_string(options_.max_body_bytes) + " bytes");
     }
-    SL_RETURN_IF_ERROR(ticket->Grow(body.size()));
+    SL_RETURN_IF_ERROR(a->ticket_.Grow(body.size()));
   }
-  DecodedExport out;
+  Decoded out;
   int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                        std::chrono::system_clock::now().time_since_epoch())
                        .count();
-  switch (signal) {
+  const PayloadFormat format = a->format_;
+  switch (a->signal_) {
     case Signal::kSpans: {
       auto b = std::make_unique<AnyBatch>(std::in_place_type<SpanBatch>);
       auto& spans = std::get<SpanBatch>(*b);
-      spans.project_id = project_id;
+      spans.project_id = a->project_id_;
       SL_RETURN_IF_ERROR(DecodeSpans(payload, format, &spans, &out.rejected));
       out.rows = spans.rows();
       out.batch = std::move(b);
@@ -70,7 +143,7 @@ Result<DecodedExport> IngestService::Decode(Signal signal, int64_t project_id, P
     case Signal::kLogs: {
       auto b = std::make_unique<AnyBatch>(std::in_place_type<LogBatch>);
       auto& logs = std::get<LogBatch>(*b);
-      logs.project_id = project_id;
+      logs.project_id = a->project_id_;
       SL_RETURN_IF_ERROR(DecodeLogs(payload, format, now_ns, &logs, &out.rejected));
       out.rows = logs.rows();
       out.batch = std::move(b);
@@ -79,7 +152,7 @@ Result<DecodedExport> IngestService::Decode(Signal signal, int64_t project_id, P
     case Signal::kMetrics: {
       auto b = std::make_unique<AnyBatch>(std::in_place_type<MetricBatch>);
       auto& metrics = std::get<MetricBatch>(*b);
-      metrics.project_id = project_id;
+      metrics.project_id = a->project_id_;
       SL_RETURN_IF_ERROR(DecodeMetrics(payload, format, &metrics, &out.rejected));
       out.rows = metrics.rows();
       out.batch = std::move(b);
@@ -87,10 +160,6 @@ Result<DecodedExport> IngestService::Decode(Signal signal, int64_t project_id, P
     }
   }
   return out;
-}
-
-void IngestService::Submit(Signal signal, std::unique_ptr<AnyBatch> batch, SignalWriter::Done done) {
-  writers_[static_cast<int>(signal)]->Submit(std::move(batch), std::move(done));
 }
 
 namespace {
@@ -149,22 +218,7 @@ std::string IngestService::EncodeResponse(Signal signal, PayloadFormat format, c
 }
 
 std::string IngestService::EncodeError(PayloadFormat format, const Status& status) {
-  // google.rpc.Status codes, by our StatusCode.
-  int rpc_code = 2;  // UNKNOWN
-  switch (status.code()) {
-    case StatusCode::kInvalidArgument: rpc_code = 3; break;
-    case StatusCode::kUnauthenticated: rpc_code = 16; break;
-    case StatusCode::kNotFound: rpc_code = 5; break;
-    case StatusCode::kPayloadTooLarge: rpc_code = 8; break;
-    case StatusCode::kUnsupportedMedia: rpc_code = 3; break;
-    case StatusCode::kResourceExhausted: rpc_code = 8; break;
-    case StatusCode::kUnavailable: rpc_code = 14; break;
-    case StatusCode::kDeadlineExceeded: rpc_code = 4; break;
-    case StatusCode::kCancelled: rpc_code = 1; break;
-    case StatusCode::kInternal:
-    case StatusCode::kIoError: rpc_code = 13; break;
-    case StatusCode::kOk: rpc_code = 0; break;
-  }
+  const int rpc_code = GrpcCodeFor(status.code());
   std::string out;
   if (format == PayloadFormat::kJson) {
     JsonWriter w(&out);

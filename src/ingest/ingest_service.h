@@ -1,58 +1,122 @@
 #pragma once
 
-// The transport-independent half of OTLP ingest: authenticate, decompress and
-// decode into a columnar batch, hand the batch to its signal's writer, and
-// encode OTLP responses. The HTTP server (and later gRPC) drives these steps
-// and owns the waiting; see server/http_server.cc for the order.
+// The OTLP ingest pipeline, the same for every transport. A transport (the
+// HTTP session today, gRPC next) only moves bytes:
+//
+//   Admit(headers)   authenticate, check format, encoding and declared size,
+//                    take a share of the admission gate (before any body byte)
+//   Export(body)     decompress + decode on the decode pool, queue on the
+//                    signal's writer, answer once the rows are committed
+//   ExportResponse   the answer in the request's format, with a Status that
+//                    maps to an HTTP code (HttpStatusFor) or a gRPC code
+//                    (GrpcCodeFor), and a retry delay when it is retryable
+//
+// Every request's outcome is recorded in IngestMetrics here, whichever
+// transport carried it.
 
 #include <array>
+#include <chrono>
+#include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 
-#include "common/mutex.h"
+#include <boost/asio/thread_pool.hpp>
+
+#include "auth/authenticator.h"
 #include "common/status.h"
 #include "ingest/admission_gate.h"
+#include "ingest/ingest_metrics.h"
 #include "otlp/compression.h"
 #include "otlp/decoder.h"
-#include "server/self_metrics.h"
-#include "state/state_store.h"
 #include "storage/writer.h"
 
 namespace sightline {
 
 struct IngestOptions {
   size_t max_body_bytes = 20u << 20;  // compressed and decompressed
+  int retry_after_seconds = 1;        // told to clients refused with a retryable status
+  int decode_threads = 0;             // 0 = one per core
 };
 
-//! A decoded request, ready for its writer.
-struct DecodedExport {
-  std::unique_ptr<AnyBatch> batch;
-  size_t rows = 0;
-  Rejections rejected;
+//! What a transport knows of an export request before its body.
+struct ExportHeaders {
+  Signal signal = Signal::kSpans;
+  std::string_view authorization;     // "Bearer <ingest token>"
+  std::string_view content_type;      // selects protobuf or JSON
+  std::string_view content_encoding;  // gzip, zstd, identity or ""
+  std::optional<uint64_t> content_length;  // nullopt when unknown (chunked)
 };
 
-//! Thread-safe. Does not own the writers, state or gate.
+//! The answer to one export request, for any transport.
+struct ExportResponse {
+  Status status;  // OK, or why the request failed
+  PayloadFormat format = PayloadFormat::kJson;
+  //! An Export*ServiceResponse (with partial_success when items were
+  //! rejected), or on error a google.rpc.Status (protobuf) / {"code","message"} (JSON).
+  std::string body;
+  int retry_after_seconds = 0;  // > 0: retryable, try again after this long
+  bool ok() const { return status.ok(); }
+  const char* content_type() const {
+    return format == PayloadFormat::kJson ? "application/json" : "application/x-protobuf";
+  }
+};
+
+//! A request admitted on its headers. Holds its share of the admission gate
+//! until destroyed: the transport keeps it until the response is written.
+class AdmittedExport {
+ public:
+  Signal signal() const { return signal_; }
+  PayloadFormat format() const { return format_; }
+
+ private:
+  friend class IngestService;
+  Signal signal_ = Signal::kSpans;
+  int64_t project_id_ = 0;
+  PayloadFormat format_ = PayloadFormat::kJson;
+  ContentEncoding encoding_ = ContentEncoding::kIdentity;
+  AdmissionGate::Ticket ticket_;
+  std::chrono::steady_clock::time_point started_;
+};
+
+//! Admit's outcome: an admitted request, or the response that refuses it.
+struct Admission {
+  std::unique_ptr<AdmittedExport> admitted;  // null when refused
+  ExportResponse refusal;
+};
+
+//! Thread-safe. Owns the decode pool; does not own the writers, authenticator or gate.
+//! Lifecycle: construct, serve, Stop() once every admitted request is done
+//! (the gate is idle), before the writers stop.
 class IngestService {
  public:
-  IngestService(IngestOptions options, StateStore* state, AdmissionGate* gate,
-                std::array<SignalWriter*, kSignalCount> writers, SelfMetrics* metrics);
+  IngestService(IngestOptions options, Authenticator* auth, AdmissionGate* gate,
+                std::array<SignalWriter*, kSignalCount> writers, IngestMetrics* metrics);
+  ~IngestService();
 
   const IngestOptions& options() const { return options_; }
-  AdmissionGate* gate() { return gate_; }
-  SelfMetrics* metrics() { return metrics_; }
+
+  //! Before the body: authenticate, parse the format and encoding, check the
+  //! declared length against the body limit, and take admission for it (the
+  //! body limit when unknown).
+  Admission Admit(const ExportHeaders& headers);
+  //! Decodes and commits the body on other threads; `done` runs (on a decode
+  //! or writer thread) with the response once the rows are committed or the
+  //! request failed. `admitted` must stay alive until then.
+  void Export(AdmittedExport* admitted, std::string body, std::function<void(ExportResponse)> done);
+  //! A request the transport could not complete (its body did not arrive, was
+  //! too large or was malformed): the response, in the request's format.
+  ExportResponse Fail(const AdmittedExport& admitted, const Status& status);
+  //! A request refused by the transport before Admit (e.g. not a POST).
+  ExportResponse Refuse(const ExportHeaders& headers, const Status& status);
+
+  //! Waits for the decode pool's work to finish.
+  void Stop();
 
   //! Project id for an `Authorization: Bearer <token>` header value.
-  Result<int64_t> Authenticate(std::string_view authorization) EXCLUDES(mu_);
-
-  //! CPU-bound: decompress + decode. Grows the ticket by the decoded size
-  //! first, so an expanding body is refused (503) before it is materialised.
-  Result<DecodedExport> Decode(Signal signal, int64_t project_id, PayloadFormat format, ContentEncoding encoding,
-                               std::string_view body, AdmissionGate::Ticket* ticket);
-
-  //! Queues the batch; `done` runs (on a writer thread) once it is committed or failed.
-  void Submit(Signal signal, std::unique_ptr<AnyBatch> batch, SignalWriter::Done done);
+  Result<int64_t> Authenticate(std::string_view authorization);
 
   //! Export*ServiceResponse in the request's format (partial_success when items were rejected).
   static std::string EncodeResponse(Signal signal, PayloadFormat format, const Rejections& rejected);
@@ -60,14 +124,25 @@ class IngestService {
   static std::string EncodeError(PayloadFormat format, const Status& status);
 
  private:
+  //! A decoded request, ready for its writer.
+  struct Decoded {
+    std::unique_ptr<AnyBatch> batch;
+    size_t rows = 0;
+    Rejections rejected;
+  };
+  //! CPU-bound: decompress + decode. Grows the ticket by the decoded size
+  //! first, so an expanding body is refused (503) before it is materialised.
+  Result<Decoded> Decode(AdmittedExport* admitted, std::string_view body);
+  //! The response for a finished request, recorded in the metrics.
+  ExportResponse Finish(Signal signal, PayloadFormat format, std::chrono::steady_clock::time_point started,
+                        Status status, const Rejections& rejected);
+
   const IngestOptions options_;
-  StateStore* state_;
+  Authenticator* auth_;
   AdmissionGate* gate_;
   std::array<SignalWriter*, kSignalCount> writers_;
-  SelfMetrics* metrics_;
-
-  Mutex mu_;
-  std::unordered_map<std::string, int64_t> token_cache_ GUARDED_BY(mu_);  // token hash -> project
+  IngestMetrics* metrics_;
+  boost::asio::thread_pool decode_pool_;
 };
 
 }  // namespace sightline

@@ -40,13 +40,13 @@ HttpResponse ApiService::JsonError(int status, const std::string& message) {
   return Json(status, std::move(out));
 }
 
-ApiService::ApiService(ApiOptions options, StateStore* state, TelemetryStore* store)
-    : options_(options), state_(state), store_(store), queries_(store->dialect()) {}
+ApiService::ApiService(ApiOptions options, Authenticator* auth, StateStore* state, TelemetryStore* store)
+    : options_(options), auth_(auth), state_(state), store_(store) {}
 
 std::optional<std::string> ApiService::SessionUser(const ApiRequest& request) {
   std::string id = CookieValue(request.cookie, kCookie);
   if (id.empty()) return std::nullopt;
-  auto user = state_->LookupSession(id);
+  auto user = auth_->SessionUser(id);
   if (!user.ok()) return std::nullopt;
   return *user;
 }
@@ -59,11 +59,10 @@ HttpResponse ApiService::Login(const ApiRequest& request) {
       doc["password"].get_string().get(password)) {
     return JsonError(400, "login wants a JSON body {\"username\": ..., \"password\": ...}");
   }
-  auto ok = state_->CheckPassword(std::string(username), std::string(password));
-  if (!ok.ok()) return JsonError(503, ok.status().message());
-  if (!*ok) return JsonError(401, "wrong username or password");
-  auto session = state_->CreateSession(std::string(username), options_.session_ttl_seconds);
-  if (!session.ok()) return JsonError(503, session.status().message());
+  auto session = auth_->Login(std::string(username), password, options_.session_ttl_seconds);
+  if (!session.ok()) {
+    return JsonError(session.status().code() == StatusCode::kUnauthenticated ? 401 : 503, session.status().message());
+  }
   std::string body;
   JsonWriter w(&body);
   w.BeginObject();
@@ -79,7 +78,7 @@ HttpResponse ApiService::Login(const ApiRequest& request) {
 
 HttpResponse ApiService::Logout(const ApiRequest& request) {
   std::string id = CookieValue(request.cookie, kCookie);
-  if (!id.empty()) (void)state_->DeleteSession(id);
+  if (!id.empty()) (void)auth_->Logout(id);
   HttpResponse r = Json(200, "{}");
   r.headers.emplace_back("Set-Cookie", std::string(kCookie) + "=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0");
   return r;
@@ -100,15 +99,14 @@ ApiCall ApiService::Prepare(const ApiRequest& request) {
   std::optional<std::string> user = SessionUser(request);
   std::optional<int64_t> token_project;
   if (!user) {
-    constexpr std::string_view kBearer = "Bearer ";
-    if (request.authorization.size() > kBearer.size() && request.authorization.starts_with(kBearer)) {
-      auto p = state_->LookupToken(request.authorization.substr(kBearer.size()));
-      if (p.ok() && p->has_value()) token_project = **p;
-    }
-    if (!token_project) {
-      call.immediate = JsonError(401, "log in (POST /api/v1/login) or send Authorization: Bearer <token>");
+    auto p = auth_->ProjectForBearer(request.authorization);
+    if (!p.ok()) {
+      call.immediate = p.status().code() == StatusCode::kUnauthenticated
+                           ? JsonError(401, "log in (POST /api/v1/login) or send Authorization: Bearer <token>")
+                           : JsonError(503, p.status().message());
       return call;
     }
+    token_project = *p;
   }
   if (request.method != "GET") {
     call.immediate = JsonError(405, "use GET");
@@ -179,7 +177,7 @@ ApiCall ApiService::Prepare(const ApiRequest& request) {
   return call;
 }
 
-HttpResponse ApiService::Execute(const ApiCall& call, ReadConnection* reader) const {
+HttpResponse ApiService::Execute(const ApiCall& call, TelemetryReader* reader) const {
   auto result = queries_.Run(call.op, call.params, call.project_id, reader);
   if (result.ok()) return Json(200, std::move(result.value()));
   const Status& st = result.status();

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "auth/authenticator.h"
 #include "query/query_service.h"
 #include "server/http_server_types.h"
 #include "state/state_store.h"
@@ -39,14 +40,14 @@ struct ApiOptions {
   int64_t session_ttl_seconds = 7 * 24 * 3600;
 };
 
-//! Thread-safe.
+//! Thread-safe. Does not own the authenticator, state or store.
 class ApiService {
  public:
-  ApiService(ApiOptions options, StateStore* state, TelemetryStore* store);
+  ApiService(ApiOptions options, Authenticator* auth, StateStore* state, TelemetryStore* store);
 
   ApiCall Prepare(const ApiRequest& request);
   //! Runs a prepared query call on a reader; maps errors to statuses.
-  HttpResponse Execute(const ApiCall& call, ReadConnection* reader) const;
+  HttpResponse Execute(const ApiCall& call, TelemetryReader* reader) const;
   TelemetryStore* store() { return store_; }
   const ApiOptions& options() const { return options_; }
 
@@ -59,6 +60,7 @@ class ApiService {
   std::optional<std::string> SessionUser(const ApiRequest& request);
 
   const ApiOptions options_;
+  Authenticator* auth_;
   StateStore* state_;
   TelemetryStore* store_;
   QueryService queries_;

@@ -91,10 +91,9 @@ Status ParseHostPort(const std::string& s, std::string* host, int* port) {
 
 class HttpServer::Impl {
  public:
-  Impl(asio::io_context* ioc, asio::thread_pool* pool, IngestService* ingest, ApiService* api,
-       asio::thread_pool* query_pool, SimpleRoutes routes, HttpServerOptions options)
+  Impl(asio::io_context* ioc, IngestService* ingest, ApiService* api, asio::thread_pool* query_pool,
+       SimpleRoutes routes, HttpServerOptions options)
       : ioc_(ioc),
-        pool_(pool),
         ingest_(ingest),
         api_(api),
         query_pool_(query_pool),
@@ -179,9 +178,9 @@ class HttpServer::Impl {
       std::string query = q == std::string::npos ? "" : target.substr(q + 1);
       Signal signal;
       HttpResponse res;
-      AdmissionGate::Ticket ticket;  // held until the response is written
+      std::unique_ptr<AdmittedExport> admitted;  // holds its admission until the response is written
       if (IngestPath(path, api_port, &signal)) {
-        res = co_await Ingest(stream, buffer, parser, signal, &ticket);
+        res = co_await Ingest(stream, buffer, parser, signal, &admitted);
       } else {
         parser.body_limit(64 * 1024);
         stream.expires_after(std::chrono::milliseconds(options_.body_timeout_ms));
@@ -227,7 +226,7 @@ class HttpServer::Impl {
   asio::awaitable<HttpResponse> RunQuery(beast::tcp_stream& stream, const ApiCall& call) {
     struct Shared {
       std::mutex mu;
-      ReadConnection* reader = nullptr;  // set while a query runs
+      TelemetryReader* reader = nullptr;  // set while a query runs
       bool cancelled = false;
       bool deadline = false;
       bool done = false;
@@ -356,52 +355,42 @@ class HttpServer::Impl {
     co_return !ec;
   }
 
-  HttpResponse Error(PayloadFormat format, const Status& st, bool close) {
+  //! An ingest response as HTTP: the status code from the one mapping
+  //! (HttpStatusFor), Retry-After when retryable.
+  static HttpResponse ToHttp(const ExportResponse& e, bool close) {
     HttpResponse r;
-    r.status = HttpStatusFor(st.code());
-    r.content_type = format == PayloadFormat::kJson ? "application/json" : "application/x-protobuf";
-    r.body = IngestService::EncodeError(format, st);
-    if (st.retryable()) r.headers.emplace_back("Retry-After", std::to_string(options_.retry_after_seconds));
+    r.status = HttpStatusFor(e.status.code());
+    r.content_type = e.content_type();
+    r.body = e.body;
+    if (e.retry_after_seconds > 0) r.headers.emplace_back("Retry-After", std::to_string(e.retry_after_seconds));
     r.close = close;
     return r;
   }
 
+  // Moves an OTLP request's bytes through the ingest pipeline: headers to
+  // Admit, the body to Export, the answer back. Everything refused before
+  // the body is read closes the connection (the unread body is drained).
   asio::awaitable<HttpResponse> Ingest(beast::tcp_stream& stream, beast::flat_buffer& buffer,
                                        http::request_parser<http::string_body>& parser, Signal signal,
-                                       AdmissionGate::Ticket* ticket) {
-    auto started = std::chrono::steady_clock::now();
+                                       std::unique_ptr<AdmittedExport>* admitted) {
     const auto& header = parser.get();
-    auto finish = [&](HttpResponse r) {
-      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-      ingest_->metrics()->RecordRequest(signal, r.status, secs);
-      return r;
-    };
-    // Errors before the body is read use JSON unless the client asked for protobuf.
-    auto format_r = ParseContentType(std::string_view(header[http::field::content_type]));
-    PayloadFormat format = format_r.ok() ? *format_r : PayloadFormat::kJson;
+    ExportHeaders h;
+    h.signal = signal;
+    h.authorization = header[http::field::authorization];
+    h.content_type = header[http::field::content_type];
+    h.content_encoding = header[http::field::content_encoding];
+    if (auto length = parser.content_length()) h.content_length = *length;
     if (header.method() != http::verb::post) {
-      HttpResponse r = Error(format, Status(StatusCode::kInvalidArgument, "use POST for OTLP export"), true);
+      HttpResponse r = ToHttp(ingest_->Refuse(h, Status::InvalidArgument("use POST for OTLP export")), true);
       r.status = 405;
       r.headers.emplace_back("Allow", "POST");
-      co_return finish(r);
+      co_return r;
     }
-    auto project = ingest_->Authenticate(std::string_view(header[http::field::authorization]));
-    if (!project.ok()) co_return finish(Error(format, project.status(), true));
-    if (!format_r.ok()) co_return finish(Error(format, format_r.status(), true));
-    auto encoding = ParseContentEncoding(std::string_view(header[http::field::content_encoding]));
-    if (!encoding.ok()) co_return finish(Error(format, encoding.status(), true));
-    const size_t max_body = ingest_->options().max_body_bytes;
-    auto length = parser.content_length();
-    if (length && *length > max_body) {
-      co_return finish(Error(format,
-                             Status::PayloadTooLarge("body of " + std::to_string(*length) +
-                                                     " bytes exceeds the limit of " + std::to_string(max_body)),
-                             true));
-    }
-    auto admitted = ingest_->gate()->Admit(length ? static_cast<size_t>(*length) : max_body);
-    if (!admitted.ok()) co_return finish(Error(format, admitted.status(), true));
-    *ticket = std::move(admitted.value());
+    Admission admission = ingest_->Admit(h);
+    if (!admission.admitted) co_return ToHttp(admission.refusal, true);
+    *admitted = std::move(admission.admitted);
 
+    const size_t max_body = ingest_->options().max_body_bytes;
     parser.body_limit(max_body);
     // The body timeout cancels the read instead of closing the socket (as
     // the stream's own expiry would), so the client still gets its 408.
@@ -423,54 +412,33 @@ class HttpServer::Impl {
     timer.cancel();
     if (deadline->fired) ec = beast::error::timeout;
     if (ec == http::error::body_limit) {
-      co_return finish(
-          Error(format, Status::PayloadTooLarge("body exceeds the limit of " + std::to_string(max_body) + " bytes"), true));
+      co_return ToHttp(ingest_->Fail(**admitted, Status::PayloadTooLarge("body exceeds the limit of " +
+                                                                         std::to_string(max_body) + " bytes")),
+                       true);
     }
     if (ec == beast::error::timeout) {
-      HttpResponse r = Error(format,
-                             Status::DeadlineExceeded("request body not received within " +
-                                                      std::to_string(options_.body_timeout_ms) + " ms"),
-                             true);
-      r.status = 408;
-      co_return finish(r);
+      co_return ToHttp(ingest_->Fail(**admitted, Status::DeadlineExceeded("request body not received within " +
+                                                                          std::to_string(options_.body_timeout_ms) +
+                                                                          " ms")),
+                       true);
     }
     if (ec) {
-      HttpResponse r = Error(format, Status::InvalidArgument("cannot read request body: " + ec.message()), true);
-      co_return finish(r);
+      co_return ToHttp(ingest_->Fail(**admitted, Status::InvalidArgument("cannot read request body: " + ec.message())),
+                       true);
     }
-    std::string body = std::move(parser.get().body());
-    int64_t project_id = *project;
-
-    auto decoded = co_await AwaitCallback<std::shared_ptr<Result<DecodedExport>>>([&](auto done) {
-      asio::post(*pool_, [&, done] {
-        auto r = ingest_->Decode(signal, project_id, format, *encoding, body, ticket);
-        done(std::make_shared<Result<DecodedExport>>(std::move(r)));
-      });
+    AdmittedExport* a = admitted->get();
+    auto response = co_await AwaitCallback<std::shared_ptr<ExportResponse>>([&](auto done) {
+      ingest_->Export(a, std::move(parser.get().body()),
+                      [done](ExportResponse r) { done(std::make_shared<ExportResponse>(std::move(r))); });
     });
-    body.clear();
-    body.shrink_to_fit();
-    if (!decoded->ok()) {
-      co_return finish(Error(format, decoded->status(), decoded->status().code() != StatusCode::kInvalidArgument));
-    }
-    DecodedExport& d = decoded->value();
-    Status committed;
-    if (d.rows > 0) {
-      committed = co_await AwaitCallback<Status>(
-          [&](auto done) { ingest_->Submit(signal, std::move(d.batch), [done](Status st) { done(std::move(st)); }); });
-    }
-    if (!committed.ok()) {
-      ingest_->metrics()->AddItems(signal, 0, d.rows + d.rejected.count);
-      co_return finish(Error(format, committed, false));
-    }
-    ingest_->metrics()->AddItems(signal, d.rows, d.rejected.count);
-    HttpResponse ok;
-    ok.content_type = format == PayloadFormat::kJson ? "application/json" : "application/x-protobuf";
-    ok.body = IngestService::EncodeResponse(signal, format, d.rejected);
-    co_return finish(ok);
+    // Overload and oversize answers close the connection, so a client under
+    // pressure backs off; a malformed body or a failed commit keeps it.
+    const StatusCode code = response->status.code();
+    bool close = !response->ok() && (response->status.retryable() || code == StatusCode::kPayloadTooLarge);
+    co_return ToHttp(*response, close);
   }
 
   asio::io_context* ioc_;
-  asio::thread_pool* pool_;
   IngestService* ingest_;
   ApiService* api_;
   asio::thread_pool* query_pool_;
@@ -479,9 +447,9 @@ class HttpServer::Impl {
   std::vector<std::unique_ptr<tcp::acceptor>> acceptors_;
 };
 
-HttpServer::HttpServer(asio::io_context* ioc, asio::thread_pool* decode_pool, IngestService* ingest, ApiService* api,
-                       asio::thread_pool* query_pool, SimpleRoutes routes, HttpServerOptions options)
-    : impl_(std::make_unique<Impl>(ioc, decode_pool, ingest, api, query_pool, std::move(routes), options)) {}
+HttpServer::HttpServer(asio::io_context* ioc, IngestService* ingest, ApiService* api, asio::thread_pool* query_pool,
+                       SimpleRoutes routes, HttpServerOptions options)
+    : impl_(std::make_unique<Impl>(ioc, ingest, api, query_pool, std::move(routes), options)) {}
 
 HttpServer::~HttpServer() = default;
 

@@ -2,11 +2,11 @@
 
 // OTLP/HTTP and the API port on Boost.Beast, one coroutine per connection.
 //
-// An ingest request goes: read headers (header timeout) → authenticate,
-// check media type, encoding and Content-Length → admission gate → read the
-// body (body timeout, body limit) → decode on the decode pool → queue on the
-// signal's writer → wait for the commit → respond. Everything refused before
-// the body is read is answered with `Connection: close`, so an unread body is
+// For ingest the session only moves bytes through the transport-neutral
+// pipeline (ingest/ingest_service.h): read headers (header timeout) →
+// IngestService::Admit → read the body (body timeout, body limit) →
+// IngestService::Export → write its response. Everything refused before the
+// body is read is answered with `Connection: close`, so an unread body is
 // never parsed as the next request.
 
 #include <boost/asio/io_context.hpp>
@@ -33,7 +33,6 @@ using SimpleRoutes = std::function<std::optional<HttpResponse>(const std::string
 struct HttpServerOptions {
   int header_timeout_ms = 30000;  // also the keep-alive idle timeout
   int body_timeout_ms = 30000;    // a body must arrive within this
-  int retry_after_seconds = 1;    // on 503/429
 };
 
 //! Lifecycle: Listen() for each endpoint, then the io_context runs the
@@ -41,8 +40,8 @@ struct HttpServerOptions {
 class HttpServer {
  public:
   //! `api` may be null (no query API); query calls run on `query_pool`.
-  HttpServer(boost::asio::io_context* ioc, boost::asio::thread_pool* decode_pool, IngestService* ingest,
-             ApiService* api, boost::asio::thread_pool* query_pool, SimpleRoutes routes, HttpServerOptions options);
+  HttpServer(boost::asio::io_context* ioc, IngestService* ingest, ApiService* api, boost::asio::thread_pool* query_pool,
+             SimpleRoutes routes, HttpServerOptions options);
   ~HttpServer();
 
   //! Binds host:port ("0.0.0.0:4318", "[::1]:0"); returns the bound port.

@@ -6,6 +6,9 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <fstream>
 
+#include "auth/crypto.h"
+#include "auth/passwords.h"
+#include "auth/tokens.h"
 #include "common/json_writer.h"
 #include "server/ui_assets.h"
 
@@ -33,20 +36,28 @@ Result<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
 }
 
 Status Server::Open() {
-  auto state = StateStore::Open(options_.data_dir);
+  auto state = OpenStateStore(options_.data_dir);
   if (!state.ok()) return state.status();
   state_ = std::move(state.value());
-  auto tokens = state_->CountTokens("default");
-  if (!tokens.ok()) return tokens.status();
+  // First start means no default project yet. Counting its tokens instead
+  // would bring SIGHTLINE_INGEST_TOKEN (or a new token) back after an operator
+  // revoked them all.
+  auto default_project = state_->FindProject("default");
+  if (!default_project.ok()) return default_project.status();
+  const bool first_start = !default_project->has_value();
   if (!options_.ingest_token.empty()) {
-    if (*tokens == 0) {
-      SL_RETURN_IF_ERROR(state_->AddToken("default", options_.ingest_token));
-    } else if (!state_->LookupToken(options_.ingest_token).value().has_value()) {
-      spdlog::warn("SIGHTLINE_INGEST_TOKEN ignored: the default project already has tokens "
-                   "(it only applies on first start; mint more with `sightline token create`)");
+    if (first_start) {
+      SL_RETURN_IF_ERROR(AddToken(state_.get(), "default", options_.ingest_token));
+    } else {
+      auto known = FindToken(state_.get(), options_.ingest_token);
+      if (!known.ok()) return known.status();
+      if (!known->has_value()) {
+        spdlog::warn("SIGHTLINE_INGEST_TOKEN ignored: it only applies on first start, and it is not (or no longer) "
+                     "a token of the default project; mint one with `sightline token create`");
+      }
     }
-  } else if (*tokens == 0) {
-    auto minted = state_->CreateToken("default");
+  } else if (first_start) {
+    auto minted = MintToken(state_.get(), "default");
     if (!minted.ok()) return minted.status();
     minted_token_ = *minted;
   }
@@ -54,16 +65,18 @@ Status Server::Open() {
   // The UI's admin user: its password comes from SIGHTLINE_ADMIN_PASSWORD
   // (reset on every start that sets it) or is generated once and printed.
   if (!options_.admin_password.empty()) {
-    SL_RETURN_IF_ERROR(state_->SetUserPassword("admin", options_.admin_password));
+    SL_RETURN_IF_ERROR(SetUserPassword(state_.get(), "admin", options_.admin_password));
   } else {
-    auto has_admin = state_->HasUser("admin");
-    if (!has_admin.ok()) return has_admin.status();
-    if (!*has_admin) {
-      minted_admin_password_ = StateStore::RandomHex(12);
-      if (minted_admin_password_.empty()) return Status::Internal("no randomness for a password");
-      SL_RETURN_IF_ERROR(state_->SetUserPassword("admin", minted_admin_password_));
+    auto admin = state_->FindUser("admin");
+    if (!admin.ok()) return admin.status();
+    if (!admin->has_value()) {
+      auto password = RandomHex(12);
+      if (!password.ok()) return password.status();
+      minted_admin_password_ = *password;
+      SL_RETURN_IF_ERROR(SetUserPassword(state_.get(), "admin", minted_admin_password_));
     }
   }
+  auth_ = std::make_unique<Authenticator>(options_.auth, state_.get());
 
   RegisterBuiltinStores();
   StoreOptions store_options = options_.store;
@@ -79,17 +92,14 @@ Status Server::Open() {
     writers_[s]->Start();
   }
   gate_ = std::make_unique<AdmissionGate>(options_.gate);
-  ingest_ = std::make_unique<IngestService>(options_.ingest, state_.get(), gate_.get(),
+  ingest_ = std::make_unique<IngestService>(options_.ingest, auth_.get(), gate_.get(),
                                             std::array<SignalWriter*, kSignalCount>{writers_[0].get(), writers_[1].get(),
                                                                                     writers_[2].get()},
                                             &metrics_);
-  int decode_threads = options_.decode_threads > 0 ? options_.decode_threads
-                                                   : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  decode_pool_ = std::make_unique<boost::asio::thread_pool>(decode_threads);
-  api_ = std::make_unique<ApiService>(options_.api, state_.get(), store_.get());
+  api_ = std::make_unique<ApiService>(options_.api, auth_.get(), state_.get(), store_.get());
   query_pool_ = std::make_unique<boost::asio::thread_pool>(std::max(1, options_.read_connections));
   http_ = std::make_unique<HttpServer>(
-      &ioc_, decode_pool_.get(), ingest_.get(), api_.get(), query_pool_.get(),
+      &ioc_, ingest_.get(), api_.get(), query_pool_.get(),
       [this](const std::string& m, const std::string& p, const std::string& q, bool api) { return Route(m, p, q, api); },
       options_.http);
   auto otlp = http_->Listen(options_.otlp_http, /*api_port=*/false);
@@ -126,13 +136,14 @@ Status Server::Stop() {
   ioc_.stop();
   for (auto& t : io_threads_) t.join();
   io_threads_.clear();
-  if (decode_pool_) decode_pool_->join();
+  if (ingest_) ingest_->Stop();  // its decode pool
   if (query_pool_) query_pool_->join();
   http_.reset();
   for (auto& w : writers_) w.reset();
   Status st;
   if (store_) st = store_->Close();
   store_.reset();
+  auth_.reset();
   state_.reset();
   return st;
 }

@@ -1,7 +1,7 @@
 #pragma once
 
-// The whole process: state, engine, writers, admission gate, ingest and the
-// HTTP listeners, started in that order and stopped in reverse.
+// The whole process: state and auth, engine, writers, admission gate, ingest
+// and the HTTP listeners, started in that order and stopped in reverse.
 //
 // Stop() is the graceful path (SIGTERM): stop accepting, refuse new requests
 // with 503, let every admitted request finish (its rows committed and its
@@ -18,12 +18,13 @@
 #include <thread>
 #include <vector>
 
+#include "auth/authenticator.h"
 #include "common/status.h"
 #include "ingest/admission_gate.h"
+#include "ingest/ingest_metrics.h"
 #include "ingest/ingest_service.h"
 #include "server/api_service.h"
 #include "server/http_server.h"
-#include "server/self_metrics.h"
 #include "state/state_store.h"
 #include "storage/telemetry_store.h"
 #include "storage/writer.h"
@@ -41,9 +42,9 @@ struct ServerOptions {
   HttpServerOptions http;
   SignalWriter::Options writer;
   int io_threads = 2;
-  int decode_threads = 0;  // 0 = one per core
   int shutdown_timeout_ms = 30000;
   ApiOptions api;
+  AuthOptions auth;
   int read_connections = 4;  // query pool and engine read connections
   std::string admin_password;  // SIGHTLINE_ADMIN_PASSWORD: sets the UI admin's password
   std::string ingest_token;  // SIGHTLINE_INGEST_TOKEN: the default project's token on first start
@@ -77,15 +78,15 @@ class Server {
   ServerOptions options_;
   std::chrono::steady_clock::time_point started_;
   std::unique_ptr<StateStore> state_;
+  std::unique_ptr<Authenticator> auth_;
   std::unique_ptr<TelemetryStore> store_;
   std::array<std::unique_ptr<SignalWriter>, kSignalCount> writers_;
   std::unique_ptr<AdmissionGate> gate_;
-  SelfMetrics metrics_;
+  IngestMetrics metrics_;
   std::unique_ptr<IngestService> ingest_;
   std::unique_ptr<ApiService> api_;
   std::unique_ptr<boost::asio::thread_pool> query_pool_;
   boost::asio::io_context ioc_;
-  std::unique_ptr<boost::asio::thread_pool> decode_pool_;
   std::unique_ptr<HttpServer> http_;
   std::vector<std::thread> io_threads_;
   std::atomic<bool> ready_{false};

@@ -1,71 +1,129 @@
 #pragma once
 
-// Relational state: projects and ingest tokens, in SQLite in the data
-// directory (state.sqlite). Tokens are stored as SHA-256 hashes only: they are
-// 256-bit random strings, so a plain hash is enough (no KDF needed) and the
-// plaintext exists only in the output of the command that minted it.
+// Relational state behind one interface: projects, API/ingest tokens, UI users
+// and their sessions. A store keeps plain records: every secret reaches it
+// already hashed by auth/, so no store sees a plaintext token, password or
+// session id, and none holds crypto policy.
+//
+// Implementations register by URL scheme in StateStoreRegistry ("sqlite" now;
+// "postgres" is planned beside it). Each one records its schema version in its
+// own database and, at open, applies its ordered forward migrations up to
+// kStateSchemaVersion in one transaction; a database written by a newer binary
+// is refused, never downgraded.
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "common/mutex.h"
 #include "common/status.h"
-
-struct sqlite3;
 
 namespace sightline {
 
-//! Thread-safe (one connection behind a mutex; lookups are cached by the caller).
+//! The schema version every implementation migrates to. Version N means the
+//! same logical tables in every implementation, so a store can be copied
+//! from one engine to another at equal versions.
+inline constexpr int kStateSchemaVersion = 2;
+
+struct ProjectRecord {
+  int64_t id = 0;
+  std::string name;
+};
+
+struct TokenRecord {
+  std::string hash;  // auth/tokens.h HashToken: the only form a token is stored in
+  int64_t project_id = 0;
+  std::string project;
+  int64_t created_at = 0;  // unix seconds
+};
+
+//! A salted PBKDF2-HMAC-SHA256 result, as auth/passwords.h writes and checks it.
+struct PasswordRecord {
+  std::string salt;
+  std::string hash;
+  int64_t iterations = 0;
+};
+
+struct UserRecord {
+  std::string username;
+  PasswordRecord password;
+};
+
+struct SessionRecord {
+  std::string hash;  // of the session id the browser holds
+  std::string username;
+  int64_t expires_at = 0;  // unix seconds
+};
+
+//! Every method is thread-safe. Errors are IoError (the database failed)
+//! unless stated otherwise.
 class StateStore {
  public:
-  static Result<std::unique_ptr<StateStore>> Open(const std::string& data_dir);
-  ~StateStore();
+  virtual ~StateStore() = default;
 
+  // --- projects ---
   //! Id of the project, created when missing.
-  Result<int64_t> EnsureProject(const std::string& name) EXCLUDES(mu_);
-  //! Mints a new random token for the project (created when missing) and returns its plaintext.
-  Result<std::string> CreateToken(const std::string& project) EXCLUDES(mu_);
-  //! Stores the hash of a caller-chosen token (SIGHTLINE_INGEST_TOKEN).
-  Status AddToken(const std::string& project, const std::string& token) EXCLUDES(mu_);
-  //! Project id the token belongs to, or nullopt.
-  Result<std::optional<int64_t>> LookupToken(const std::string& token) EXCLUDES(mu_);
-  Result<int64_t> CountTokens(const std::string& project) EXCLUDES(mu_);
-
-  static std::string HashToken(const std::string& token);
-  //! `bytes` random bytes as hex ("" if the system has no randomness).
-  static std::string RandomHex(size_t bytes);
-
-  // --- UI users and sessions ---
-  //! Creates the user, or resets the password of an existing one. Passwords
-  //! are stored as PBKDF2-HMAC-SHA256 (salted, 100k iterations).
-  Status SetUserPassword(const std::string& username, const std::string& password) EXCLUDES(mu_);
-  Result<bool> HasUser(const std::string& username) EXCLUDES(mu_);
-  //! True when the password matches.
-  Result<bool> CheckPassword(const std::string& username, const std::string& password) EXCLUDES(mu_);
-  //! A new session id (random, returned in plaintext once; stored hashed).
-  Result<std::string> CreateSession(const std::string& username, int64_t ttl_seconds) EXCLUDES(mu_);
-  //! The user of a live session, or nullopt.
-  Result<std::optional<std::string>> LookupSession(const std::string& session_id) EXCLUDES(mu_);
-  Status DeleteSession(const std::string& session_id) EXCLUDES(mu_);
-
-  struct Project {
-    int64_t id;
-    std::string name;
-  };
-  Result<std::vector<Project>> ListProjects() EXCLUDES(mu_);
+  virtual Result<int64_t> EnsureProject(const std::string& name) = 0;
   //! Id of an existing project, or nullopt.
-  Result<std::optional<int64_t>> FindProject(const std::string& name) EXCLUDES(mu_);
+  virtual Result<std::optional<int64_t>> FindProject(const std::string& name) = 0;
+  //! Every project, by name.
+  virtual Result<std::vector<ProjectRecord>> ListProjects() = 0;
+
+  // --- tokens, by hash ---
+  //! Adds a token hash to the project (created when missing). A hash already
+  //! stored is left as it is, whichever project it belongs to.
+  virtual Status AddToken(const std::string& project, const std::string& hash) = 0;
+  //! Project id the token hash belongs to, or nullopt.
+  virtual Result<std::optional<int64_t>> FindToken(const std::string& hash) = 0;
+  //! Tokens of one project, or of every project when `project` is nullopt;
+  //! oldest first.
+  virtual Result<std::vector<TokenRecord>> ListTokens(const std::optional<std::string>& project) = 0;
+  virtual Result<int64_t> CountTokens(const std::string& project) = 0;
+  //! Deletes the token; false when no such hash was stored.
+  virtual Result<bool> DeleteToken(const std::string& hash) = 0;
+
+  // --- users ---
+  //! Creates the user, or replaces the password record of an existing one.
+  virtual Status PutUser(const UserRecord& user) = 0;
+  virtual Result<std::optional<UserRecord>> FindUser(const std::string& username) = 0;
+
+  // --- sessions, by hash ---
+  //! REQUIRES: the user exists.
+  virtual Status AddSession(const SessionRecord& session) = 0;
+  //! The user of the session when it is still live at `now` (unix seconds), or nullopt.
+  virtual Result<std::optional<std::string>> FindSession(const std::string& hash, int64_t now) = 0;
+  //! Deletes the session, and with it every session already expired at `now`.
+  virtual Status DeleteSession(const std::string& hash, int64_t now) = 0;
+
+  //! The version recorded in the database: kStateSchemaVersion once opened.
+  virtual Result<int> SchemaVersion() = 0;
+};
+
+//! Opens (creating and migrating as needed) a state store at `location`.
+using StateStoreFactory = std::function<Result<std::unique_ptr<StateStore>>(const std::string& location)>;
+
+//! Factories by URL scheme. Register at start (RegisterBuiltinStateStores);
+//! Open may then be called from any thread.
+class StateStoreRegistry {
+ public:
+  static StateStoreRegistry& Instance();
+  void Register(const std::string& scheme, StateStoreFactory factory);
+  //! `scheme://rest` opens the store registered for `scheme` with `rest`; a
+  //! location without a scheme is a data directory and opens "sqlite" there.
+  //! InvalidArgument for an unknown scheme.
+  Result<std::unique_ptr<StateStore>> Open(const std::string& location) const;
 
  private:
-  explicit StateStore(sqlite3* db) : db_(db) {}
-  Result<int64_t> EnsureProjectLocked(const std::string& name) REQUIRES(mu_);
-  Status Exec(const char* sql) REQUIRES(mu_);
-
-  Mutex mu_;
-  sqlite3* db_ GUARDED_BY(mu_);
+  std::map<std::string, StateStoreFactory> factories_;
 };
+
+//! Registers sqlite. Idempotent.
+void RegisterBuiltinStateStores();
+
+//! RegisterBuiltinStateStores, then StateStoreRegistry::Instance().Open(location).
+Result<std::unique_ptr<StateStore>> OpenStateStore(const std::string& location);
 
 }  // namespace sightline

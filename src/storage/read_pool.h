@@ -5,7 +5,7 @@
 
 #include "common/mutex.h"
 #include "common/status.h"
-#include "storage/telemetry_store.h"
+#include "storage/sql/sql_connection.h"
 
 namespace sightline {
 

@@ -15,6 +15,7 @@
 
 #include "common/status.h"
 #include "storage/schema.h"
+#include "storage/sql/sql_connection.h"
 #include "storage/telemetry_store.h"
 
 namespace sightline::schema {

@@ -39,6 +39,8 @@ struct TimeRange {
 };
 
 //! Fixed-width time buckets: bucket i holds [origin_ns + i*step_ns, origin_ns + (i+1)*step_ns).
+//! Rows before the origin fall in negative buckets and, like rows at or past
+//! bucket `count`, are never returned.
 struct Buckets {
   int64_t origin_ns = 0;
   int64_t step_ns = 1;
@@ -54,8 +56,11 @@ struct TraceId {
 };
 
 //! key = value on an attribute map (the JSON column); the value is compared
-//! as text: strings as they are, true/false as "true"/"false", numbers in
-//! their shortest form.
+//! as text: strings as they are, true/false as "true"/"false", numbers as
+//! the stored JSON writes them (integers and plain decimals; exponent forms
+//! such as 1e+21 are rendered differently by each engine and are not part of
+//! the contract). null never matches; arrays and objects are not part of the
+//! contract.
 struct AttrFilter {
   std::string key;
   std::string value;
@@ -92,7 +97,8 @@ struct SpanGroupQuery {
   //! Which of p50, p95, p99 to compute (the others stay NaN in the result).
   std::array<bool, 3> percentiles = {true, true, true};
   Buckets buckets;  // for kBucket
-  std::vector<std::pair<std::string, std::string>> labels;  // (service, endpoint) for kLabel
+  //! Distinct (service, endpoint) pairs for kLabel.
+  std::vector<std::pair<std::string, std::string>> labels;
 };
 
 struct SpanGroup {
@@ -103,7 +109,8 @@ struct SpanGroup {
   int64_t errors = 0;  // status_code = 2
   std::array<double, 3> percentiles_ns;  // p50, p95, p99; NaN when not asked
 };
-//! Groups in no particular order (the caller sorts).
+//! Groups in no particular order (the caller sorts); only groups with spans
+//! (no dimensions and no matching span: no group).
 using SpanGroups = std::vector<SpanGroup>;
 
 //! Traces with at least one span matching `filter`, newest first.
@@ -115,7 +122,8 @@ struct TraceSearchQuery {
 struct TraceSummary {
   TraceId trace_id;
   //! Over all the trace's spans of the project, at any time: its earliest
-  //! span's service and name (ties: the smallest span id), the earliest start,
+  //! span's service and name (ties: a root span first, then the smallest span
+  //! id, so a trace is named by its root), the earliest start,
   //! the latest end, the span count, and whether any span has status error.
   std::string service;
   std::string name;

@@ -1,8 +1,9 @@
 #pragma once
 
-// The telemetry engine interface. The ingest writers and (later) the query
-// service speak only to this; engines live in storage/<engine>/ and register
-// themselves by name in the StoreRegistry (ClickHouse IStorage + StorageFactory).
+// The telemetry engine interface. The ingest writers (through SignalSink) and
+// the query service (through TelemetryReader, storage/telemetry_reader.h) speak
+// only to this; engines live in storage/<engine>/ and register themselves by
+// name in the StoreRegistry (ClickHouse IStorage + StorageFactory).
 
 #include <cstdint>
 #include <functional>
@@ -15,6 +16,7 @@
 
 #include "common/status.h"
 #include "model/batch.h"
+#include "storage/telemetry_reader.h"
 
 namespace sightline {
 
@@ -89,63 +91,6 @@ class OneSignalSink : public SignalSink {
   const Signal signal_;
 };
 
-//! A value bound to a `?` placeholder.
-using SqlParam = std::variant<int64_t, double, std::string>;
-
-//! The current row of a query result, valid only inside the row callback.
-class RowView {
- public:
-  virtual ~RowView() = default;
-  virtual bool IsNull(int col) const = 0;
-  virtual int64_t GetInt(int col) const = 0;
-  virtual double GetDouble(int col) const = 0;
-  virtual std::string GetString(int col) const = 0;
-};
-using RowCallback = std::function<void(const RowView&)>;
-
-//! What differs between engines' SQL, for the query service.
-struct SqlDialect {
-  //! quantile_cont(x, q) with linear interpolation; else percentiles are computed in C++.
-  bool has_quantile_cont = false;
-  //! An attribute of a JSON object column as text, with $COL for the column
-  //! and $PATH for each bound '$."key"' path; true/false render as
-  //! "true"/"false" and numbers in their shortest form on every engine.
-  const char* json_text =
-      "CAST(CASE json_type($COL, $PATH) WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' "
-      "ELSE json_extract($COL, $PATH) END AS TEXT)";
-  //! $COL of the newest point in a group. The query also selects
-  //! max(time_ns) and no other min/max, so on SQLite the bare column comes
-  //! from the row holding that max (a documented SQLite guarantee).
-  const char* last_of = "$COL";
-  //! Case-insensitive substring test of a column against one bound needle:
-  //! $COL is the column; the needle is bound raw when contains_raw, else as a
-  //! LIKE pattern ('%needle%' with \ escapes).
-  const char* contains_ci = "$COL LIKE ? ESCAPE '\\'";
-  bool contains_raw = false;
-  //! How span range scans name project_id. SQLite: "+project_id", which
-  //! keeps the planner off the (project_id, trace_id) index for time ranges;
-  //! walking that index in trace-id order was 2-3x slower than a table scan.
-  const char* project_column = "+project_id";
-  //! Integer division operator ("//" in DuckDB, where "/" is floating point).
-  const char* int_div = "/";
-  //! An aggregate giving the hex trace id of one span of the group (ids are
-  //! stored as integer halves). The portable form formats every row before
-  //! max(); DuckDB picks the halves first and formats once per group.
-  const char* sample_trace_id =
-      "max(CASE WHEN trace_id_high IS NULL THEN '' ELSE printf('%016x%016x', trace_id_high, trace_id_low) END)";
-};
-
-//! A read connection leased from the store's pool; returned on destruction.
-//! Query() runs on the caller's thread; Interrupt() may be called from any
-//! thread while it runs and makes it return Cancelled promptly, leaving the
-//! connection usable.
-class ReadConnection {
- public:
-  virtual ~ReadConnection() = default;
-  virtual Status Query(const std::string& sql, const std::vector<SqlParam>& params, const RowCallback& on_row) = 0;
-  virtual void Interrupt() = 0;
-};
-
 //! One open telemetry database. Thread-safe: sinks may be used from their own
 //! threads concurrently with Stats() and ExecuteSql().
 class TelemetryStore {
@@ -157,12 +102,10 @@ class TelemetryStore {
   virtual StoreStats Stats() = 0;
   //! Runs one SQL statement on a read connection (diagnostics and tests).
   virtual Result<SqlResult> ExecuteSql(const std::string& sql) = 0;
-  //! Leases a pooled read connection, waiting up to wait_ms for one to free
-  //! up (Unavailable after that). The lease returns it to the pool.
-  virtual Result<std::unique_ptr<ReadConnection>> AcquireReader(int64_t wait_ms) {
-    return Status::Internal(std::string(name()) + " has no read pool yet");
-  }
-  virtual SqlDialect dialect() const { return SqlDialect{}; }
+  //! Leases a reader on one of the engine's pooled read connections, waiting
+  //! up to wait_ms for one to free up (Unavailable after that). Destroying
+  //! the reader returns the connection to the pool.
+  virtual Result<std::unique_ptr<TelemetryReader>> AcquireReader(int64_t wait_ms) = 0;
   //! The schema version found at open and the migrations applied.
   virtual SchemaReport schema_report() const { return {}; }
   //! Flushes and closes. Sinks must be destroyed first.

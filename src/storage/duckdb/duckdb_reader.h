@@ -4,7 +4,7 @@
 
 #include <memory>
 
-#include "storage/telemetry_store.h"
+#include "storage/sql/sql_connection.h"
 
 namespace sightline {
 

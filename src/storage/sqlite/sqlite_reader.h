@@ -4,7 +4,7 @@
 #include <string>
 
 #include "common/status.h"
-#include "storage/telemetry_store.h"
+#include "storage/sql/sql_connection.h"
 
 struct sqlite3;
 

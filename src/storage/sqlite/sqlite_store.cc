@@ -1,5 +1,6 @@
 #include "storage/sqlite/sqlite_store.h"
 #include "storage/read_pool.h"
+#include "storage/sqlite/sqlite_telemetry_reader.h"
 #include "storage/sqlite/sqlite_reader.h"
 
 #include <sqlite3.h>
@@ -281,10 +282,7 @@ class SqliteStore final : public TelemetryStore {
   Result<std::unique_ptr<SignalSink>> NewSink(Signal signal) override;
   StoreStats Stats() override;
   Result<SqlResult> ExecuteSql(const std::string& sql) override;
-  Result<std::unique_ptr<ReadConnection>> AcquireReader(int64_t wait_ms) override;
-  //! SQLite has no quantile aggregate (percentiles are computed in C++), and its
-  //! LIKE is already case-insensitive for ASCII.
-  SqlDialect dialect() const override { return SqlDialect{}; }
+  Result<std::unique_ptr<TelemetryReader>> AcquireReader(int64_t wait_ms) override;
   SchemaReport schema_report() const override { return schema_report_; }
   Status Close() override;
 
@@ -429,9 +427,11 @@ Status SqliteStore::Init(const StoreOptions& options) {
   return Status::Ok();
 }
 
-Result<std::unique_ptr<ReadConnection>> SqliteStore::AcquireReader(int64_t wait_ms) {
+Result<std::unique_ptr<TelemetryReader>> SqliteStore::AcquireReader(int64_t wait_ms) {
   if (read_pool_ == nullptr) return Status::Unavailable("sqlite: store is closed");
-  return read_pool_->Acquire(wait_ms);
+  auto conn = read_pool_->Acquire(wait_ms);
+  if (!conn.ok()) return conn.status();
+  return NewSqliteTelemetryReader(std::move(conn.value()));
 }
 
 Status SqliteStore::LoadCounters() {

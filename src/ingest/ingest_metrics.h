@@ -1,23 +1,26 @@
 #pragma once
 
-// Sightline's own counters, exposed at /metrics in Prometheus text format.
-// Lock-free atomics (fixed label sets), so recording is cheap on every request.
+// Ingest's own counters, exposed at /metrics in Prometheus text format.
+// Recorded by the ingest pipeline, whatever the transport; a request's code
+// label is the HTTP status its outcome maps to (HttpStatusFor). Lock-free
+// atomics (fixed label sets), so recording is cheap on every request.
 
 #include <array>
 #include <atomic>
 #include <cstdint>
 #include <string>
 
+#include "common/status.h"
 #include "model/batch.h"
 
 namespace sightline {
 
-class SelfMetrics {
+class IngestMetrics {
  public:
   static constexpr std::array<double, 12> kLatencyBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                                              0.1,   0.25,   0.5,   1,    2.5,   5};
 
-  void RecordRequest(Signal signal, int http_status, double seconds);
+  void RecordRequest(Signal signal, StatusCode outcome, double seconds);
   void AddItems(Signal signal, uint64_t accepted, uint64_t rejected);
 
   //! Appends the Prometheus exposition of these counters.

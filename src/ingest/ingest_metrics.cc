@@ -1,10 +1,10 @@
-#include "server/self_metrics.h"
+#include "ingest/ingest_metrics.h"
 
 #include <fmt/format.h>
 
 namespace sightline {
 
-size_t SelfMetrics::StatusIndex(int status) {
+size_t IngestMetrics::StatusIndex(int status) {
   if (status >= 200 && status < 300) return 0;
   for (size_t i = 1; i + 1 < kStatusCodes.size(); ++i) {
     if (kStatusCodes[i] == status) return i;
@@ -12,9 +12,9 @@ size_t SelfMetrics::StatusIndex(int status) {
   return kStatusCodes.size() - 1;
 }
 
-void SelfMetrics::RecordRequest(Signal signal, int http_status, double seconds) {
+void IngestMetrics::RecordRequest(Signal signal, StatusCode outcome, double seconds) {
   int s = static_cast<int>(signal);
-  requests_[s][StatusIndex(http_status)]++;
+  requests_[s][StatusIndex(HttpStatusFor(outcome))]++;
   Histogram& h = latency_[s];
   size_t b = 0;
   while (b < kLatencyBuckets.size() && seconds > kLatencyBuckets[b]) ++b;
@@ -23,12 +23,12 @@ void SelfMetrics::RecordRequest(Signal signal, int http_status, double seconds) 
   h.sum_micros += static_cast<uint64_t>(seconds * 1e6);
 }
 
-void SelfMetrics::AddItems(Signal signal, uint64_t accepted, uint64_t rejected) {
+void IngestMetrics::AddItems(Signal signal, uint64_t accepted, uint64_t rejected) {
   accepted_[static_cast<int>(signal)] += accepted;
   rejected_[static_cast<int>(signal)] += rejected;
 }
 
-void SelfMetrics::AppendPrometheus(std::string* out) const {
+void IngestMetrics::AppendPrometheus(std::string* out) const {
   auto& o = *out;
   o += "# HELP sightline_ingest_items_accepted_total Items (spans, log records, metric points) committed.\n";
   o += "# TYPE sightline_ingest_items_accepted_total counter\n";

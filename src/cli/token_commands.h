@@ -1,0 +1,12 @@
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace sightline {
+
+//! Registers `sightline token create|list|revoke`. Each opens the state store
+//! of --data itself, so they work while a server runs on that directory. Each
+//! runs from its CLI11 callback and throws CLI::RuntimeError(1) on failure.
+void AddTokenCommands(CLI::App* app);
+
+}  // namespace sightline

@@ -1,0 +1,334 @@
+// Metric operations: metrics, metrics/labels, metrics/series.
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "query/operations.h"
+
+namespace sightline::api {
+
+namespace {
+
+// Point attributes of a series as (key, value-as-text) pairs.
+std::vector<std::pair<std::string, std::string>> ParseLabels(simdjson::dom::parser& parser, const std::string& json) {
+  std::vector<std::pair<std::string, std::string>> out;
+  simdjson::dom::element doc;
+  if (parser.parse(json.empty() ? std::string("{}") : json).get(doc) != simdjson::SUCCESS) return out;
+  simdjson::dom::object obj;
+  if (doc.get_object().get(obj) != simdjson::SUCCESS) return out;
+  for (auto field : obj) {
+    std::string value;
+    std::string_view sv;
+    if (field.value.get_string().get(sv) == simdjson::SUCCESS) value = std::string(sv);
+    else value = simdjson::minify(field.value);
+    out.emplace_back(std::string(field.key), std::move(value));
+  }
+  return out;
+}
+
+struct Series {
+  const MetricSeriesInfo* info;
+  std::vector<std::pair<std::string, std::string>> labels;
+  std::string Label(const std::string& key) const {
+    if (key == "service.name") return info->service;
+    for (const auto& [k, v] : labels) {
+      if (k == key) return v;
+    }
+    return "";
+  }
+};
+
+std::vector<Series> WithLabels(const MetricSeriesList& list) {
+  simdjson::dom::parser parser;
+  std::vector<Series> out;
+  for (const auto& s : list) out.push_back(Series{&s, ParseLabels(parser, s.attributes)});
+  return out;
+}
+
+// Quantile from explicit-bucket counts, interpolating linearly inside the
+// bucket (as Prometheus histogram_quantile does); the first bucket starts at 0
+// and the overflow bucket answers its lower bound.
+double HistogramQuantile(const std::vector<double>& bounds, const std::vector<double>& counts, double q) {
+  double total = 0;
+  for (double c : counts) total += c;
+  if (total <= 0 || counts.size() != bounds.size() + 1) return NAN;
+  double rank = q * total, cum = 0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    if (cum + counts[i] >= rank && counts[i] > 0) {
+      if (i == bounds.size()) return bounds.empty() ? NAN : bounds.back();
+      double lo = i == 0 ? std::min(0.0, bounds[0]) : bounds[i - 1];
+      double hi = bounds[i];
+      return lo + (hi - lo) * (rank - cum) / counts[i];
+    }
+    cum += counts[i];
+  }
+  return bounds.empty() ? NAN : bounds.back();
+}
+
+}  // namespace
+
+Result<std::string> MetricList(const Call& call) {
+  auto catalog = call.reader.ListMetrics(MetricCatalogQuery{call.project_id});
+  if (!catalog.ok()) return catalog.status();
+  struct Info {
+    bool monotonic = false;
+    int64_t temporality = 0;
+    MetricType type = MetricType::kGauge;
+    std::string unit, description;
+    std::set<std::string> services;
+  };
+  std::map<std::string, Info> metrics;
+  for (const MetricCatalogRow& r : *catalog) {
+    Info& i = metrics[r.name];
+    i.type = r.type;
+    if (i.unit.empty()) i.unit = r.unit;
+    if (i.description.empty()) i.description = r.description;
+    i.services.insert(r.service);
+    i.monotonic |= r.monotonic;
+    i.temporality = std::max<int64_t>(i.temporality, r.temporality);
+  }
+  std::string out;
+  JsonWriter w(&out);
+  w.BeginObject();
+  w.Key("metrics");
+  w.BeginArray();
+  for (const auto& [name, i] : metrics) {
+    w.BeginObject();
+    w.Key("name");
+    w.String(name);
+    w.Key("type");
+    w.String(MetricTypeName(i.type));
+    w.Key("unit");
+    w.String(i.unit);
+    w.Key("description");
+    w.String(i.description);
+    w.Key("monotonic");
+    w.Bool(i.monotonic);
+    w.Key("temporality");
+    w.String(i.temporality == 1 ? "delta" : i.temporality == 2 ? "cumulative" : "unspecified");
+    w.Key("services");
+    w.BeginArray();
+    for (const auto& s : i.services) w.String(s);
+    w.EndArray();
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  return out;
+}
+
+Result<std::string> MetricLabels(const Call& call) {
+  auto name = call.params.Get("name");
+  if (!name) return Status::InvalidArgument("give the metric 'name'");
+  auto list = call.reader.FindSeries(MetricSeriesLookup{call.project_id, *name});
+  if (!list.ok()) return list.status();
+  std::map<std::string, std::set<std::string>> labels;
+  for (const auto& s : WithLabels(*list)) {
+    labels["service.name"].insert(s.info->service);
+    for (const auto& [k, v] : s.labels) labels[k].insert(v);
+  }
+  std::string out;
+  JsonWriter w(&out);
+  w.BeginObject();
+  w.Key("labels");
+  w.BeginObject();
+  for (const auto& [k, values] : labels) {
+    w.Key(k);
+    w.BeginArray();
+    for (const auto& v : values) w.String(v);
+    w.EndArray();
+  }
+  w.EndObject();
+  w.EndObject();
+  return out;
+}
+
+Result<std::string> MetricSeries(const Call& call) {
+  const ApiParams& p = call.params;
+  auto range = ParseRange(p);
+  if (!range.ok()) return range.status();
+  auto step = ParseStep(p, *range);
+  if (!step.ok()) return step.status();
+  auto name = p.Get("name");
+  if (!name) return Status::InvalidArgument("give the metric 'name'");
+  std::string agg = p.Get("agg").value_or("avg");
+  static const std::set<std::string> kAggs = {"avg", "sum", "min", "max", "rate", "p50", "p95", "p99"};
+  if (!kAggs.count(agg)) return Status::InvalidArgument("agg must be one of avg, sum, min, max, rate, p50, p95, p99");
+  std::vector<std::string> group_by;
+  if (auto g = p.Get("group_by")) {
+    size_t start = 0;
+    while (start <= g->size()) {
+      size_t comma = g->find(',', start);
+      std::string key = g->substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (!key.empty()) group_by.push_back(key);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  auto filters = AttrFilters(p, "filter");
+  if (!filters.ok()) return filters.status();
+  auto list = call.reader.FindSeries(MetricSeriesLookup{call.project_id, *name});
+  if (!list.ok()) return list.status();
+  const std::vector<Series> all = WithLabels(*list);
+  const bool quantile = agg[0] == 'p';
+  const double q = agg == "p50" ? 0.5 : agg == "p95" ? 0.95 : 0.99;
+  // Series that pass the filters, and their group.
+  std::map<std::vector<std::string>, int> group_index;
+  std::vector<std::vector<std::string>> group_keys;
+  std::unordered_map<int64_t, std::pair<int, const Series*>> chosen;
+  MetricSeriesQuery query;
+  query.project_id = call.project_id;
+  query.range = range->ns();
+  query.buckets = BucketsOf(*range, *step);
+  for (const auto& s : all) {
+    bool keep = std::all_of(filters->begin(), filters->end(),
+                            [&](const AttrFilter& f) { return s.Label(f.key) == f.value; });
+    if (!keep) continue;
+    bool histogram = s.info->type == MetricType::kHistogram;
+    if (quantile && !histogram) continue;
+    if (!quantile && histogram && agg != "rate") continue;
+    if (agg == "rate" && !(s.info->type == MetricType::kSum && s.info->monotonic)) continue;
+    std::vector<std::string> key;
+    for (const auto& g : group_by) key.push_back(s.Label(g));
+    auto [it, inserted] = group_index.emplace(key, static_cast<int>(group_keys.size()));
+    if (inserted) group_keys.push_back(key);
+    chosen[s.info->series_id] = {it->second, &s};
+    query.series_ids.push_back(s.info->series_id);
+    if (s.info->temporality == 1) query.delta_series_ids.push_back(s.info->series_id);
+  }
+  if (!all.empty() && chosen.empty() && (quantile || agg == "rate")) {
+    return Status::InvalidArgument(quantile ? "percentiles need a histogram metric" : "rate needs a monotonic sum metric");
+  }
+  const int64_t n = query.buckets.count;
+  std::vector<std::vector<double>> values(group_keys.size(), std::vector<double>(n, NAN));
+  if (!chosen.empty()) {
+    query.want = quantile        ? MetricSeriesQuery::Want::kHistograms
+                 : agg == "rate" ? MetricSeriesQuery::Want::kLast
+                                 : MetricSeriesQuery::Want::kStats;
+    auto buckets = call.reader.AggregateSeries(query);
+    if (!buckets.ok()) return buckets.status();
+    if (query.want == MetricSeriesQuery::Want::kStats) {
+      // Per series and bucket from the engine, combined per group here.
+      std::vector<std::vector<double>> sum(group_keys.size(), std::vector<double>(n, 0)),
+          cnt(group_keys.size(), std::vector<double>(n, 0));
+      for (const MetricBucket& m : *buckets) {
+        auto it = chosen.find(m.series_id);
+        if (it == chosen.end() || m.bucket < 0 || m.bucket >= n) continue;
+        int g = it->second.first;
+        double& v = values[g][m.bucket];
+        sum[g][m.bucket] += m.sum;
+        cnt[g][m.bucket] += static_cast<double>(m.count);
+        if (agg == "min") v = std::isnan(v) ? m.min : std::min(v, m.min);
+        if (agg == "max") v = std::isnan(v) ? m.max : std::max(v, m.max);
+      }
+      if (agg == "sum" || agg == "avg") {
+        for (size_t g = 0; g < group_keys.size(); ++g) {
+          for (int64_t b = 0; b < n; ++b) {
+            if (cnt[g][b] > 0) values[g][b] = agg == "sum" ? sum[g][b] : sum[g][b] / cnt[g][b];
+          }
+        }
+      }
+    } else if (query.want == MetricSeriesQuery::Want::kLast) {
+      // Increase per second. Cumulative sums diff the last value of
+      // consecutive buckets (a drop is a reset: the new value is the
+      // increase); delta sums add up their values.
+      const double step_s = static_cast<double>(*step) / 1000.0;
+      int64_t prev_series = 0;
+      double prev_last = NAN;
+      for (const MetricBucket& m : *buckets) {
+        auto it = chosen.find(m.series_id);
+        if (it == chosen.end() || m.bucket < 0 || m.bucket >= n) continue;
+        if (m.series_id != prev_series) {
+          prev_series = m.series_id;
+          prev_last = NAN;
+        }
+        double inc;
+        if (it->second.second->info->temporality == 1) {
+          inc = m.sum;
+        } else {
+          if (std::isnan(prev_last)) {
+            prev_last = m.last;
+            continue;  // the first bucket of a cumulative series has no baseline
+          }
+          inc = m.last >= prev_last ? m.last - prev_last : m.last;
+          prev_last = m.last;
+        }
+        double& v = values[it->second.first][m.bucket];
+        v = (std::isnan(v) ? 0 : v) + inc / step_s;
+      }
+    } else {
+      // Histogram percentiles: per series and bucket, the bucket's
+      // distribution (delta: summed by the engine; cumulative: the newest
+      // point minus the previous bucket's newest), merged per group when the
+      // bounds agree.
+      struct Dist {
+        std::vector<double> bounds, counts;
+      };
+      std::map<std::pair<int, int64_t>, Dist> merged;
+      int64_t prev_series = 0;
+      std::vector<double> prev_counts;
+      for (const MetricBucket& m : *buckets) {
+        auto it = chosen.find(m.series_id);
+        if (it == chosen.end() || m.bucket < 0 || m.bucket >= n) continue;
+        if (m.series_id != prev_series) {
+          prev_series = m.series_id;
+          prev_counts.clear();
+        }
+        std::vector<double> dist = m.counts;
+        if (it->second.second->info->temporality != 1) {
+          if (prev_counts.size() == dist.size()) {
+            bool reset = false;
+            for (size_t i = 0; i < dist.size(); ++i) reset |= dist[i] < prev_counts[i];
+            if (!reset) {
+              for (size_t i = 0; i < dist.size(); ++i) dist[i] -= prev_counts[i];
+            }
+          }
+          prev_counts = m.counts;
+        }
+        Dist& d = merged[{it->second.first, m.bucket}];
+        if (d.counts.empty()) {
+          d.bounds = m.bounds;
+          d.counts = std::move(dist);
+        } else if (d.bounds == m.bounds && d.counts.size() == dist.size()) {
+          for (size_t i = 0; i < dist.size(); ++i) d.counts[i] += dist[i];
+        }
+      }
+      for (const auto& [key, d] : merged) values[key.first][key.second] = HistogramQuantile(d.bounds, d.counts, q);
+    }
+  }
+  std::string out;
+  JsonWriter w(&out);
+  w.BeginObject();
+  w.Key("name");
+  w.String(*name);
+  w.Key("agg");
+  w.String(agg);
+  WriteBuckets(&w, *range, *step, n);
+  w.Key("series");
+  w.BeginArray();
+  for (size_t g = 0; g < group_keys.size(); ++g) {
+    w.BeginObject();
+    w.Key("labels");
+    w.BeginObject();
+    for (size_t i = 0; i < group_by.size(); ++i) {
+      w.Key(group_by[i]);
+      w.String(group_keys[g][i]);
+    }
+    w.EndObject();
+    w.Key("values");
+    w.BeginArray();
+    for (double v : values[g]) WriteNumberOrNull(&w, v);
+    w.EndArray();
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  return out;
+}
+
+}  // namespace sightline::api

@@ -1,0 +1,411 @@
+// Span operations: services, endpoints, endpoints/series, traces,
+// traces/{id}, exceptions, exceptions/spans.
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <set>
+#include <tuple>
+
+#include "common/hex.h"
+#include "query/operations.h"
+
+namespace sightline::api {
+
+namespace {
+
+double NsToMs(double ns) { return ns / 1e6; }
+
+// count (under `count_key`), errors, error_rate, p50_ms, p95_ms, p99_ms.
+void WriteSpanStats(JsonWriter* w, const SpanGroup& g, const char* count_key) {
+  w->Key(count_key);
+  w->Int(g.count);
+  w->Key("errors");
+  w->Int(g.errors);
+  w->Key("error_rate");
+  w->Double(g.count ? static_cast<double>(g.errors) / static_cast<double>(g.count) : 0);
+  static const char* kKeys[3] = {"p50_ms", "p95_ms", "p99_ms"};
+  for (int i = 0; i < 3; ++i) {
+    w->Key(kKeys[i]);
+    WriteNumberOrNull(w, NsToMs(g.percentiles_ns[i]));
+  }
+}
+
+SpanFilter EntrySpans(const Call& call, const MsRange& range) {
+  SpanFilter f;
+  f.project_id = call.project_id;
+  f.range = range.ns();
+  f.entry_only = true;
+  f.service = call.params.Get("service");
+  return f;
+}
+
+}  // namespace
+
+Result<std::string> Services(const Call& call) {
+  auto range = ParseRange(call.params);
+  if (!range.ok()) return range.status();
+  SpanGroupQuery q;
+  q.filter = EntrySpans(call, *range);
+  q.filter.service.reset();
+  q.dimensions = {SpanDimension::kService};
+  auto groups = call.reader.GroupSpans(q);
+  if (!groups.ok()) return groups.status();
+  std::sort(groups->begin(), groups->end(), [](const SpanGroup& a, const SpanGroup& b) {
+    return a.count != b.count ? a.count > b.count : a.keys < b.keys;
+  });
+  double seconds = static_cast<double>(range->to_ms - range->from_ms) / 1000.0;
+  std::string out;
+  JsonWriter w(&out);
+  w.BeginObject();
+  w.Key("services");
+  w.BeginArray();
+  for (const auto& g : *groups) {
+    w.BeginObject();
+    w.Key("service");
+    w.String(g.keys[0]);
+    w.Key("rate_per_s");
+    w.Double(static_cast<double>(g.count) / seconds);
+    WriteSpanStats(&w, g, "requests");
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  return out;
+}
+
+Result<std::string> Endpoints(const Call& call) {
+  const ApiParams& p = call.params;
+  auto range = ParseRange(p);
+  if (!range.ok()) return range.status();
+  std::string sort = p.Get("sort").value_or("count");
+  std::string order = p.Get("order").value_or(sort == "endpoint" ? "asc" : "desc");
+  static const std::set<std::string> kSorts = {"count", "error_rate", "p50", "p95", "p99", "endpoint"};
+  if (!kSorts.count(sort)) return Status::InvalidArgument("sort must be one of count, error_rate, p50, p95, p99, endpoint");
+  if (order != "asc" && order != "desc") return Status::InvalidArgument("order must be asc or desc");
+  auto limit = IntParam(p, "limit", 50, 1, 1000);
+  if (!limit.ok()) return limit.status();
+  auto offset = IntParam(p, "offset", 0, 0, 1000000000);
+  if (!offset.ok()) return offset.status();
+  SpanGroupQuery q;
+  q.filter = EntrySpans(call, *range);
+  q.dimensions = {SpanDimension::kService, SpanDimension::kEndpoint};
+  auto groups = call.reader.GroupSpans(q);
+  if (!groups.ok()) return groups.status();
+  auto key = [&sort](const SpanGroup& g) -> double {
+    if (sort == "count") return static_cast<double>(g.count);
+    if (sort == "error_rate") return g.count ? static_cast<double>(g.errors) / static_cast<double>(g.count) : 0;
+    if (sort == "p50") return g.percentiles_ns[0];
+    if (sort == "p95") return g.percentiles_ns[1];
+    return g.percentiles_ns[2];
+  };
+  bool desc = order == "desc";
+  std::stable_sort(groups->begin(), groups->end(), [&](const SpanGroup& a, const SpanGroup& b) {
+    if (sort == "endpoint") {
+      auto ka = std::tie(a.keys[1], a.keys[0]), kb = std::tie(b.keys[1], b.keys[0]);
+      return desc ? ka > kb : ka < kb;
+    }
+    double ka = key(a), kb = key(b);
+    if (ka != kb) return desc ? ka > kb : ka < kb;
+    // Equal values: by service, then endpoint, so pages are stable.
+    return std::tie(a.keys[0], a.keys[1]) < std::tie(b.keys[0], b.keys[1]);
+  });
+  std::string out;
+  JsonWriter w(&out);
+  w.BeginObject();
+  w.Key("total");
+  w.Int(static_cast<int64_t>(groups->size()));
+  w.Key("endpoints");
+  w.BeginArray();
+  for (size_t i = static_cast<size_t>(*offset); i < groups->size() && i < static_cast<size_t>(*offset + *limit); ++i) {
+    const auto& g = (*groups)[i];
+    w.BeginObject();
+    w.Key("service");
+    w.String(g.keys[0]);
+    w.Key("endpoint");
+    w.String(g.keys[1]);
+    WriteSpanStats(&w, g, "count");
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  return out;
+}
+
+Result<std::string> EndpointSeries(const Call& call) {
+  const ApiParams& p = call.params;
+  auto range = ParseRange(p);
+  if (!range.ok()) return range.status();
+  auto step = ParseStep(p, *range);
+  if (!step.ok()) return step.status();
+  std::string metric = p.Get("metric").value_or("p95");
+  if (metric != "p50" && metric != "p95" && metric != "p99" && metric != "count") {
+    return Status::InvalidArgument("metric must be one of p50, p95, p99, count");
+  }
+  auto top = IntParam(p, "top", 10, 1, 50);
+  if (!top.ok()) return top.status();
+  // The top endpoints by count: ranking needs no percentiles.
+  SpanGroupQuery rank;
+  rank.filter = EntrySpans(call, *range);
+  rank.dimensions = {SpanDimension::kService, SpanDimension::kEndpoint};
+  rank.percentiles = {false, false, false};
+  auto ranked = call.reader.GroupSpans(rank);
+  if (!ranked.ok()) return ranked.status();
+  std::sort(ranked->begin(), ranked->end(), [](const SpanGroup& a, const SpanGroup& b) {
+    return a.count != b.count ? a.count > b.count : a.keys < b.keys;
+  });
+  SpanGroupQuery series = rank;
+  for (size_t i = 0; i < ranked->size() && i < static_cast<size_t>(*top); ++i) {
+    series.labels.emplace_back((*ranked)[i].keys[0], (*ranked)[i].keys[1]);
+  }
+  const size_t named = series.labels.size();
+  const bool has_other = ranked->size() > named;
+  const Buckets buckets = BucketsOf(*range, *step);
+  const int64_t n = buckets.count;
+  std::vector<std::vector<double>> values(named + (has_other ? 1 : 0), std::vector<double>(n, NAN));
+  const int which = metric == "p50" ? 0 : metric == "p95" ? 1 : metric == "p99" ? 2 : -1;
+  if (named > 0) {
+    series.dimensions = {SpanDimension::kBucket, SpanDimension::kLabel};
+    series.buckets = buckets;
+    // Only the percentile the chart shows (none for counts).
+    series.percentiles = {which == 0, which == 1, which == 2};
+    auto groups = call.reader.GroupSpans(series);
+    if (!groups.ok()) return groups.status();
+    for (const auto& g : *groups) {
+      int64_t b = 0, idx = 0;
+      std::from_chars(g.keys[0].data(), g.keys[0].data() + g.keys[0].size(), b);
+      std::from_chars(g.keys[1].data(), g.keys[1].data() + g.keys[1].size(), idx);
+      if (b < 0 || b >= n) continue;
+      if (idx < 0) idx = static_cast<int64_t>(named);  // other
+      if (idx >= static_cast<int64_t>(values.size())) continue;
+      values[idx][b] = which < 0 ? static_cast<double>(g.count) : NsToMs(g.percentiles_ns[which]);
+    }
+  }
+  std::string out;
+  JsonWriter w(&out);
+  w.BeginObject();
+  w.Key("metric");
+  w.String(metric);
+  WriteBuckets(&w, *range, *step, n);
+  w.Key("series");
+  w.BeginArray();
+  auto emit = [&](const std::string& name, const std::vector<double>& row) {
+    w.BeginObject();
+    w.Key("name");
+    w.String(name);
+    w.Key("values");
+    w.BeginArray();
+    for (double v : row) {
+      if (which < 0 && !std::isfinite(v)) w.Int(0);
+      else WriteNumberOrNull(&w, v);
+    }
+    w.EndArray();
+    w.EndObject();
+  };
+  for (size_t i = 0; i < named; ++i) emit(series.labels[i].first + " " + series.labels[i].second, values[i]);
+  if (has_other) emit("other", values.back());
+  w.EndArray();
+  w.EndObject();
+  return out;
+}
+
+Result<std::string> Traces(const Call& call) {
+  const ApiParams& p = call.params;
+  auto range = ParseRange(p);
+  if (!range.ok()) return range.status();
+  TraceSearchQuery q;
+  auto limit = IntParam(p, "limit", 50, 1, 500);
+  if (!limit.ok()) return limit.status();
+  q.limit = *limit;
+  SpanFilter& f = q.filter;
+  f.project_id = call.project_id;
+  f.range = range->ns();
+  f.service = p.Get("service");
+  f.endpoint = p.Get("endpoint");
+  if (auto v = p.Get("status")) {
+    int code = *v == "error" ? 2 : *v == "ok" ? 1 : *v == "unset" ? 0 : -1;
+    if (code < 0) return Status::InvalidArgument("status must be error, ok or unset");
+    f.status_code = code;
+  }
+  for (auto [name, bound] : {std::pair{"min_duration_ms", &f.min_duration_ns}, std::pair{"max_duration_ms", &f.max_duration_ns}}) {
+    if (auto v = p.Get(name)) {
+      auto d = ParseDouble(name, *v);
+      if (!d.ok()) return d.status();
+      *bound = static_cast<int64_t>(*d * 1e6);
+    }
+  }
+  auto attrs = AttrFilters(p, "attr");
+  if (!attrs.ok()) return attrs.status();
+  f.attributes = std::move(attrs.value());
+  auto traces = call.reader.SearchTraces(q);
+  if (!traces.ok()) return traces.status();
+  std::string out;
+  JsonWriter w(&out);
+  w.BeginObject();
+  w.Key("traces");
+  w.BeginArray();
+  for (const auto& t : *traces) {
+    w.BeginObject();
+    w.Key("trace_id");
+    w.String(TraceIdText(t.trace_id));
+    w.Key("service");
+    w.String(t.service);
+    w.Key("name");
+    w.String(t.name);
+    w.Key("start_ms");
+    w.Double(static_cast<double>(t.start_ns) / 1e6);
+    w.Key("duration_ms");
+    w.Double(static_cast<double>(t.end_ns - t.start_ns) / 1e6);
+    w.Key("span_count");
+    w.Int(t.span_count);
+    w.Key("error");
+    w.Bool(t.error);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  return out;
+}
+
+Result<std::string> TraceDetail(const Call& call) {
+  std::string hex(call.path_arg);
+  for (char& c : hex) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  auto id = ParseTraceId("trace id", hex);
+  if (!id.ok()) return id.status();
+  auto trace = call.reader.GetTrace(TraceQuery{call.project_id, *id});
+  if (!trace.ok()) {
+    if (trace.status().code() == StatusCode::kNotFound) return Status::NotFound("no trace " + hex + " in this project");
+    return trace.status();
+  }
+  std::string out;
+  JsonWriter w(&out);
+  w.BeginObject();
+  w.Key("trace_id");
+  w.String(hex);
+  w.Key("spans");
+  w.BeginArray();
+  for (const SpanRecord& s : trace->spans) {
+    w.BeginObject();
+    w.Key("span_id");
+    w.String(SpanIdText(s.span_id));
+    w.Key("parent_span_id");
+    w.String(SpanIdText(s.parent_span_id));
+    w.Key("service");
+    w.String(s.service);
+    w.Key("name");
+    w.String(s.name);
+    w.Key("kind");
+    w.Int(s.kind);
+    w.Key("start_time_ns");
+    w.String(std::to_string(s.start_ns));
+    w.Key("end_time_ns");
+    w.String(std::to_string(s.end_ns));
+    w.Key("duration_ms");
+    w.Double(static_cast<double>(s.duration_ns) / 1e6);
+    w.Key("status_code");
+    w.Int(s.status_code);
+    w.Key("status_message");
+    w.String(s.status_message);
+    for (auto [key, json, empty] : {std::tuple{"attributes", &s.attributes, "{}"},
+                                    std::tuple{"resource_attributes", &s.resource_attributes, "{}"},
+                                    std::tuple{"events", &s.events, "[]"}, std::tuple{"links", &s.links, "[]"}}) {
+      w.Key(key);
+      w.Raw(json->empty() ? empty : *json);
+    }
+    w.Key("scope_name");
+    w.String(s.scope_name);
+    w.Key("trace_state");
+    w.String(s.trace_state);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("logs");
+  w.BeginArray();
+  for (const LogRecord& l : trace->logs) WriteLogRecord(&w, l);
+  w.EndArray();
+  w.EndObject();
+  return out;
+}
+
+Result<std::string> Exceptions(const Call& call) {
+  auto range = ParseRange(call.params);
+  if (!range.ok()) return range.status();
+  ExceptionQuery q;
+  auto limit = IntParam(call.params, "limit", 50, 1, 1000);
+  if (!limit.ok()) return limit.status();
+  q.limit = *limit;
+  q.filter.project_id = call.project_id;
+  q.filter.range = range->ns();
+  q.filter.service = call.params.Get("service");
+  auto groups = call.reader.GroupExceptions(q);
+  if (!groups.ok()) return groups.status();
+  std::string out;
+  JsonWriter w(&out);
+  w.BeginObject();
+  w.Key("exceptions");
+  w.BeginArray();
+  for (const auto& g : *groups) {
+    w.BeginObject();
+    w.Key("type");
+    w.String(g.type);
+    w.Key("message");
+    w.String(g.message);
+    w.Key("service");
+    w.String(g.service);
+    w.Key("count");
+    w.Int(g.count);
+    w.Key("first_seen_ms");
+    w.Double(static_cast<double>(g.first_ns) / 1e6);
+    w.Key("last_seen_ms");
+    w.Double(static_cast<double>(g.last_ns) / 1e6);
+    w.Key("sample_trace_id");
+    w.String(TraceIdText(g.sample_trace_id));
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  return out;
+}
+
+Result<std::string> ExceptionSpans(const Call& call) {
+  auto range = ParseRange(call.params);
+  if (!range.ok()) return range.status();
+  ExceptionSpansQuery q;
+  auto limit = IntParam(call.params, "limit", 50, 1, 1000);
+  if (!limit.ok()) return limit.status();
+  q.limit = *limit;
+  q.type = call.params.Get("type");
+  q.message = call.params.Get("message");
+  if (!q.type && !q.message) return Status::InvalidArgument("give 'type' and/or 'message'");
+  q.filter.project_id = call.project_id;
+  q.filter.range = range->ns();
+  q.filter.service = call.params.Get("service");
+  auto spans = call.reader.ExceptionSpans(q);
+  if (!spans.ok()) return spans.status();
+  std::string out;
+  JsonWriter w(&out);
+  w.BeginObject();
+  w.Key("spans");
+  w.BeginArray();
+  for (const auto& s : *spans) {
+    w.BeginObject();
+    w.Key("trace_id");
+    w.String(TraceIdText(s.trace_id));
+    w.Key("span_id");
+    w.String(SpanIdText(s.span_id));
+    w.Key("service");
+    w.String(s.service);
+    w.Key("name");
+    w.String(s.name);
+    w.Key("start_ms");
+    w.Double(static_cast<double>(s.start_ns) / 1e6);
+    w.Key("duration_ms");
+    w.Double(static_cast<double>(s.duration_ns) / 1e6);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  return out;
+}
+
+}  // namespace sightline::api

@@ -1,0 +1,100 @@
+#include "storage/duckdb/duckdb_telemetry_reader.h"
+
+#include <cmath>
+
+#include "storage/sql/sql_reader.h"
+
+namespace sightline {
+
+namespace {
+
+class DuckDbTelemetryReader final : public SqlReader {
+ public:
+  using SqlReader::SqlReader;
+
+  //! Exact percentiles with quantile_cont in SQL: DuckDB sorts each group
+  //! once for all fractions, where streaming durations out costs far more.
+  Result<SpanGroups> GroupSpans(const SpanGroupQuery& q) override;
+
+ protected:
+  std::string IntDiv(const std::string& a, const std::string& b) const override { return "(" + a + " // " + b + ")"; }
+  void AppendJsonText(sql::Sql* sql, const char* column, const std::string& key) const override {
+    std::string path = "$.\"";
+    for (char c : key) {
+      if (c == '"' || c == '\\') path.push_back('\\');
+      path.push_back(c);
+    }
+    path += "\"";
+    *sql << "json_extract_string(" << column << ", ";
+    sql->Bind(path);
+    *sql << ")";
+  }
+  std::string LastOf(const char* column) const override { return std::string("arg_max(") + column + ", time_ns)"; }
+  //! ~3x faster than ILIKE ... ESCAPE over a full scan (measured at 1M logs);
+  //! lower() folds Unicode too.
+  void AppendContains(sql::Sql* sql, const char* column, const std::string& text) const override {
+    *sql << "contains(lower(" << column << "), lower(";
+    sql->Bind(text);
+    *sql << "))";
+  }
+  //! The greatest (high, low) pair taken from the integer halves and
+  //! formatted once per group (formatting every row before max() was
+  //! 0.40-0.45 s for the whole exceptions query at 10M spans, 0.28-0.32 s
+  //! this way); xor with INT64_MIN turns unsigned order into signed order.
+  std::string SampleTraceIdHex() const override {
+    constexpr const char* kMin = "(-9223372036854775807 - 1)";
+    std::string key = std::string("max({'h': xor(trace_id_high, ") + kMin + "), 'l': xor(trace_id_low, " + kMin + ")})";
+    return std::string("CASE WHEN count(trace_id_high) = 0 THEN '' ELSE printf('%016x%016x', xor(") + key + ".h, " +
+           kMin + "), xor(" + key + ".l, " + kMin + ")) END";
+  }
+};
+
+Result<SpanGroups> DuckDbTelemetryReader::GroupSpans(const SpanGroupQuery& q) {
+  if (!q.percentiles[0] && !q.percentiles[1] && !q.percentiles[2]) return SqlReader::GroupSpans(q);
+  const int k = static_cast<int>(q.dimensions.size());
+  std::string fractions;
+  int wanted = 0;
+  for (int i = 0; i < 3; ++i) {
+    if (!q.percentiles[i]) continue;
+    fractions += (wanted++ ? ", " : "") + std::string(i == 0 ? "0.5" : i == 1 ? "0.95" : "0.99");
+  }
+  // One quantile aggregate with a list of fractions sorts each group once;
+  // three separate ones measured ~30% slower at 5M spans.
+  sql::Sql inner;
+  inner << "SELECT ";
+  for (SpanDimension d : q.dimensions) inner << SpanKeyExpr(d, q) << ", ";
+  inner << "count(*) AS c, sum(CASE WHEN status_code = 2 THEN 1 ELSE 0 END) AS e, quantile_cont(duration_ns, ["
+        << fractions << "]) AS q FROM spans";
+  inner.Append(LabelJoin(q));
+  inner.Append(SpanGroupWhere(q));
+  if (k > 0) {
+    inner << " GROUP BY ";
+    for (int i = 0; i < k; ++i) inner << (i ? ", " : "") << std::to_string(i + 1);
+  }
+  sql::Sql sql;
+  sql << "SELECT * EXCLUDE (q)";
+  for (int i = 1; i <= wanted; ++i) sql << ", q[" << std::to_string(i) << "]";
+  sql << " FROM (";
+  sql.Append(inner);
+  sql << ")";
+  SpanGroups out;
+  SL_RETURN_IF_ERROR(Rows(sql, [&](const RowView& r) {
+    SpanGroup g;
+    for (int i = 0; i < k; ++i) g.keys.push_back(sql::Text(r, i));
+    g.count = r.GetInt(k);
+    g.errors = r.IsNull(k + 1) ? 0 : r.GetInt(k + 1);
+    int col = k + 2;
+    for (int i = 0; i < 3; ++i) g.percentiles_ns[i] = q.percentiles[i] ? r.GetDouble(col++) : NAN;
+    if (g.count > 0) out.push_back(std::move(g));
+  }));
+  DropOutOfRangeBuckets(q, &out);
+  return out;
+}
+
+}  // namespace
+
+std::unique_ptr<TelemetryReader> NewDuckDbTelemetryReader(std::unique_ptr<ReadConnection> conn) {
+  return std::make_unique<DuckDbTelemetryReader>(std::move(conn));
+}
+
+}  // namespace sightline

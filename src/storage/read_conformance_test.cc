@@ -1,0 +1,1414 @@
+// The read conformance suite: every operation of storage/telemetry_reader.h
+// on the fixed dataset of storage/testing/read_dataset.h.
+//
+// Two layers:
+// - ReadReferenceTest checks the in-memory reference engine against answers
+//   computed by hand from the dataset and written here as literals, so the
+//   reference is held to something independent of any engine.
+// - ReadConformanceTest runs, for every engine in Engines(), a catalog of
+//   queries per operation and compares each full answer with the reference's:
+//   integers, strings and order exactly, doubles to a relative 1e-9 (engines
+//   may interpolate percentiles in another order). A mismatch prints a diff of
+//   the answers' rows.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "storage/memory/memory_store.h"
+#include "storage/telemetry_reader.h"
+#include "storage/telemetry_store.h"
+#include "storage/testing/read_dataset.h"
+
+namespace sightline::read_dataset {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using Want = MetricSeriesQuery::Want;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kRelativeTolerance = 1e-9;
+
+//! Milliseconds as the nanoseconds a percentile is reported in.
+constexpr double MsD(double ms) { return ms * 1e6; }
+
+// ------------------------------------------------------- answers as rows
+
+//! One value of an answer row, named for the diff.
+struct Field {
+  std::string name;
+  std::variant<int64_t, double, std::string, std::vector<double>> value;
+};
+using Row = std::vector<Field>;
+
+std::string Hex64(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+std::string Hex(const TraceId& t) { return Hex64(t.high) + Hex64(t.low); }
+
+bool SameDouble(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+  if (a == b) return true;
+  return std::fabs(a - b) <= kRelativeTolerance * std::max(std::fabs(a), std::fabs(b));
+}
+
+bool SameField(const Field& a, const Field& b) {
+  if (a.name != b.name || a.value.index() != b.value.index()) return false;
+  if (const double* x = std::get_if<double>(&a.value)) return SameDouble(*x, std::get<double>(b.value));
+  if (const auto* x = std::get_if<std::vector<double>>(&a.value)) {
+    const auto& y = std::get<std::vector<double>>(b.value);
+    if (x->size() != y.size()) return false;
+    for (size_t i = 0; i < x->size(); ++i) {
+      if (!SameDouble((*x)[i], y[i])) return false;
+    }
+    return true;
+  }
+  return a.value == b.value;
+}
+
+bool SameRow(const Row& a, const Row& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!SameField(a[i], b[i])) return false;
+  }
+  return true;
+}
+
+//! Shortest round-trip digits, without an exponent for the magnitudes of
+//! times and durations (so nanoseconds read as nanoseconds).
+std::string FormatDouble(double v) {
+  if (std::isnan(v)) return "NaN";
+  char buf[400];
+  auto format = std::fabs(v) < 1e18 ? std::chars_format::fixed : std::chars_format::general;
+  auto r = std::to_chars(buf, buf + sizeof(buf), v, format);
+  return std::string(buf, r.ptr);
+}
+
+std::string FormatRow(const Row& row) {
+  std::string out = "{";
+  for (const Field& f : row) {
+    if (out.size() > 1) out += ", ";
+    out += f.name + "=";
+    std::visit(
+        [&](const auto& v) {
+          using T = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<T, int64_t>) {
+            out += std::to_string(v);
+          } else if constexpr (std::is_same_v<T, double>) {
+            out += FormatDouble(v);
+          } else if constexpr (std::is_same_v<T, std::string>) {
+            out += "\"" + v + "\"";
+          } else {
+            out += "[";
+            for (size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + FormatDouble(v[i]);
+            out += "]";
+          }
+        },
+        f.value);
+  }
+  return out + "}";
+}
+
+//! Equal rows in equal order; otherwise a line diff of the two answers
+//! ("-" expected only, "+" actual only, "  " both), from a longest common
+//! subsequence of rows.
+::testing::AssertionResult SameRows(const std::vector<Row>& expected, const std::vector<Row>& actual) {
+  const size_t n = expected.size(), m = actual.size();
+  if (n == m && std::equal(expected.begin(), expected.end(), actual.begin(), SameRow)) {
+    return ::testing::AssertionSuccess();
+  }
+  std::vector<std::vector<size_t>> lcs(n + 1, std::vector<size_t>(m + 1, 0));
+  for (size_t i = n; i-- > 0;) {
+    for (size_t j = m; j-- > 0;) {
+      lcs[i][j] = SameRow(expected[i], actual[j]) ? lcs[i + 1][j + 1] + 1 : std::max(lcs[i + 1][j], lcs[i][j + 1]);
+    }
+  }
+  std::string diff;
+  size_t i = 0, j = 0;
+  while (i < n || j < m) {
+    if (i < n && j < m && SameRow(expected[i], actual[j])) {
+      diff += "    " + FormatRow(expected[i++]) + "\n";
+      ++j;
+    } else if (j < m && (i == n || lcs[i][j + 1] >= lcs[i + 1][j])) {
+      diff += "  + " + FormatRow(actual[j++]) + "\n";
+    } else {
+      diff += "  - " + FormatRow(expected[i++]) + "\n";
+    }
+  }
+  return ::testing::AssertionFailure() << "answers differ (- expected, + actual; " << n << " rows expected, " << m
+                                       << " actual):\n"
+                                       << diff;
+}
+
+Row ToRow(const SpanGroup& g) {
+  Row r;
+  for (size_t i = 0; i < g.keys.size(); ++i) r.push_back({"key" + std::to_string(i), g.keys[i]});
+  r.push_back({"count", g.count});
+  r.push_back({"errors", g.errors});
+  r.push_back({"p50", g.percentiles_ns[0]});
+  r.push_back({"p95", g.percentiles_ns[1]});
+  r.push_back({"p99", g.percentiles_ns[2]});
+  return r;
+}
+
+Row ToRow(const TraceSummary& t) {
+  return {{"trace", Hex(t.trace_id)}, {"service", t.service},  {"name", t.name},
+          {"start", t.start_ns},      {"end", t.end_ns},       {"spans", t.span_count},
+          {"error", int64_t{t.error}}};
+}
+
+Row ToRow(const SpanRecord& s) {
+  return {{"span", Hex64(s.span_id)},
+          {"parent", Hex64(s.parent_span_id)},
+          {"service", s.service},
+          {"name", s.name},
+          {"kind", int64_t{s.kind}},
+          {"start", s.start_ns},
+          {"end", s.end_ns},
+          {"duration", s.duration_ns},
+          {"status", int64_t{s.status_code}},
+          {"status_message", s.status_message},
+          {"trace_state", s.trace_state},
+          {"attributes", s.attributes},
+          {"resource", s.resource_attributes},
+          {"events", s.events},
+          {"links", s.links},
+          {"scope", s.scope_name}};
+}
+
+Row ToRow(const LogRecord& l) {
+  return {{"time", l.time_ns},        {"severity", int64_t{l.severity_number}}, {"severity_text", l.severity_text},
+          {"body", l.body},           {"service", l.service},                    {"trace", Hex(l.trace_id)},
+          {"span", Hex64(l.span_id)}, {"attributes", l.attributes}};
+}
+
+Row ToRow(const ExceptionGroup& g) {
+  return {{"type", g.type},       {"message", g.message}, {"service", g.service},
+          {"count", g.count},     {"first", g.first_ns},  {"last", g.last_ns},
+          {"sample", Hex(g.sample_trace_id)}};
+}
+
+Row ToRow(const SpanRef& s) {
+  return {{"trace", Hex(s.trace_id)}, {"span", Hex64(s.span_id)}, {"service", s.service},
+          {"name", s.name},           {"start", s.start_ns},      {"duration", s.duration_ns}};
+}
+
+Row ToRow(const LogVolumeRow& v) { return {{"bucket", v.bucket}, {"level", int64_t{v.level}}, {"count", v.count}}; }
+
+Row ToRow(const MetricCatalogRow& m) {
+  return {{"name", m.name},
+          {"type", int64_t{static_cast<int32_t>(m.type)}},
+          {"unit", m.unit},
+          {"description", m.description},
+          {"service", m.service},
+          {"monotonic", int64_t{m.monotonic}},
+          {"temporality", int64_t{m.temporality}}};
+}
+
+Row ToRow(const MetricSeriesInfo& s) {
+  return {{"series", s.series_id},          {"type", int64_t{static_cast<int32_t>(s.type)}},
+          {"temporality", int64_t{s.temporality}}, {"monotonic", int64_t{s.monotonic}},
+          {"service", s.service},           {"attributes", s.attributes}};
+}
+
+//! The fields a MetricSeriesQuery::Want asks for (the others are unspecified).
+Row ToRow(const MetricBucket& b, Want want) {
+  Row r = {{"series", b.series_id}, {"bucket", b.bucket}};
+  switch (want) {
+    case Want::kStats:
+      r.insert(r.end(), {{"count", b.count}, {"sum", b.sum}, {"min", b.min}, {"max", b.max}});
+      break;
+    case Want::kLast:
+      r.insert(r.end(), {{"last", b.last}, {"sum", b.sum}});
+      break;
+    case Want::kHistograms:
+      r.insert(r.end(), {{"counts", b.counts}, {"bounds", b.bounds}});
+      break;
+  }
+  return r;
+}
+
+template <typename T, typename... Extra>
+std::vector<Row> Rows(const std::vector<T>& items, Extra... extra) {
+  std::vector<Row> out;
+  for (const T& item : items) out.push_back(ToRow(item, extra...));
+  return out;
+}
+
+//! Span groups come in no particular order: compared by keys.
+std::vector<Row> Rows(SpanGroups groups) {
+  std::sort(groups.begin(), groups.end(), [](const SpanGroup& a, const SpanGroup& b) { return a.keys < b.keys; });
+  return Rows<SpanGroup>(groups);
+}
+
+//! Log volume rows come in no particular order: compared by (bucket, level).
+std::vector<Row> Rows(LogVolume rows) {
+  std::sort(rows.begin(), rows.end(), [](const LogVolumeRow& a, const LogVolumeRow& b) {
+    return std::tie(a.bucket, a.level) < std::tie(b.bucket, b.level);
+  });
+  return Rows<LogVolumeRow>(rows);
+}
+
+std::vector<Row> Rows(const TraceDetail& d) {
+  std::vector<Row> out;
+  for (const SpanRecord& s : d.spans) {
+    out.push_back(ToRow(s));
+    out.back().insert(out.back().begin(), {"part", std::string("span")});
+  }
+  for (const LogRecord& l : d.logs) {
+    out.push_back(ToRow(l));
+    out.back().insert(out.back().begin(), {"part", std::string("log")});
+  }
+  return out;
+}
+
+//! Pages of one log query: each record with its page number, and after each
+//! page whether a cursor followed it (cursors are each engine's own text).
+std::vector<Row> Rows(const std::vector<LogPage>& pages) {
+  std::vector<Row> out;
+  for (size_t p = 0; p < pages.size(); ++p) {
+    for (const LogRecord& l : pages[p].records) {
+      out.push_back(ToRow(l));
+      out.back().insert(out.back().begin(), {"page", static_cast<int64_t>(p)});
+    }
+    out.push_back({{"page", static_cast<int64_t>(p)}, {"next_cursor", std::string(pages[p].next_cursor ? "set" : "none")}});
+  }
+  return out;
+}
+
+template <typename T, typename... Extra>
+::testing::AssertionResult SameAnswer(const Result<T>& expected, const Result<T>& actual, Extra... extra) {
+  if (!expected.ok() || !actual.ok()) {
+    if (expected.ok() == actual.ok() && expected.status().code() == actual.status().code()) {
+      return ::testing::AssertionSuccess();
+    }
+    return ::testing::AssertionFailure() << "expected " << (expected.ok() ? "OK" : expected.status().ToString())
+                                         << ", got " << (actual.ok() ? "OK" : actual.status().ToString());
+  }
+  return SameRows(Rows(expected.value(), extra...), Rows(actual.value(), extra...));
+}
+
+//! Every page of a log query, following each page's cursor.
+Result<std::vector<LogPage>> AllPages(TelemetryReader& reader, LogPageQuery q) {
+  std::vector<LogPage> pages;
+  for (int i = 0; i < 100; ++i) {
+    Result<LogPage> page = reader.Logs(q);
+    if (!page.ok()) return page.status();
+    pages.push_back(page.value());
+    if (!pages.back().next_cursor) return pages;
+    q.cursor = *pages.back().next_cursor;
+  }
+  return Status::Internal("more than 100 pages: the cursor does not advance");
+}
+
+// ------------------------------------------------------------- queries
+
+SpanFilter Spans(int64_t project = kProjectA, TimeRange range = kRange) {
+  SpanFilter f;
+  f.project_id = project;
+  f.range = range;
+  return f;
+}
+
+SpanFilter EntrySpans(int64_t project = kProjectA, TimeRange range = kRange) {
+  SpanFilter f = Spans(project, range);
+  f.entry_only = true;
+  return f;
+}
+
+LogFilter Logs(int64_t project = kProjectA, TimeRange range = kRange) {
+  LogFilter f;
+  f.project_id = project;
+  f.range = range;
+  return f;
+}
+
+constexpr TimeRange kEmptyRange{At(40'000), At(50'000)};  // nothing stored in it
+
+template <typename Q>
+struct Named {
+  std::string name;
+  Q query;
+};
+
+SpanGroupQuery Grouped(SpanFilter filter, std::vector<SpanDimension> dimensions) {
+  SpanGroupQuery q;
+  q.filter = std::move(filter);
+  q.dimensions = std::move(dimensions);
+  q.buckets = kTenSeconds;
+  return q;
+}
+
+//! The endpoints chart: (bucket, label) of the two top endpoints.
+SpanGroupQuery LatencyChart(std::array<bool, 3> percentiles) {
+  SpanGroupQuery q = Grouped(EntrySpans(), {SpanDimension::kBucket, SpanDimension::kLabel});
+  q.labels = {{"frontend", "/api/items"}, {"checkout", "/api/pay"}};
+  q.percentiles = percentiles;
+  return q;
+}
+
+SpanGroupQuery BucketsFromInsideTheRange() {
+  SpanGroupQuery q = Grouped(EntrySpans(), {SpanDimension::kBucket});
+  q.buckets = {At(5000), Ms(10'000), 6};
+  return q;
+}
+
+std::vector<Named<SpanGroupQuery>> GroupSpanQueries() {
+  using D = SpanDimension;
+  std::vector<Named<SpanGroupQuery>> out = {
+      {"services", Grouped(EntrySpans(), {D::kService})},
+      {"endpoints", Grouped(EntrySpans(), {D::kService, D::kEndpoint})},
+      {"every span by service", Grouped(Spans(), {D::kService})},
+      {"endpoint then service", Grouped(Spans(), {D::kEndpoint, D::kService})},
+      {"latency chart, p95", LatencyChart({false, true, false})},
+      {"latency chart, counts", LatencyChart({false, false, false})},
+      {"latency chart, all percentiles", LatencyChart({true, true, true})},
+      {"buckets from inside the range", BucketsFromInsideTheRange()},
+      {"no dimensions", Grouped(EntrySpans(), {})},
+      {"empty range", Grouped(EntrySpans(kProjectA, kEmptyRange), {D::kService})},
+      {"project B", Grouped(EntrySpans(kProjectB), {D::kService, D::kEndpoint})},
+      {"project without data", Grouped(EntrySpans(kProjectEmpty), {D::kService})},
+  };
+  SpanGroupQuery two_buckets = Grouped(EntrySpans(), {D::kBucket, D::kService});
+  two_buckets.buckets.count = 2;
+  out.push_back({"two buckets only", two_buckets});
+  SpanGroupQuery one_service = Grouped(EntrySpans(), {D::kService, D::kEndpoint});
+  one_service.filter.service = "checkout";
+  out.push_back({"endpoints of one service", one_service});
+  SpanGroupQuery unicode = Grouped(EntrySpans(), {D::kEndpoint});
+  unicode.filter.service = "naïve-svc";
+  out.push_back({"unicode service", unicode});
+  SpanGroupQuery filtered = Grouped(Spans(), {D::kService});
+  filtered.filter.status_code = 2;
+  out.push_back({"errors only", filtered});
+  filtered.filter.status_code = 0;
+  filtered.filter.min_duration_ns = Ms(6);
+  filtered.filter.max_duration_ns = Ms(30);
+  out.push_back({"status unset, 6 to 30 ms", filtered});
+  SpanGroupQuery by_attribute = Grouped(Spans(), {D::kService});
+  by_attribute.filter.attributes = {{"http.response.status_code", "200"}};
+  out.push_back({"attribute: integer", by_attribute});
+  by_attribute.filter.attributes = {{"user.name", "café"}};
+  out.push_back({"attribute: escaped unicode", by_attribute});
+  by_attribute.filter.attributes = {{"ratio", "2.5"}};
+  out.push_back({"attribute: decimal with a trailing zero", by_attribute});
+  by_attribute.filter.endpoint = "/api/items";
+  by_attribute.filter.attributes = {{"http.response.status_code", "200"}, {"retry", "false"}};
+  out.push_back({"endpoint and two attributes", by_attribute});
+  return out;
+}
+
+TraceSearchQuery Search(SpanFilter filter, int64_t limit = 50) {
+  TraceSearchQuery q;
+  q.filter = std::move(filter);
+  q.limit = limit;
+  return q;
+}
+
+TraceSearchQuery SearchWithAttribute(std::string key, std::string value) {
+  TraceSearchQuery q = Search(Spans());
+  q.filter.attributes = {{std::move(key), std::move(value)}};
+  return q;
+}
+
+std::vector<Named<TraceSearchQuery>> SearchQueries() {
+  std::vector<Named<TraceSearchQuery>> out = {
+      {"every trace", Search(Spans())},
+      {"limit 2", Search(Spans(), 2)},
+      {"limit 1", Search(Spans(), 1)},
+      {"empty range", Search(Spans(kProjectA, kEmptyRange))},
+      {"project B", Search(Spans(kProjectB))},
+      {"project without data", Search(Spans(kProjectEmpty))},
+      {"attribute: integer", SearchWithAttribute("http.response.status_code", "200")},
+      {"attribute: negative integer", SearchWithAttribute("n", "-7")},
+      {"attribute: decimal", SearchWithAttribute("amount", "12.5")},
+      {"attribute: integer-valued", SearchWithAttribute("amount", "7")},
+      {"attribute: decimal with a trailing zero", SearchWithAttribute("ratio", "2.5")},
+      {"attribute: true", SearchWithAttribute("vip", "true")},
+      {"attribute: false", SearchWithAttribute("vip", "false")},
+      {"attribute: escaped unicode", SearchWithAttribute("user.name", "café")},
+      {"attribute: unicode", SearchWithAttribute("note", "Grüße")},
+      {"attribute: null matches nothing", SearchWithAttribute("k", "null")},
+      {"attribute: absent key", SearchWithAttribute("no.such.key", "")},
+  };
+  TraceSearchQuery q = Search(Spans());
+  q.filter.service = "checkout";
+  out.push_back({"service", q});
+  q = Search(Spans());
+  q.filter.service = "worker";
+  out.push_back({"service with a span before the range", q});
+  q.filter.entry_only = true;
+  out.push_back({"entry spans of a service", q});
+  q = Search(Spans());
+  q.filter.endpoint = "cron tick";
+  out.push_back({"endpoint without a route", q});
+  q = Search(Spans());
+  q.filter.status_code = 2;
+  out.push_back({"errors", q});
+  q = Search(Spans());
+  q.filter.min_duration_ns = Ms(30);
+  out.push_back({"at least 30 ms", q});
+  q = Search(Spans());
+  q.filter.max_duration_ns = Ms(5);
+  out.push_back({"at most 5 ms", q});
+  q = Search(Spans());
+  q.filter.attributes = {{"http.response.status_code", "200"}, {"retry", "false"}};
+  out.push_back({"two attributes", q});
+  return out;
+}
+
+std::vector<Named<TraceQuery>> TraceQueries() {
+  std::vector<Named<TraceQuery>> out;
+  const std::pair<const char*, TraceId> traces[] = {
+      {"trace 1", kTrace1}, {"trace 2", kTrace2}, {"trace 3", kTrace3}, {"trace 4", kTrace4},
+      {"trace 5", kTrace5}, {"trace 6", kTrace6}, {"trace 7", kTrace7}, {"trace 8", kTrace8},
+      {"missing", kTraceMissing}, {"absent id", TraceId{}}};
+  for (const auto& [name, id] : traces) {
+    out.push_back({std::string(name), {kProjectA, id}});
+    out.push_back({std::string(name) + ", project B", {kProjectB, id}});
+  }
+  return out;
+}
+
+ExceptionQuery Exceptions(SpanFilter filter, int64_t limit = 50) {
+  ExceptionQuery q;
+  q.filter = std::move(filter);
+  q.limit = limit;
+  return q;
+}
+
+std::vector<Named<ExceptionQuery>> ExceptionQueries() {
+  std::vector<Named<ExceptionQuery>> out = {
+      {"every group", Exceptions(Spans())},
+      {"limit 2", Exceptions(Spans(), 2)},
+      {"limit 3 cuts a tie", Exceptions(Spans(), 3)},
+      {"empty range", Exceptions(Spans(kProjectA, kEmptyRange))},
+      {"project B", Exceptions(Spans(kProjectB))},
+  };
+  ExceptionQuery q = Exceptions(Spans());
+  q.filter.service = "worker";
+  out.push_back({"service", q});
+  q.filter.service = "naïve-svc";
+  out.push_back({"unicode service", q});
+  return out;
+}
+
+ExceptionSpansQuery ExceptionSpansOf(std::optional<std::string> type, std::optional<std::string> message,
+                                     int64_t limit = 50) {
+  ExceptionSpansQuery q;
+  q.filter = Spans();
+  q.type = std::move(type);
+  q.message = std::move(message);
+  q.limit = limit;
+  return q;
+}
+
+std::vector<Named<ExceptionSpansQuery>> ExceptionSpansQueries() {
+  std::vector<Named<ExceptionSpansQuery>> out = {
+      {"type and message", ExceptionSpansOf("PaymentError", "card declined ✗")},
+      {"type and message, limit 1", ExceptionSpansOf("PaymentError", "card declined ✗", 1)},
+      {"type only", ExceptionSpansOf("TimeoutError", std::nullopt)},
+      {"absent type, message", ExceptionSpansOf("", "connection reset")},
+      {"absent type only", ExceptionSpansOf("", std::nullopt)},
+      {"absent message only", ExceptionSpansOf(std::nullopt, "")},
+      {"type, absent message", ExceptionSpansOf("TimeoutError", "")},
+      {"unicode type", ExceptionSpansOf("ÄrgerError", "kaputt ✗")},
+      {"neither", ExceptionSpansOf(std::nullopt, std::nullopt)},
+      {"no such group", ExceptionSpansOf("NoSuchError", std::nullopt)},
+  };
+  ExceptionSpansQuery q = ExceptionSpansOf("TimeoutError", "");
+  q.filter.service = "worker";
+  out.push_back({"type, absent message, service", q});
+  q = ExceptionSpansOf("PaymentError", std::nullopt);
+  q.filter = Spans(kProjectB);
+  out.push_back({"project B", q});
+  q.filter = Spans(kProjectA, kEmptyRange);
+  out.push_back({"empty range", q});
+  return out;
+}
+
+LogPageQuery Page(LogFilter filter, int64_t limit = 100) {
+  LogPageQuery q;
+  q.filter = std::move(filter);
+  q.limit = limit;
+  return q;
+}
+
+LogFilter LogsWithText(std::string text) {
+  LogFilter f = Logs();
+  f.text = std::move(text);
+  return f;
+}
+
+std::vector<Named<LogPageQuery>> LogQueries() {
+  std::vector<Named<LogPageQuery>> out = {
+      {"every record", Page(Logs())},
+      {"pages of 1", Page(Logs(), 1)},
+      {"pages of 3", Page(Logs(), 3)},
+      {"pages of 4", Page(Logs(), 4)},
+      {"pages of 10", Page(Logs(), 10)},
+      {"pages of 11: the last page is full", Page(Logs(), 11)},
+      {"empty range", Page(Logs(kProjectA, kEmptyRange))},
+      {"project B", Page(Logs(kProjectB))},
+      {"project without data", Page(Logs(kProjectEmpty))},
+      {"text: ASCII case", Page(LogsWithText("failed"))},
+      {"text: capitals", Page(LogsWithText("PAYMENT"))},
+      {"text: ASCII letter beside a non-ASCII one", Page(LogsWithText("köln"))},
+      {"text: LIKE wildcards are literal", Page(LogsWithText("50%_off"))},
+      {"text: underscore", Page(LogsWithText("_"))},
+      {"text: backslash", Page(LogsWithText(R"(%_off\)"))},
+      {"text: lowercase non-ASCII", Page(LogsWithText("échec"))},
+      {"text: uppercase non-ASCII", Page(LogsWithText("ÉCHEC"))},
+      {"text: Greek", Page(LogsWithText("σφάλμα"))},
+      {"text: no match", Page(LogsWithText("GRÜSSE"))},
+  };
+  LogFilter f = Logs();
+  f.severity_min = 13;
+  out.push_back({"severity at least WARN", Page(f, 2)});
+  f.service = "checkout";
+  out.push_back({"severity and service", Page(f)});
+  f = Logs();
+  f.service = "checkout";
+  out.push_back({"service", Page(f)});
+  f = Logs();
+  f.trace_id = kTrace1;
+  out.push_back({"trace 1", Page(f)});
+  f.trace_id = kTrace2;
+  out.push_back({"trace 2", Page(f)});
+  f.trace_id = kTrace3;
+  out.push_back({"trace 3, differs from trace 2 in the low half only", Page(f)});
+  f = Logs();
+  f.attributes = {{"retry", "true"}};
+  out.push_back({"attribute: true", Page(f)});
+  f.attributes = {{"amount", "12.5"}};
+  out.push_back({"attribute: decimal", Page(f)});
+  f.attributes = {{"order.id", "A-17"}};
+  out.push_back({"attribute: string", Page(f)});
+  f.attributes = {{"n", "-7"}};
+  out.push_back({"attribute: negative integer", Page(f)});
+  f.attributes = {{"k", "null"}};
+  out.push_back({"attribute: null matches nothing", Page(f)});
+  f = Logs(kProjectA, {kT0 - 1, At(1001)});
+  out.push_back({"a range starting 1 ns earlier", Page(f, 2)});
+  return out;
+}
+
+LogVolumeQuery Volume(LogFilter filter, Buckets buckets = kTenSeconds) {
+  LogVolumeQuery q;
+  q.filter = std::move(filter);
+  q.buckets = buckets;
+  return q;
+}
+
+std::vector<Named<LogVolumeQuery>> VolumeQueries() {
+  LogFilter checkout = Logs();
+  checkout.service = "checkout";
+  return {
+      {"every record", Volume(Logs())},
+      {"five buckets", Volume(Logs(), {kT0, Ms(10'000), 5})},
+      {"buckets from inside the range", Volume(Logs(), {At(2000), Ms(10'000), 6})},
+      {"one service", Volume(checkout)},
+      {"text", Volume(LogsWithText("échec"))},
+      {"empty range", Volume(Logs(kProjectA, kEmptyRange))},
+      {"project B", Volume(Logs(kProjectB))},
+  };
+}
+
+MetricSeriesQuery Aggregate(std::vector<int64_t> ids, Want want, int64_t project = kProjectA,
+                            TimeRange range = kRange, Buckets buckets = kTenSeconds) {
+  MetricSeriesQuery q;
+  q.project_id = project;
+  q.range = range;
+  q.buckets = buckets;
+  q.series_ids = std::move(ids);
+  q.want = want;
+  return q;
+}
+
+MetricSeriesQuery Histograms(std::vector<int64_t> ids, std::vector<int64_t> delta) {
+  MetricSeriesQuery q = Aggregate(std::move(ids), Want::kHistograms);
+  q.delta_series_ids = std::move(delta);
+  return q;
+}
+
+std::vector<Named<MetricSeriesQuery>> AggregateQueries() {
+  const std::vector<int64_t> gauges = {kSeriesTempCore0, kSeriesTempCore1};
+  const std::vector<int64_t> sums = {kSeriesRequests200, kSeriesRequestsCheckout, kSeriesQueueDepth,
+                                     kSeriesRequests500, kSeriesRequests404};
+  const std::vector<int64_t> histograms = {kSeriesLatencyFrontend, kSeriesLatencyCheckout};
+  return {
+      {"gauges, stats", Aggregate(gauges, Want::kStats)},
+      {"gauges, last", Aggregate(gauges, Want::kLast)},
+      {"sums, stats", Aggregate(sums, Want::kStats)},
+      {"sums, last", Aggregate(sums, Want::kLast)},
+      {"histograms, stats (no values)", Aggregate(histograms, Want::kStats)},
+      {"histograms, one delta", Histograms(histograms, {kSeriesLatencyCheckout})},
+      {"histograms, all cumulative", Histograms(histograms, {})},
+      {"histograms, delta id not asked for", Histograms({kSeriesLatencyFrontend}, {kSeriesLatencyCheckout})},
+      {"series without points", Aggregate({kSeriesOverflow}, Want::kStats)},
+      {"unknown series", Aggregate({424242}, Want::kStats)},
+      {"series 11 of project A", Aggregate({kSeriesProjectB}, Want::kLast)},
+      {"series 11 of project B", Aggregate({kSeriesProjectB}, Want::kLast, kProjectB)},
+      {"empty range", Aggregate(gauges, Want::kStats, kProjectA, kEmptyRange)},
+      {"buckets from inside the range", Aggregate(gauges, Want::kStats, kProjectA, kRange, {At(1500), Ms(10'000), 6})},
+      {"one-second buckets", Aggregate(sums, Want::kLast, kProjectA, kRange, {kT0, Ms(1000), 60})},
+  };
+}
+
+// ------------------------------------------------------------- engines
+
+//! A fresh directory under the system temp dir, removed at the end.
+class TempDir {
+ public:
+  TempDir() {
+    std::random_device rd;
+    path_ = std::filesystem::temp_directory_path() /
+            ("sightline-read-test-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  std::string str() const { return path_.string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+//! An engine the suite runs: its name, how its LogFilter::text folds case
+//! (the one place the contract lets engines differ), and how to open it in an
+//! empty data directory.
+struct EngineSpec {
+  std::string name;
+  TextFolding text_folding;
+  std::function<Result<std::unique_ptr<TelemetryStore>>(const std::string& data_dir)> open;
+};
+
+void PrintTo(const EngineSpec& e, std::ostream* os) { *os << e.name; }
+
+Result<std::unique_ptr<TelemetryStore>> OpenMemory(const std::string&) { return OpenMemoryStore(StoreOptions{}); }
+
+//! An engine of the StoreRegistry (duckdb, sqlite; clickhouse when it
+//! registers) in its own data directory.
+std::function<Result<std::unique_ptr<TelemetryStore>>(const std::string&)> Registered(
+    std::string name) {
+  return [name](const std::string& data_dir) {
+    RegisterBuiltinStores();
+    StoreOptions options;
+    options.data_dir = data_dir;
+    options.read_connections = 1;
+    return StoreRegistry::Instance().Open(name, options);
+  };
+}
+
+//! The engines under test. Adding one is one line: its name, its text
+//! folding (DuckDB's lower() folds Unicode, SQLite's LIKE ASCII only) and
+//! how to open it, Registered("duckdb") for an engine of the registry.
+std::vector<EngineSpec> Engines() {
+  return {
+      {"memory", TextFolding::kAscii, OpenMemory},
+      {"duckdb", TextFolding::kSimpleUnicode, Registered("duckdb")},
+      {"sqlite", TextFolding::kAscii, Registered("sqlite")},
+  };
+}
+
+class ReadConformanceTest : public ::testing::TestWithParam<EngineSpec> {
+ protected:
+  void SetUp() override {
+    Result<std::unique_ptr<TelemetryStore>> store = GetParam().open(dir_.str());
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    store_ = std::move(store).value();
+    const ReadDataset dataset = BuildReadDataset();
+    Status written = WriteReadDataset(dataset, store_.get());
+    ASSERT_TRUE(written.ok()) << written.ToString();
+    ASSERT_TRUE(WriteReadDataset(dataset, &reference_store_).ok());
+    Result<std::unique_ptr<TelemetryReader>> reader = store_->AcquireReader(10'000);
+    ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+    reader_ = std::move(reader).value();
+    reference_ = std::move(reference_store_.OpenReader({GetParam().text_folding})).value();
+  }
+
+  void TearDown() override {
+    reader_.reset();
+    if (store_ != nullptr) {
+      EXPECT_TRUE(store_->Close().ok());
+    }
+  }
+
+  TempDir dir_;
+  std::unique_ptr<TelemetryStore> store_;
+  MemoryStore reference_store_;
+  std::unique_ptr<TelemetryReader> reader_;     // the engine's
+  std::unique_ptr<TelemetryReader> reference_;  // the memory engine's
+};
+
+TEST_P(ReadConformanceTest, GroupSpansMatchesTheReference) {
+  for (const auto& [name, q] : GroupSpanQueries()) {
+    EXPECT_TRUE(SameAnswer(reference_->GroupSpans(q), reader_->GroupSpans(q))) << "query: " << name;
+  }
+}
+
+TEST_P(ReadConformanceTest, SearchTracesMatchesTheReference) {
+  for (const auto& [name, q] : SearchQueries()) {
+    EXPECT_TRUE(SameAnswer(reference_->SearchTraces(q), reader_->SearchTraces(q))) << "query: " << name;
+  }
+}
+
+TEST_P(ReadConformanceTest, GetTraceMatchesTheReference) {
+  for (const auto& [name, q] : TraceQueries()) {
+    EXPECT_TRUE(SameAnswer(reference_->GetTrace(q), reader_->GetTrace(q))) << "query: " << name;
+  }
+}
+
+TEST_P(ReadConformanceTest, GroupExceptionsMatchesTheReference) {
+  for (const auto& [name, q] : ExceptionQueries()) {
+    EXPECT_TRUE(SameAnswer(reference_->GroupExceptions(q), reader_->GroupExceptions(q))) << "query: " << name;
+  }
+}
+
+TEST_P(ReadConformanceTest, ExceptionSpansMatchesTheReference) {
+  for (const auto& [name, q] : ExceptionSpansQueries()) {
+    EXPECT_TRUE(SameAnswer(reference_->ExceptionSpans(q), reader_->ExceptionSpans(q))) << "query: " << name;
+  }
+}
+
+TEST_P(ReadConformanceTest, LogPagesMatchTheReference) {
+  for (const auto& [name, q] : LogQueries()) {
+    EXPECT_TRUE(SameAnswer(AllPages(*reference_, q), AllPages(*reader_, q))) << "query: " << name;
+  }
+}
+
+TEST_P(ReadConformanceTest, MalformedLogCursorIsInvalidArgument) {
+  for (const char* cursor : {"x", ":", "not a cursor", "memory-log:", "memory-log:1", "memory-log:a:b"}) {
+    LogPageQuery q = Page(Logs(), 2);
+    q.cursor = cursor;
+    Result<LogPage> page = reader_->Logs(q);
+    EXPECT_EQ(page.status().code(), StatusCode::kInvalidArgument) << "cursor: " << cursor;
+  }
+}
+
+TEST_P(ReadConformanceTest, CountLogsMatchesTheReference) {
+  for (const auto& [name, q] : VolumeQueries()) {
+    EXPECT_TRUE(SameAnswer(reference_->CountLogs(q), reader_->CountLogs(q))) << "query: " << name;
+  }
+}
+
+TEST_P(ReadConformanceTest, ListMetricsMatchesTheReference) {
+  for (int64_t project : {kProjectA, kProjectB, kProjectEmpty}) {
+    MetricCatalogQuery q{project};
+    EXPECT_TRUE(SameAnswer(reference_->ListMetrics(q), reader_->ListMetrics(q))) << "project " << project;
+  }
+}
+
+TEST_P(ReadConformanceTest, FindSeriesMatchesTheReference) {
+  for (int64_t project : {kProjectA, kProjectB}) {
+    for (const char* name : {"requests", "cpu.temp", "http.server.duration", "überlauf", "b.only.metric", "none"}) {
+      MetricSeriesLookup q{project, name};
+      EXPECT_TRUE(SameAnswer(reference_->FindSeries(q), reader_->FindSeries(q)))
+          << "project " << project << ", metric " << name;
+    }
+  }
+}
+
+TEST_P(ReadConformanceTest, AggregateSeriesMatchesTheReference) {
+  for (const auto& [name, q] : AggregateQueries()) {
+    EXPECT_TRUE(SameAnswer(reference_->AggregateSeries(q), reader_->AggregateSeries(q), q.want)) << "query: " << name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, ReadConformanceTest, ::testing::ValuesIn(Engines()),
+                         [](const ::testing::TestParamInfo<EngineSpec>& info) { return info.param.name; });
+
+// ------------------------------------------- the reference, checked by hand
+
+class ReadReferenceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(WriteReadDataset(BuildReadDataset(), &store_).ok());
+    reader_ = std::move(store_.AcquireReader(0)).value();
+  }
+
+  //! The answer, or an empty one (and a failure) for an error.
+  template <typename T>
+  static T Ok(const Result<T>& r) {
+    if (!r.ok()) {
+      ADD_FAILURE() << r.status().ToString();
+      return T{};
+    }
+    return r.value();
+  }
+
+  MemoryStore store_;
+  std::unique_ptr<TelemetryReader> reader_;
+};
+
+MetricBucket Stats(int64_t series, int64_t bucket, int64_t count, double sum, double min, double max) {
+  MetricBucket m;
+  m.series_id = series;
+  m.bucket = bucket;
+  m.count = count;
+  m.sum = sum;
+  m.min = min;
+  m.max = max;
+  return m;
+}
+
+MetricBucket Last(int64_t series, int64_t bucket, double last, double sum) {
+  MetricBucket m;
+  m.series_id = series;
+  m.bucket = bucket;
+  m.last = last;
+  m.sum = sum;
+  return m;
+}
+
+std::vector<std::string> TraceIds(const TraceSummaries& traces) {
+  std::vector<std::string> out;
+  for (const TraceSummary& t : traces) out.push_back(Hex(t.trace_id));
+  return out;
+}
+
+std::vector<std::string> Bodies(const std::vector<LogRecord>& records) {
+  std::vector<std::string> out;
+  for (const LogRecord& l : records) out.push_back(l.body);
+  return out;
+}
+
+// Entry spans in the range: frontend /api/items a1 10 ms, b1 20 (error),
+// c1 30, d1 40; checkout /api/pay a3 10 (error), c2 20, d2 40, d3 30; worker
+// b3 and e2 (CONSUMER) 5 each, e1 (INTERNAL root) 7; naïve-svc f1 15. a2, b2
+// and c4 are CLIENT children; c0, g1 and h1 are outside the range.
+// Percentiles of 10, 20, 30, 40: positions 1.5, 2.85, 2.97 between ranks.
+TEST_F(ReadReferenceTest, GroupSpansByServiceAndEndpoint) {
+  using D = SpanDimension;
+  const SpanGroups expected = {
+      {{"checkout", "/api/pay"}, 4, 1, {MsD(25), MsD(38.5), MsD(39.7)}},
+      {{"frontend", "/api/items"}, 4, 1, {MsD(25), MsD(38.5), MsD(39.7)}},
+      {{"naïve-svc", "Überprüfung ✓"}, 1, 0, {MsD(15), MsD(15), MsD(15)}},
+      {{"worker", "checkout-job"}, 2, 0, {MsD(5), MsD(5), MsD(5)}},
+      {{"worker", "cron tick"}, 1, 0, {MsD(7), MsD(7), MsD(7)}},
+  };
+  EXPECT_TRUE(SameAnswer<SpanGroups>(expected, reader_->GroupSpans(Grouped(EntrySpans(), {D::kService, D::kEndpoint}))));
+}
+
+// Every span: frontend adds a2 6, b2 3 and c4 2 ms: 2 3 6 10 20 30 40, so p50
+// is rank 3 (10), p95 at 5.7 (30 + 0.7 * 10), p99 at 5.94. worker: 5 5 7.
+TEST_F(ReadReferenceTest, GroupSpansOfEverySpan) {
+  const SpanGroups expected = {
+      {{"checkout"}, 4, 1, {MsD(25), MsD(38.5), MsD(39.7)}},
+      {{"frontend"}, 7, 1, {MsD(10), MsD(37), MsD(39.4)}},
+      {{"naïve-svc"}, 1, 0, {MsD(15), MsD(15), MsD(15)}},
+      {{"worker"}, 3, 0, {MsD(5), MsD(6.8), MsD(6.96)}},
+  };
+  EXPECT_TRUE(SameAnswer<SpanGroups>(expected, reader_->GroupSpans(Grouped(Spans(), {SpanDimension::kService}))));
+}
+
+// Bucket 0 (0-10 s) holds both top endpoints and b3 ("other"); bucket 2 e1 and
+// e2 (7 and 5 ms: p95 5 + 0.95 * 2); bucket 3 f1. Only p95 is asked for.
+TEST_F(ReadReferenceTest, GroupSpansByBucketAndLabel) {
+  const SpanGroups expected = {
+      {{"0", "-1"}, 1, 0, {kNaN, MsD(5), kNaN}},
+      {{"0", "0"}, 4, 1, {kNaN, MsD(38.5), kNaN}},
+      {{"0", "1"}, 4, 1, {kNaN, MsD(38.5), kNaN}},
+      {{"2", "-1"}, 2, 0, {kNaN, MsD(6.9), kNaN}},
+      {{"3", "-1"}, 1, 0, {kNaN, MsD(15), kNaN}},
+  };
+  EXPECT_TRUE(SameAnswer<SpanGroups>(expected, reader_->GroupSpans(LatencyChart({false, true, false}))));
+}
+
+// Buckets from 5 s: a1 and a3 (1 s) fall in bucket -1, not 0 (floor, not
+// truncation). Bucket 0: b1 20, b3 5, c1 30, c2 20, d1 40, d2 40, d3 30 ms.
+TEST_F(ReadReferenceTest, GroupSpansBucketsAreFloored) {
+  const SpanGroups expected = {
+      {{"0"}, 7, 1, {MsD(30), MsD(40), MsD(40)}},
+      {{"1"}, 2, 0, {MsD(6), MsD(6.9), MsD(6.98)}},
+      {{"2"}, 1, 0, {MsD(15), MsD(15), MsD(15)}},
+  };
+  EXPECT_TRUE(SameAnswer<SpanGroups>(expected, reader_->GroupSpans(BucketsFromInsideTheRange())));
+}
+
+// All twelve entry spans: 5 5 7 10 10 15 20 20 30 30 40 40.
+TEST_F(ReadReferenceTest, GroupSpansWithoutDimensions) {
+  const SpanGroups expected = {{{}, 12, 2, {MsD(17.5), MsD(40), MsD(40)}}};
+  EXPECT_TRUE(SameAnswer<SpanGroups>(expected, reader_->GroupSpans(Grouped(EntrySpans(), {}))));
+}
+
+TEST_F(ReadReferenceTest, GroupSpansKeepsProjectsApart) {
+  using D = SpanDimension;
+  const SpanGroups b = {
+      {{"frontend"}, 1, 1, {MsD(999), MsD(999), MsD(999)}},
+      {{"secret-b"}, 1, 0, {MsD(1), MsD(1), MsD(1)}},
+  };
+  EXPECT_TRUE(SameAnswer<SpanGroups>(b, reader_->GroupSpans(Grouped(EntrySpans(kProjectB), {D::kService}))));
+  EXPECT_THAT(Ok(reader_->GroupSpans(Grouped(EntrySpans(kProjectEmpty), {D::kService}))), IsEmpty());
+  EXPECT_THAT(Ok(reader_->GroupSpans(Grouped(EntrySpans(kProjectA, kEmptyRange), {D::kService}))), IsEmpty());
+}
+
+// Attribute values compare as text: the \u00e9 escape is é, 2.50 is "2.5",
+// false is "false", 1e+21 as std::to_chars writes it; null matches nothing.
+TEST_F(ReadReferenceTest, AttributeFiltersCompareValuesAsText) {
+  auto traces = [&](const char* key, const char* value) {
+    return TraceIds(Ok(reader_->SearchTraces(SearchWithAttribute(key, value))));
+  };
+  EXPECT_THAT(traces("user.name", "café"), ElementsAre(Hex(kTrace1)));
+  EXPECT_THAT(traces("ratio", "2.5"), ElementsAre(Hex(kTrace3)));
+  EXPECT_THAT(traces("ratio", "2.50"), IsEmpty());
+  EXPECT_THAT(traces("amount", "12.5"), ElementsAre(Hex(kTrace1)));
+  EXPECT_THAT(traces("amount", "7"), ElementsAre(Hex(kTrace3)));
+  EXPECT_THAT(traces("vip", "true"), ElementsAre(Hex(kTrace1)));
+  EXPECT_THAT(traces("vip", "false"), ElementsAre(Hex(kTrace3)));
+  EXPECT_THAT(traces("retry", "false"), ElementsAre(Hex(kTrace1)));
+  EXPECT_THAT(traces("n", "-7"), ElementsAre(Hex(kTrace6)));
+  EXPECT_THAT(traces("note", "Grüße"), ElementsAre(Hex(kTrace6)));
+  EXPECT_THAT(traces("big", "1e+21"), ElementsAre(Hex(kTrace2)));
+  EXPECT_THAT(traces("k", "null"), IsEmpty());
+  EXPECT_THAT(traces("k", ""), IsEmpty());
+  EXPECT_THAT(traces("http.response.status_code", "200"), ElementsAre(Hex(kTrace4), Hex(kTrace3), Hex(kTrace1)));
+}
+
+// Order: the earliest start in the range, newest first; kTrace2 and kTrace3
+// both start at 5 s and differ in the low half only: ascending. Summaries span
+// all of a trace's spans: kTrace3 starts with c0 and c5 before the range, and
+// c0 names it (no root among them; c0's id is the smaller unsigned, c5's top
+// bit is set); kTrace5 is named by its root e1, though its child e2 starts
+// with it and has the smaller id. kTrace1's span in project B is not counted.
+TEST_F(ReadReferenceTest, SearchTracesOrderAndSummaries) {
+  const TraceSummaries expected = {
+      {kTrace6, "naïve-svc", "Überprüfung ✓", At(30000), At(30015), 1, false},
+      {kTrace5, "worker", "cron tick", At(20000), At(20007), 2, false},
+      {kTrace4, "frontend", "GET /api/items", At(9000), At(9045), 3, false},
+      {kTrace2, "frontend", "GET /api/items", At(5000), At(5020), 3, true},
+      {kTrace3, "worker", "prefetch", At(-5000), At(5030), 5, false},
+      {kTrace1, "frontend", "GET /api/items", At(1000), At(1012), 3, true},
+  };
+  EXPECT_TRUE(SameAnswer<TraceSummaries>(expected, reader_->SearchTraces(Search(Spans()))));
+  EXPECT_THAT(TraceIds(Ok(reader_->SearchTraces(Search(Spans(), 2)))), ElementsAre(Hex(kTrace6), Hex(kTrace5)));
+  EXPECT_THAT(Ok(reader_->SearchTraces(Search(Spans(kProjectA, kEmptyRange)))), IsEmpty());
+  const TraceSummaries b = {
+      {kTrace2, "secret-b", "hidden", At(5000), At(5001), 1, false},
+      {kTrace1, "frontend", "GET /api/items", At(1000), At(1999), 1, true},
+  };
+  EXPECT_TRUE(SameAnswer<TraceSummaries>(b, reader_->SearchTraces(Search(Spans(kProjectB)))));
+}
+
+TEST_F(ReadReferenceTest, SearchTracesFilters) {
+  auto search = [&](auto edit) {
+    TraceSearchQuery q = Search(Spans());
+    edit(q.filter);
+    return TraceIds(Ok(reader_->SearchTraces(q)));
+  };
+  // A trace is placed by its earliest span in the range, not by the span that
+  // matched: kTrace3 by c1 (5 s), not c2 (5.01 s).
+  EXPECT_THAT(search([](SpanFilter& f) { f.service = "checkout"; }),
+              ElementsAre(Hex(kTrace4), Hex(kTrace3), Hex(kTrace1)));
+  // kTrace3's worker span c0 is before the range.
+  EXPECT_THAT(search([](SpanFilter& f) { f.service = "worker"; }), ElementsAre(Hex(kTrace5), Hex(kTrace2)));
+  EXPECT_THAT(search([](SpanFilter& f) { f.status_code = 2; }), ElementsAre(Hex(kTrace2), Hex(kTrace1)));
+  EXPECT_THAT(search([](SpanFilter& f) { f.min_duration_ns = Ms(30); }), ElementsAre(Hex(kTrace4), Hex(kTrace3)));
+  EXPECT_THAT(search([](SpanFilter& f) { f.max_duration_ns = Ms(5); }),
+              ElementsAre(Hex(kTrace5), Hex(kTrace2), Hex(kTrace3)));
+  EXPECT_THAT(search([](SpanFilter& f) { f.endpoint = "cron tick"; }), ElementsAre(Hex(kTrace5)));
+}
+
+// Spans by start, then span id unsigned: a2 (0xa2) before a3 (0xf0...a3),
+// e2 (0x0e) before its parent e1 (0xe1), c0 (0xc0) before c5 (0x80...c5).
+// Logs by time at any time, then insertion: L10 before the range, then L1, L2
+// (first write) and L3 (second write).
+TEST_F(ReadReferenceTest, GetTraceOrdersSpansAndLogs) {
+  const TraceDetail t1 = Ok(reader_->GetTrace({kProjectA, kTrace1}));
+  std::vector<uint64_t> ids;
+  for (const SpanRecord& s : t1.spans) ids.push_back(s.span_id);
+  EXPECT_THAT(ids, ElementsAre(kSpanA1, kSpanA2, kSpanA3));
+  EXPECT_THAT(Bodies(t1.logs),
+              ElementsAre("too early", "request started", "Payment FAILED for order 42", "ÉCHEC du paiement"));
+  const TraceDetail t5 = Ok(reader_->GetTrace({kProjectA, kTrace5}));
+  ASSERT_EQ(t5.spans.size(), 2u);
+  EXPECT_EQ(t5.spans[0].span_id, kSpanE2);
+  EXPECT_EQ(t5.spans[1].span_id, kSpanE1);
+  EXPECT_THAT(t5.logs, IsEmpty());
+  std::vector<uint64_t> t3;
+  for (const SpanRecord& s : Ok(reader_->GetTrace({kProjectA, kTrace3})).spans) t3.push_back(s.span_id);
+  EXPECT_THAT(t3, ElementsAre(kSpanC0, kSpanC5, kSpanC1, kSpanC4, kSpanC2));
+}
+
+TEST_F(ReadReferenceTest, GetTraceReturnsEveryColumnOfASpan) {
+  const TraceDetail t1 = Ok(reader_->GetTrace({kProjectA, kTrace1}));
+  ASSERT_EQ(t1.spans.size(), 3u);
+  const SpanRecord& a3 = t1.spans[2];
+  const SpanRecord expected = {
+      kSpanA3,
+      kSpanA2,
+      "checkout",
+      "POST /api/pay",
+      2,
+      At(1002),
+      At(1012),
+      Ms(10),
+      2,
+      "card declined",
+      "",
+      R"({"amount":12.5,"currency":"EUR","vip":true})",
+      R"({"service.name":"checkout"})",
+      R"([{"time_unix_nano":1700000001005000000,"name":"exception","attributes":{"exception.type":"PaymentError",)"
+      R"("exception.message":"card declined ✗"},"dropped_attributes_count":0}])",
+      R"([{"trace_id":"00000000000000001111111111111111","span_id":"00000000000000b1","trace_state":"",)"
+      R"("attributes":{},"dropped_attributes_count":0,"flags":0}])",
+      "checkout-lib"};
+  EXPECT_TRUE(SameRows({ToRow(expected)}, {ToRow(a3)}));
+  EXPECT_EQ(t1.spans[0].trace_state, "congo=t61rcWkgMzE");
+  EXPECT_EQ(t1.spans[0].parent_span_id, 0u);
+  EXPECT_EQ(t1.spans[0].events, "");
+  const LogRecord l1 = {At(1000), 9, "INFO", "request started", "frontend", kTrace1, kSpanA1,
+                        R"({"http.request.method":"GET"})"};
+  EXPECT_TRUE(SameRows({ToRow(l1)}, {ToRow(t1.logs[1])}));
+}
+
+// Resources are stored once per (project, id): kTrace8's span was written
+// with resource 101 changed, and reads the first one; project B has its own.
+TEST_F(ReadReferenceTest, GetTraceReadsTheFirstResourceWritten) {
+  const TraceDetail t8 = Ok(reader_->GetTrace({kProjectA, kTrace8}));
+  ASSERT_EQ(t8.spans.size(), 1u);
+  EXPECT_EQ(t8.spans[0].resource_attributes, R"({"service.name":"frontend","host.name":"web-1"})");
+  EXPECT_EQ(t8.spans[0].scope_name, "io.opentelemetry.http");
+  const TraceDetail b1 = Ok(reader_->GetTrace({kProjectB, kTrace1}));
+  ASSERT_EQ(b1.spans.size(), 1u);
+  EXPECT_EQ(b1.spans[0].span_id, kSpanP1);
+  EXPECT_EQ(b1.spans[0].resource_attributes, R"({"service.name":"frontend","host.name":"b-host"})");
+  EXPECT_THAT(Bodies(b1.logs), ElementsAre("Payment FAILED (project B)"));
+}
+
+TEST_F(ReadReferenceTest, GetTraceNotFound) {
+  EXPECT_EQ(reader_->GetTrace({kProjectA, kTraceMissing}).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(reader_->GetTrace({kProjectA, TraceId{}}).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(reader_->GetTrace({kProjectB, kTrace3}).status().code(), StatusCode::kNotFound);
+  // kTrace2 and kTrace3 differ in the low half only.
+  EXPECT_EQ(Ok(reader_->GetTrace({kProjectA, kTrace2})).spans[0].span_id, kSpanB1);
+  EXPECT_EQ(Ok(reader_->GetTrace({kProjectA, kTrace3})).spans[0].span_id, kSpanC0);
+  // Before the range: GetTrace reads any time.
+  EXPECT_EQ(Ok(reader_->GetTrace({kProjectA, kTrace7})).spans.size(), 1u);
+}
+
+// Groups in the range: PaymentError a3, c2, d2; "connection reset" without a
+// type b2, c4; TimeoutError without a message b3, e1 (worker) and b1
+// (frontend); ÄrgerError f1. g1 (OldError) is before the range. Equal counts
+// order by type, "" first; "T" < "Ä" in bytes. The sample is the greatest
+// trace id unsigned: kTrace4 (high half top bit set), kTrace3 > kTrace2 by the
+// low half, kTrace5 (low half all ones) > kTrace2.
+TEST_F(ReadReferenceTest, GroupExceptions) {
+  const ExceptionGroups expected = {
+      {"PaymentError", "card declined ✗", "checkout", 3, At(1002), At(9005), kTrace4},
+      {"", "connection reset", "frontend", 2, At(5001), At(5001), kTrace3},
+      {"TimeoutError", "", "worker", 2, At(5002), At(20000), kTrace5},
+      {"TimeoutError", "", "frontend", 1, At(5000), At(5000), kTrace2},
+      {"ÄrgerError", "kaputt ✗", "naïve-svc", 1, At(30000), At(30000), kTrace6},
+  };
+  EXPECT_TRUE(SameAnswer<ExceptionGroups>(expected, reader_->GroupExceptions(Exceptions(Spans()))));
+  EXPECT_TRUE(SameAnswer<ExceptionGroups>(ExceptionGroups{expected[0], expected[1]}, reader_->GroupExceptions(Exceptions(Spans(), 2))));
+  ExceptionQuery worker = Exceptions(Spans());
+  worker.filter.service = "worker";
+  EXPECT_TRUE(SameAnswer<ExceptionGroups>(ExceptionGroups{expected[2]}, reader_->GroupExceptions(worker)));
+  const ExceptionGroups b = {{"PaymentError", "card declined ✗", "frontend", 1, At(1000), At(1000), kTrace1}};
+  EXPECT_TRUE(SameAnswer<ExceptionGroups>(b, reader_->GroupExceptions(Exceptions(Spans(kProjectB)))));
+}
+
+TEST_F(ReadReferenceTest, ExceptionSpans) {
+  const SpanRefs payment = {
+      {kTrace4, kSpanD2, "checkout", "POST /api/pay", At(9005), Ms(40)},
+      {kTrace3, kSpanC2, "checkout", "POST /api/pay", At(5010), Ms(20)},
+      {kTrace1, kSpanA3, "checkout", "POST /api/pay", At(1002), Ms(10)},
+  };
+  EXPECT_TRUE(SameAnswer<SpanRefs>(payment, reader_->ExceptionSpans(ExceptionSpansOf("PaymentError", "card declined ✗"))));
+  EXPECT_TRUE(SameAnswer<SpanRefs>(SpanRefs{payment[0]}, reader_->ExceptionSpans(ExceptionSpansOf("PaymentError", "card declined ✗", 1))));
+  // "" is an absent type: b2 and c4 (which start together: by trace id), and
+  // no span without an exception.
+  const SpanRefs no_type = {
+      {kTrace2, kSpanB2, "frontend", "SELECT items", At(5001), Ms(3)},
+      {kTrace3, kSpanC4, "frontend", "SELECT items", At(5001), Ms(2)},
+  };
+  EXPECT_TRUE(SameAnswer<SpanRefs>(no_type, reader_->ExceptionSpans(ExceptionSpansOf("", std::nullopt))));
+  EXPECT_TRUE(SameAnswer<SpanRefs>(no_type, reader_->ExceptionSpans(ExceptionSpansOf("", "connection reset"))));
+  ExceptionSpansQuery worker = ExceptionSpansOf("TimeoutError", "");
+  worker.filter.service = "worker";
+  const SpanRefs timeouts = {
+      {kTrace5, kSpanE1, "worker", "cron tick", At(20000), Ms(7)},
+      {kTrace2, kSpanB3, "worker", "checkout-job", At(5002), Ms(5)},
+  };
+  EXPECT_TRUE(SameAnswer<SpanRefs>(timeouts, reader_->ExceptionSpans(worker)));
+  // Neither given: every span with an exception in the range.
+  std::vector<uint64_t> ids;
+  for (const SpanRef& s : Ok(reader_->ExceptionSpans(ExceptionSpansOf(std::nullopt, std::nullopt)))) {
+    ids.push_back(s.span_id);
+  }
+  EXPECT_THAT(ids, ElementsAre(kSpanF1, kSpanE1, kSpanD2, kSpanC2, kSpanB3, kSpanB2, kSpanC4, kSpanB1, kSpanA3));
+}
+
+// Newest first; equal times by insertion, newest first: L7 after L6 (one
+// write), L3 (second write) after L2 after L1. Outside the range: L10 (1 ns
+// early), L11 (at the end), L12 (no timestamp); L9 is the range's last ns.
+TEST_F(ReadReferenceTest, LogsNewestFirst) {
+  const Result<std::vector<LogPage>> all = AllPages(*reader_, Page(Logs()));
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all.value().size(), 1u);
+  EXPECT_THAT(Bodies(all.value()[0].records),
+              ElementsAre("last one", "Grüße aus Köln", "σφάλμα trace", "ΣΦΆΛΜΑ κρίσιμο", "promo 50Xyoff",
+                          R"(promo 50%_off\path)", "", "échec mineur", "ÉCHEC du paiement",
+                          "Payment FAILED for order 42", "request started"));
+  EXPECT_EQ(all.value()[0].records[0].time_ns, At(60000) - 1);
+  EXPECT_FALSE(all.value()[0].next_cursor.has_value());
+}
+
+TEST_F(ReadReferenceTest, LogPagesSplitTiesWithoutLosingRecords) {
+  const Result<std::vector<LogPage>> pages = AllPages(*reader_, Page(Logs(), 3));
+  ASSERT_TRUE(pages.ok());
+  ASSERT_EQ(pages.value().size(), 4u);
+  EXPECT_THAT(Bodies(pages.value()[0].records), ElementsAre("last one", "Grüße aus Köln", "σφάλμα trace"));
+  EXPECT_THAT(Bodies(pages.value()[1].records), ElementsAre("ΣΦΆΛΜΑ κρίσιμο", "promo 50Xyoff", R"(promo 50%_off\path)"));
+  EXPECT_THAT(Bodies(pages.value()[2].records), ElementsAre("", "échec mineur", "ÉCHEC du paiement"));
+  EXPECT_THAT(Bodies(pages.value()[3].records), ElementsAre("Payment FAILED for order 42", "request started"));
+  EXPECT_FALSE(pages.value()[3].next_cursor.has_value());
+  // A last page that is exactly full has no cursor.
+  const Result<std::vector<LogPage>> full = AllPages(*reader_, Page(Logs(), 11));
+  ASSERT_TRUE(full.ok());
+  EXPECT_EQ(full.value().size(), 1u);
+}
+
+TEST_F(ReadReferenceTest, LogFilters) {
+  auto bodies = [&](LogFilter f) { return Bodies(Ok(reader_->Logs(Page(std::move(f)))).records); };
+  EXPECT_THAT(bodies(LogsWithText("failed")), ElementsAre("Payment FAILED for order 42"));
+  EXPECT_THAT(bodies(LogsWithText("PAYMENT")), ElementsAre("Payment FAILED for order 42"));
+  EXPECT_THAT(bodies(LogsWithText("köln")), ElementsAre("Grüße aus Köln"));
+  // LIKE wildcards and the escape character are plain text.
+  EXPECT_THAT(bodies(LogsWithText("50%_off")), ElementsAre(R"(promo 50%_off\path)"));
+  EXPECT_THAT(bodies(LogsWithText("_")), ElementsAre(R"(promo 50%_off\path)"));
+  EXPECT_THAT(bodies(LogsWithText(R"(%_off\)")), ElementsAre(R"(promo 50%_off\path)"));
+  // ASCII folding (the default, as SQLite): É and é differ.
+  EXPECT_THAT(bodies(LogsWithText("échec")), ElementsAre("échec mineur"));
+  EXPECT_THAT(bodies(LogsWithText("ÉCHEC")), ElementsAre("ÉCHEC du paiement"));
+  EXPECT_THAT(bodies(LogsWithText("σφάλμα")), ElementsAre("σφάλμα trace"));
+  LogFilter f = Logs();
+  f.severity_min = 13;
+  EXPECT_THAT(bodies(f), ElementsAre("last one", "ΣΦΆΛΜΑ κρίσιμο", R"(promo 50%_off\path)", "ÉCHEC du paiement",
+                                     "Payment FAILED for order 42"));
+  f.service = "checkout";
+  EXPECT_THAT(bodies(f), ElementsAre("ÉCHEC du paiement", "Payment FAILED for order 42"));
+  f = Logs();
+  f.trace_id = kTrace1;
+  EXPECT_THAT(bodies(f), ElementsAre("ÉCHEC du paiement", "Payment FAILED for order 42", "request started"));
+  f.trace_id = kTrace2;
+  EXPECT_THAT(bodies(f), ElementsAre("ΣΦΆΛΜΑ κρίσιμο"));
+  f.trace_id = kTrace3;
+  EXPECT_THAT(bodies(f), ElementsAre("σφάλμα trace"));
+  f.trace_id = TraceId{};
+  EXPECT_THAT(bodies(f), IsEmpty());
+  f = Logs();
+  f.attributes = {{"retry", "true"}, {"order.id", "A-17"}};
+  EXPECT_THAT(bodies(f), ElementsAre("Payment FAILED for order 42"));
+  f.attributes = {{"k", "null"}};
+  EXPECT_THAT(bodies(f), IsEmpty());
+  EXPECT_THAT(bodies(Logs(kProjectB)), ElementsAre("Payment FAILED (project B)"));
+  EXPECT_THAT(bodies(Logs(kProjectA, kEmptyRange)), IsEmpty());
+}
+
+TEST_F(ReadReferenceTest, LogTextWithUnicodeFolding) {
+  Result<std::unique_ptr<TelemetryReader>> unicode = store_.OpenReader({TextFolding::kSimpleUnicode});
+  ASSERT_TRUE(unicode.ok());
+  auto bodies = [&](const char* text) { return Bodies(Ok(unicode.value()->Logs(Page(LogsWithText(text)))).records); };
+  EXPECT_THAT(bodies("échec"), ElementsAre("échec mineur", "ÉCHEC du paiement"));
+  EXPECT_THAT(bodies("ÉCHEC"), ElementsAre("échec mineur", "ÉCHEC du paiement"));
+  // Ά folds to ά and Σ to σ (the simple mapping: no final sigma).
+  EXPECT_THAT(bodies("σφάλμα"), ElementsAre("σφάλμα trace", "ΣΦΆΛΜΑ κρίσιμο"));
+  EXPECT_THAT(bodies("GRÜSSE"), IsEmpty());
+  EXPECT_THAT(bodies("failed"), ElementsAre("Payment FAILED for order 42"));
+}
+
+TEST_F(ReadReferenceTest, MalformedLogCursor) {
+  LogPageQuery q = Page(Logs(), 2);
+  q.cursor = "memory-log:12";
+  EXPECT_EQ(reader_->Logs(q).status().code(), StatusCode::kInvalidArgument);
+  q.cursor = "memory-log:1:2x";
+  EXPECT_EQ(reader_->Logs(q).status().code(), StatusCode::kInvalidArgument);
+}
+
+// Levels: L5 0 -> 0, L7 1 -> TRACE, L4 5 -> DEBUG, L1 and L14 9 -> INFO, L13
+// and L3 13 -> WARN, L2 17 -> ERROR, L6 21 -> FATAL (all in bucket 0); L8 12
+// -> INFO in bucket 3; L9 24 -> FATAL in bucket 5.
+TEST_F(ReadReferenceTest, CountLogs) {
+  const LogVolume expected = {{0, 0, 1}, {0, 1, 1}, {0, 2, 1}, {0, 3, 2}, {0, 4, 2},
+                              {0, 5, 1}, {0, 6, 1}, {3, 3, 1}, {5, 6, 1}};
+  EXPECT_TRUE(SameAnswer<LogVolume>(expected, reader_->CountLogs(Volume(Logs()))));
+  // From 2 s, the records at 1 s fall in bucket -1 and are not counted.
+  const LogVolume from_two = {{0, 0, 1}, {0, 1, 1}, {0, 2, 1}, {0, 3, 1}, {0, 4, 1}, {0, 6, 1}, {2, 3, 1}, {5, 6, 1}};
+  EXPECT_TRUE(SameAnswer<LogVolume>(from_two, reader_->CountLogs(Volume(Logs(), {At(2000), Ms(10'000), 6}))));
+  LogFilter checkout = Logs();
+  checkout.service = "checkout";
+  EXPECT_TRUE(SameAnswer<LogVolume>(LogVolume{{0, 2, 1}, {0, 4, 1}, {0, 5, 1}}, reader_->CountLogs(Volume(checkout))));
+  EXPECT_EQ(reader_->CountLogs(Volume(Logs(), {kT0, 0, 6})).status().code(), StatusCode::kInvalidArgument);
+}
+
+// One row per (name, type, unit, description, service): "requests" sum of
+// frontend merges 13 and 18 (monotonic, cumulative) with 19 (delta, not
+// monotonic). Series -16 keeps the description it was first written with.
+TEST_F(ReadReferenceTest, ListMetrics) {
+  const MetricCatalog expected = {
+      {"cpu.temp", MetricType::kGauge, "°C", "Température CPU", "naïve-svc", false, 0},
+      {"http.server.duration", MetricType::kHistogram, "ms", "Server latency", "checkout", false, 1},
+      {"http.server.duration", MetricType::kHistogram, "ms", "Server latency", "frontend", false, 2},
+      {"queue.depth", MetricType::kSum, "1", "Queue depth", "worker", false, 2},
+      {"requests", MetricType::kGauge, "1", "Requests", "frontend", false, 0},
+      {"requests", MetricType::kSum, "1", "Requests", "checkout", true, 1},
+      {"requests", MetricType::kSum, "1", "Requests", "frontend", true, 2},
+      {"überlauf", MetricType::kGauge, "", "", "worker", false, 0},
+  };
+  EXPECT_TRUE(SameAnswer<MetricCatalog>(expected, reader_->ListMetrics({kProjectA})));
+  const MetricCatalog b = {{"b.only.metric", MetricType::kGauge, "", "", "secret-b", false, 0}};
+  EXPECT_TRUE(SameAnswer<MetricCatalog>(b, reader_->ListMetrics({kProjectB})));
+  EXPECT_THAT(Ok(reader_->ListMetrics({kProjectEmpty})), IsEmpty());
+}
+
+TEST_F(ReadReferenceTest, FindSeries) {
+  const MetricSeriesList requests = {
+      {kSeriesRequests200, MetricType::kSum, 2, true, "frontend", R"({"code":200})"},
+      {kSeriesRequestsCheckout, MetricType::kSum, 1, true, "checkout", R"({"code":"200"})"},
+      {kSeriesRequests500, MetricType::kSum, 2, true, "frontend", R"({"code":500})"},
+      {kSeriesRequests404, MetricType::kSum, 1, false, "frontend", R"({"code":404})"},
+      {kSeriesRequestsGauge, MetricType::kGauge, 0, false, "frontend", "{}"},
+  };
+  EXPECT_TRUE(SameAnswer<MetricSeriesList>(requests, reader_->FindSeries({kProjectA, "requests"})));
+  // By series id, signed: -12 before 11.
+  const MetricSeriesList latency = {
+      {kSeriesLatencyCheckout, MetricType::kHistogram, 1, false, "checkout", R"({"http.route":"/api/pay"})"},
+      {kSeriesLatencyFrontend, MetricType::kHistogram, 2, false, "frontend", R"({"http.route":"/api/items"})"},
+  };
+  EXPECT_TRUE(SameAnswer<MetricSeriesList>(latency, reader_->FindSeries({kProjectA, "http.server.duration"})));
+  EXPECT_THAT(Ok(reader_->FindSeries({kProjectA, "b.only.metric"})), IsEmpty());
+  EXPECT_EQ(Ok(reader_->FindSeries({kProjectB, "b.only.metric"})).size(), 1u);
+}
+
+// Gauge -16: 40 and 45 in bucket 0; 50 and a point without a value (the
+// newest) in bucket 1; only a point without a value in bucket 2; -3.5 in
+// bucket 5; 1000 and 2000 outside the range. Gauge 17: 7, 7 (same time) and
+// 9 in bucket 0.
+TEST_F(ReadReferenceTest, AggregateGauges) {
+  const std::vector<int64_t> gauges = {kSeriesTempCore0, kSeriesTempCore1};
+  const MetricBuckets stats = {Stats(kSeriesTempCore0, 0, 2, 85, 40, 45), Stats(kSeriesTempCore0, 1, 1, 50, 50, 50),
+                               Stats(kSeriesTempCore0, 5, 1, -3.5, -3.5, -3.5), Stats(kSeriesTempCore1, 0, 3, 23, 7, 9)};
+  EXPECT_TRUE(SameAnswer<MetricBuckets>(stats, reader_->AggregateSeries(Aggregate(gauges, Want::kStats)), Want::kStats));
+  // The newest point of bucket 1 has no value: last is the newest value, 50.
+  const MetricBuckets last = {Last(kSeriesTempCore0, 0, 45, 85), Last(kSeriesTempCore0, 1, 50, 50),
+                              Last(kSeriesTempCore0, 5, -3.5, -3.5), Last(kSeriesTempCore1, 0, 9, 23)};
+  EXPECT_TRUE(SameAnswer<MetricBuckets>(last, reader_->AggregateSeries(Aggregate(gauges, Want::kLast)), Want::kLast));
+  // From 1.5 s: 40 (1 s) is in bucket -1; 45 (2 s) and 9 (3 s) in 0; 50 (12 s) in 1.
+  const MetricBuckets shifted = {Stats(kSeriesTempCore0, 0, 1, 45, 45, 45), Stats(kSeriesTempCore0, 1, 1, 50, 50, 50),
+                                 Stats(kSeriesTempCore0, 5, 1, -3.5, -3.5, -3.5), Stats(kSeriesTempCore1, 0, 1, 9, 9, 9)};
+  EXPECT_TRUE(SameAnswer<MetricBuckets>(
+      shifted, reader_->AggregateSeries(Aggregate(gauges, Want::kStats, kProjectA, kRange, {At(1500), Ms(10'000), 6})),
+      Want::kStats));
+}
+
+// 13: cumulative with a reset at 21 s; 14: delta, 5 and 7 in bucket 0; 15 goes
+// down. The answer is per series: rates and resets are the caller's.
+TEST_F(ReadReferenceTest, AggregateSums) {
+  const MetricBuckets last = {Last(kSeriesRequests200, 0, 100, 100),   Last(kSeriesRequests200, 1, 150, 150),
+                              Last(kSeriesRequests200, 2, 30, 30),     Last(kSeriesRequests200, 3, 60, 60),
+                              Last(kSeriesRequestsCheckout, 0, 7, 12), Last(kSeriesRequestsCheckout, 1, 1, 1),
+                              Last(kSeriesQueueDepth, 0, 10, 10),      Last(kSeriesQueueDepth, 1, -4, -4)};
+  EXPECT_TRUE(SameAnswer<MetricBuckets>(
+      last,
+      reader_->AggregateSeries(
+          Aggregate({kSeriesQueueDepth, kSeriesRequests200, kSeriesRequestsCheckout}, Want::kLast)),
+      Want::kLast));
+  // Series ids are per project: 11 of project A is a histogram (no values).
+  EXPECT_THAT(Ok(reader_->AggregateSeries(Aggregate({kSeriesProjectB}, Want::kStats))), IsEmpty());
+  EXPECT_TRUE(SameAnswer<MetricBuckets>(MetricBuckets{Stats(kSeriesProjectB, 0, 1, 99, 99, 99)},
+                                        reader_->AggregateSeries(Aggregate({kSeriesProjectB}, Want::kStats, kProjectB)),
+                                        Want::kStats));
+}
+
+// Cumulative 11: the newest point with counts per bucket; at 23 s a point
+// without counts is skipped, so bucket 2 has the reset [0,1,0] of 22 s. Delta
+// -12: [1,0,0] + [0,2,1]; in bucket 1 [1,1,1] is dropped when [2,0,0,0]
+// changes the length, then + [1,1,1,1], with the last point's bounds.
+TEST_F(ReadReferenceTest, AggregateHistograms) {
+  const std::vector<double> b2 = {10, 100}, b3 = {5, 10, 100};
+  auto histogram = [](int64_t series, int64_t bucket, std::vector<double> counts, std::vector<double> bounds) {
+    MetricBucket m;
+    m.series_id = series;
+    m.bucket = bucket;
+    m.counts = std::move(counts);
+    m.bounds = std::move(bounds);
+    return m;
+  };
+  const std::vector<int64_t> ids = {kSeriesLatencyFrontend, kSeriesLatencyCheckout};
+  MetricBuckets expected = {
+      histogram(kSeriesLatencyCheckout, 0, {1, 2, 1}, b2), histogram(kSeriesLatencyCheckout, 1, {3, 1, 1, 1}, b3),
+      histogram(kSeriesLatencyFrontend, 0, {2, 3, 1}, b2), histogram(kSeriesLatencyFrontend, 1, {3, 3, 1}, b2),
+      histogram(kSeriesLatencyFrontend, 2, {0, 1, 0}, b2), histogram(kSeriesLatencyFrontend, 3, {1, 1, 1, 1}, b3)};
+  EXPECT_TRUE(SameAnswer<MetricBuckets>(expected, reader_->AggregateSeries(Histograms(ids, {kSeriesLatencyCheckout})),
+                                        Want::kHistograms));
+  // Read as cumulative, -12 gives its newest points instead.
+  expected[0] = histogram(kSeriesLatencyCheckout, 0, {0, 2, 1}, b2);
+  expected[1] = histogram(kSeriesLatencyCheckout, 1, {1, 1, 1, 1}, b3);
+  EXPECT_TRUE(SameAnswer<MetricBuckets>(expected, reader_->AggregateSeries(Histograms(ids, {})), Want::kHistograms));
+  EXPECT_THAT(Ok(reader_->AggregateSeries(Aggregate(ids, Want::kStats))), IsEmpty());
+}
+
+TEST_F(ReadReferenceTest, InterruptCancelsOneOperationAndLeavesTheReaderUsable) {
+  reader_->Interrupt();
+  EXPECT_EQ(reader_->GroupSpans(Grouped(Spans(), {SpanDimension::kService})).status().code(),
+            StatusCode::kCancelled);
+  EXPECT_TRUE(reader_->GroupSpans(Grouped(Spans(), {SpanDimension::kService})).ok());
+}
+
+TEST_F(ReadReferenceTest, AFailedWriteLeavesNothingBehind) {
+  MemoryStore store;
+  ReadDataset dataset = BuildReadDataset();
+  dataset.spans[1].name.Append("one name too many");
+  Result<std::unique_ptr<SignalSink>> sink = store.NewSink(Signal::kSpans);
+  ASSERT_TRUE(sink.ok());
+  EXPECT_EQ(sink.value()->WriteSpans({&dataset.spans[0], &dataset.spans[1]}).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store.Stats().rows[static_cast<int>(Signal::kSpans)], 0u);
+  EXPECT_EQ(store.Close().code(), StatusCode::kInternal);  // a sink is open
+  sink.value().reset();
+  EXPECT_TRUE(store.Close().ok());
+}
+
+// The comparison itself: a changed answer fails, with the row in the message.
+TEST(ReadConformanceDiffTest, ReportsTheRowsThatDiffer) {
+  const SpanGroups expected = {{{"checkout"}, 4, 1, {MsD(25), MsD(38.5), MsD(39.7)}},
+                               {{"frontend"}, 4, 1, {MsD(25), MsD(38.5), MsD(39.7)}}};
+  SpanGroups actual = expected;
+  EXPECT_TRUE(SameAnswer<SpanGroups>(expected, actual));
+  actual[1].percentiles_ns[1] *= 1 + 1e-12;  // within the tolerance
+  EXPECT_TRUE(SameAnswer<SpanGroups>(expected, actual));
+  actual[1].percentiles_ns[1] *= 1 + 1e-6;
+  ::testing::AssertionResult differ = SameAnswer<SpanGroups>(expected, actual);
+  EXPECT_FALSE(differ);
+  EXPECT_THAT(differ.message(), ::testing::HasSubstr("  - {key0=\"frontend\", count=4, errors=1, p50=25000000, p95=38500000,"));
+  EXPECT_THAT(differ.message(), ::testing::HasSubstr("    {key0=\"checkout\""));
+  EXPECT_FALSE(SameAnswer<SpanGroups>(expected, Status::Internal("engine failed")));
+}
+
+}  // namespace
+}  // namespace sightline::read_dataset

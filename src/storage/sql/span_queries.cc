@@ -1,0 +1,299 @@
+// The span operations of the read contract in SQL.
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+
+#include "common/hex.h"
+#include "storage/sql/sql_reader.h"
+
+namespace sightline {
+
+namespace {
+
+constexpr double kFractions[3] = {0.5, 0.95, 0.99};
+
+//! Linear interpolation between closest ranks of sorted values (q in [0,1]).
+double PercentileSorted(const std::vector<int64_t>& sorted, double q) {
+  if (sorted.empty()) return NAN;
+  double pos = q * static_cast<double>(sorted.size() - 1);
+  size_t lo = static_cast<size_t>(std::floor(pos));
+  size_t hi = std::min(lo + 1, sorted.size() - 1);
+  double frac = pos - static_cast<double>(lo);
+  return static_cast<double>(sorted[lo]) + (static_cast<double>(sorted[hi]) - static_cast<double>(sorted[lo])) * frac;
+}
+
+bool AnyPercentile(const SpanGroupQuery& q) { return q.percentiles[0] || q.percentiles[1] || q.percentiles[2]; }
+
+TraceId TraceIdOf(const RowView& r, int high_col) {
+  return TraceId{sql::Id(r, high_col), sql::Id(r, high_col + 1)};
+}
+
+TraceId TraceIdFromHex(const std::string& hex) {
+  TraceId id;
+  if (hex.size() != 32 || !IdFromHex(hex, &id.high, &id.low)) return TraceId{};
+  return id;
+}
+
+}  // namespace
+
+namespace {
+
+bool ByBucket(const SpanGroupQuery& q) {
+  return std::find(q.dimensions.begin(), q.dimensions.end(), SpanDimension::kBucket) != q.dimensions.end();
+}
+
+}  // namespace
+
+sql::Sql SqlReader::SpanGroupWhere(const SpanGroupQuery& q) const {
+  sql::Sql w = SpanWhere(q.filter);
+  if (ByBucket(q)) w << BucketWhere("start_time_ns", q.buckets, q.filter.range);
+  return w;
+}
+
+Result<SpanGroups> SqlReader::GroupSpans(const SpanGroupQuery& q) {
+  const int k = static_cast<int>(q.dimensions.size());
+  sql::Sql sql;
+  sql << "SELECT ";
+  for (SpanDimension d : q.dimensions) sql << SpanKeyExpr(d, q) << ", ";
+  SpanGroups out;
+  if (!AnyPercentile(q)) {
+    sql << "count(*), sum(CASE WHEN status_code = 2 THEN 1 ELSE 0 END) FROM spans";
+    sql.Append(LabelJoin(q));
+    sql.Append(SpanGroupWhere(q));
+    if (k > 0) {
+      sql << " GROUP BY ";
+      for (int i = 0; i < k; ++i) sql << (i ? ", " : "") << std::to_string(i + 1);
+    }
+    SL_RETURN_IF_ERROR(Rows(sql, [&](const RowView& r) {
+      SpanGroup g;
+      for (int i = 0; i < k; ++i) g.keys.push_back(sql::Text(r, i));
+      g.count = r.GetInt(k);
+      g.errors = r.IsNull(k + 1) ? 0 : r.GetInt(k + 1);
+      g.percentiles_ns = {NAN, NAN, NAN};
+      if (g.count > 0) out.push_back(std::move(g));
+    }));
+    DropOutOfRangeBuckets(q, &out);
+    return out;
+  }
+  // No quantiles in portable SQL: stream (keys, status, duration) and compute here.
+  sql << "status_code, duration_ns FROM spans";
+  sql.Append(LabelJoin(q));
+  sql.Append(SpanGroupWhere(q));
+  struct Acc {
+    std::vector<std::string> keys;
+    int64_t errors = 0;
+    std::vector<int64_t> durations;
+  };
+  // Hashed on the keys joined with a separator no key contains: a row costs
+  // one lookup instead of a tree walk comparing vectors of strings.
+  std::unordered_map<std::string, Acc> groups;
+  std::string joined;
+  SL_RETURN_IF_ERROR(Rows(sql, [&](const RowView& r) {
+    joined.clear();
+    for (int i = 0; i < k; ++i) {
+      if (!r.IsNull(i)) joined += r.GetString(i);
+      joined.push_back('\0');
+    }
+    auto [it, inserted] = groups.try_emplace(joined);
+    Acc& a = it->second;
+    if (inserted) {
+      for (int i = 0; i < k; ++i) a.keys.push_back(sql::Text(r, i));
+    }
+    if (r.GetInt(k) == 2) a.errors++;
+    a.durations.push_back(r.GetInt(k + 1));
+  }));
+  for (auto& [unused, a] : groups) {
+    SpanGroup g;
+    g.keys = std::move(a.keys);
+    g.count = static_cast<int64_t>(a.durations.size());
+    g.errors = a.errors;
+    std::sort(a.durations.begin(), a.durations.end());
+    for (int i = 0; i < 3; ++i) g.percentiles_ns[i] = q.percentiles[i] ? PercentileSorted(a.durations, kFractions[i]) : NAN;
+    out.push_back(std::move(g));
+  }
+  DropOutOfRangeBuckets(q, &out);
+  return out;
+}
+
+Result<TraceSummaries> SqlReader::SearchTraces(const TraceSearchQuery& q) {
+  // Matching traces, newest trace start first: a trace starts at its earliest
+  // span in the range, whichever span matched.
+  SpanFilter range_only;
+  range_only.project_id = q.filter.project_id;
+  range_only.range = q.filter.range;
+  sql::Sql ids;
+  ids << "SELECT trace_id_high, trace_id_low FROM spans";
+  ids.Append(SpanWhere(range_only));
+  ids << " AND (trace_id_high, trace_id_low) IN (SELECT trace_id_high, trace_id_low FROM spans";
+  ids.Append(SpanWhere(q.filter));
+  ids << ") GROUP BY trace_id_high, trace_id_low ORDER BY min(start_time_ns) DESC, "
+      << sql::UnsignedOrder("trace_id_high") << ", " << sql::UnsignedOrder("trace_id_low") << " LIMIT ";
+  ids.Bind(q.limit);
+  TraceSummaries out;
+  sql::Sql wanted;  // ((high, low), ...) of the page's traces
+  SL_RETURN_IF_ERROR(Rows(ids, [&](const RowView& r) {
+    wanted << (out.empty() ? "((" : ", (");
+    wanted.Bind(r.GetInt(0));
+    wanted << ", ";
+    wanted.Bind(r.GetInt(1));
+    wanted << ")";
+    TraceSummary s;
+    s.trace_id = TraceIdOf(r, 0);
+    s.start_ns = INT64_MAX;
+    s.end_ns = INT64_MIN;
+    out.push_back(std::move(s));
+  }));
+  if (out.empty()) return out;
+  std::map<TraceId, size_t> index;
+  for (size_t i = 0; i < out.size(); ++i) index.emplace(out[i].trace_id, i);
+  // The key that picks a trace's first span: earliest start, then a root
+  // (no parent), then the smallest span id.
+  using FirstKey = std::tuple<int64_t, bool, uint64_t>;
+  std::vector<FirstKey> first(out.size(), FirstKey{INT64_MAX, true, UINT64_MAX});
+  sql::Sql spans;
+  spans << "SELECT trace_id_high, trace_id_low, span_id, start_time_ns, end_time_ns, status_code, service_name, name, "
+           "parent_span_id "
+           "FROM spans WHERE project_id = ";
+  spans.Bind(q.filter.project_id);
+  spans << " AND (trace_id_high, trace_id_low) IN ";
+  spans.Append(wanted);
+  spans << ")";
+  SL_RETURN_IF_ERROR(Rows(spans, [&](const RowView& r) {
+    TraceId id = TraceIdOf(r, 0);
+    auto it = index.find(id);
+    if (it == index.end()) return;
+    TraceSummary& s = out[it->second];
+    int64_t start = r.GetInt(3), end = r.GetInt(4);
+    FirstKey key{start, sql::Id(r, 8) != 0, sql::Id(r, 2)};
+    if (key < first[it->second]) {
+      first[it->second] = key;
+      s.start_ns = start;
+      s.service = sql::Text(r, 6);
+      s.name = sql::Text(r, 7);
+    }
+    s.end_ns = std::max(s.end_ns, end);
+    s.span_count++;
+    s.error |= r.GetInt(5) == 2;
+  }));
+  return out;
+}
+
+Result<TraceDetail> SqlReader::GetTrace(const TraceQuery& q) {
+  TraceDetail out;
+  sql::Sql by_trace;
+  by_trace << " AND trace_id_high = ";
+  by_trace.Bind(static_cast<int64_t>(q.trace_id.high));
+  by_trace << " AND trace_id_low = ";
+  by_trace.Bind(static_cast<int64_t>(q.trace_id.low));
+  // Resource and scope are stored once per (resource, scope) in span_resources.
+  sql::Sql spans;
+  spans << "SELECT span_id, parent_span_id, service_name, name, kind, start_time_ns, end_time_ns, duration_ns, "
+           "status_code, status_message, attributes, r.resource_attributes, events, links, r.scope_name, trace_state "
+           "FROM spans LEFT JOIN span_resources r ON r.project_id = spans.project_id AND r.resource_id = "
+           "spans.resource_id WHERE spans.project_id = ";
+  spans.Bind(q.project_id);
+  spans.Append(by_trace);
+  spans << " ORDER BY start_time_ns, " << sql::UnsignedOrder("span_id");
+  SL_RETURN_IF_ERROR(Rows(spans, [&](const RowView& r) {
+    SpanRecord s;
+    s.span_id = sql::Id(r, 0);
+    s.parent_span_id = sql::Id(r, 1);
+    s.service = sql::Text(r, 2);
+    s.name = sql::Text(r, 3);
+    s.kind = static_cast<int32_t>(r.GetInt(4));
+    s.start_ns = r.GetInt(5);
+    s.end_ns = r.GetInt(6);
+    s.duration_ns = r.GetInt(7);
+    s.status_code = static_cast<int32_t>(r.GetInt(8));
+    s.status_message = sql::Text(r, 9);
+    s.attributes = sql::Text(r, 10);
+    s.resource_attributes = sql::Text(r, 11);
+    s.events = sql::Text(r, 12);
+    s.links = sql::Text(r, 13);
+    s.scope_name = sql::Text(r, 14);
+    s.trace_state = sql::Text(r, 15);
+    out.spans.push_back(std::move(s));
+  }));
+  if (out.spans.empty()) return Status::NotFound("no such trace in this project");
+  sql::Sql logs;
+  logs << "SELECT time_ns, severity_number, severity_text, body, service_name, trace_id_high, trace_id_low, span_id, "
+          "attributes FROM logs WHERE project_id = ";
+  logs.Bind(q.project_id);
+  logs.Append(by_trace);
+  logs << " ORDER BY time_ns, rowid";
+  SL_RETURN_IF_ERROR(Rows(logs, [&](const RowView& r) {
+    LogRecord l;
+    l.time_ns = r.GetInt(0);
+    l.severity_number = static_cast<int32_t>(r.GetInt(1));
+    l.severity_text = sql::Text(r, 2);
+    l.body = sql::Text(r, 3);
+    l.service = sql::Text(r, 4);
+    l.trace_id = TraceIdOf(r, 5);
+    l.span_id = sql::Id(r, 7);
+    l.attributes = sql::Text(r, 8);
+    out.logs.push_back(std::move(l));
+  }));
+  return out;
+}
+
+Result<ExceptionGroups> SqlReader::GroupExceptions(const ExceptionQuery& q) {
+  // An absent type or message is NULL; grouped and ordered as '' so every
+  // engine orders them first.
+  sql::Sql sql;
+  sql << "SELECT coalesce(exception_type, ''), coalesce(exception_message, ''), service_name, count(*), "
+         "min(start_time_ns), max(start_time_ns), "
+      << SampleTraceIdHex() << " FROM spans";
+  sql.Append(SpanWhere(q.filter));
+  sql << " AND has_exception = 1 GROUP BY 1, 2, 3 ORDER BY 4 DESC, 1, 2, 3 LIMIT ";
+  sql.Bind(q.limit);
+  ExceptionGroups out;
+  SL_RETURN_IF_ERROR(Rows(sql, [&](const RowView& r) {
+    ExceptionGroup g;
+    g.type = sql::Text(r, 0);
+    g.message = sql::Text(r, 1);
+    g.service = sql::Text(r, 2);
+    g.count = r.GetInt(3);
+    g.first_ns = r.GetInt(4);
+    g.last_ns = r.GetInt(5);
+    g.sample_trace_id = TraceIdFromHex(sql::Text(r, 6));
+    out.push_back(std::move(g));
+  }));
+  return out;
+}
+
+Result<SpanRefs> SqlReader::ExceptionSpans(const ExceptionSpansQuery& q) {
+  sql::Sql sql;
+  sql << "SELECT trace_id_high, trace_id_low, span_id, service_name, name, start_time_ns, duration_ns FROM spans";
+  sql.Append(SpanWhere(q.filter));
+  // An absent type or message is NULL and listed as "" by GroupExceptions.
+  for (auto [column, value] : {std::pair{"exception_type", &q.type}, std::pair{"exception_message", &q.message}}) {
+    if (!*value) continue;
+    if ((*value)->empty()) {
+      sql << " AND " << column << " IS NULL";
+    } else {
+      sql << " AND " << column << " = ";
+      sql.Bind(**value);
+    }
+  }
+  sql << " AND has_exception = 1 ORDER BY start_time_ns DESC, " << sql::UnsignedOrder("trace_id_high") << ", "
+      << sql::UnsignedOrder("trace_id_low") << ", " << sql::UnsignedOrder("span_id") << " LIMIT ";
+  sql.Bind(q.limit);
+  SpanRefs out;
+  SL_RETURN_IF_ERROR(Rows(sql, [&](const RowView& r) {
+    SpanRef s;
+    s.trace_id = TraceIdOf(r, 0);
+    s.span_id = sql::Id(r, 2);
+    s.service = sql::Text(r, 3);
+    s.name = sql::Text(r, 4);
+    s.start_ns = r.GetInt(5);
+    s.duration_ns = r.GetInt(6);
+    out.push_back(std::move(s));
+  }));
+  return out;
+}
+
+}  // namespace sightline

@@ -1,0 +1,104 @@
+#pragma once
+
+// The read contract (storage/telemetry_reader.h) in SQL, shared by the SQL
+// engines over the tables of storage/schema.h. Written in SQL that DuckDB and
+// SQLite both run; where an engine spells something differently it overrides
+// one of the small virtual spellings below, and where its SQL or its access
+// path differs for a whole operation it overrides that operation (DuckDB
+// computes percentiles in SQL; SQLite streams durations and this class
+// computes them).
+//
+// Files: sql_reader.cc (spellings, filters), span_queries.cc, log_queries.cc,
+// metric_queries.cc (one per operation family).
+
+#include <memory>
+#include <string>
+
+#include "storage/sql/sql_builder.h"
+#include "storage/sql/sql_connection.h"
+#include "storage/telemetry_reader.h"
+
+namespace sightline {
+
+//! Owns one leased read connection. Not thread-safe except Interrupt().
+class SqlReader : public TelemetryReader {
+ public:
+  explicit SqlReader(std::unique_ptr<ReadConnection> conn) : conn_(std::move(conn)) {}
+
+  //! Streams (keys, status, duration) and computes the percentiles here; with
+  //! no percentiles asked, groups in SQL.
+  Result<SpanGroups> GroupSpans(const SpanGroupQuery& q) override;
+  Result<TraceSummaries> SearchTraces(const TraceSearchQuery& q) override;
+  Result<TraceDetail> GetTrace(const TraceQuery& q) override;
+  Result<ExceptionGroups> GroupExceptions(const ExceptionQuery& q) override;
+  Result<SpanRefs> ExceptionSpans(const ExceptionSpansQuery& q) override;
+  //! Newest first in growing time windows; the cursor is "<time_ns>:<rowid>".
+  Result<LogPage> Logs(const LogPageQuery& q) override;
+  Result<LogVolume> CountLogs(const LogVolumeQuery& q) override;
+  Result<MetricCatalog> ListMetrics(const MetricCatalogQuery& q) override;
+  Result<MetricSeriesList> FindSeries(const MetricSeriesLookup& q) override;
+  Result<MetricBuckets> AggregateSeries(const MetricSeriesQuery& q) override;
+  void Interrupt() override { conn_->Interrupt(); }
+
+ protected:
+  // --- Spellings an engine overrides (the defaults are portable SQL). ---
+
+  //! Integer division of two integer expressions (SQLite and standard SQL: "/").
+  virtual std::string IntDiv(const std::string& a, const std::string& b) const;
+  //! Appends the value at `key` of the JSON object column as text, per
+  //! AttrFilter's rule (true/false as "true"/"false", numbers shortest).
+  virtual void AppendJsonText(sql::Sql* sql, const char* column, const std::string& key) const;
+  //! The value of `column` at the group's newest point. The default relies on
+  //! SQLite's documented bare-column rule: the query selects max(time_ns) and
+  //! no other min/max, so the bare column comes from the row holding the max.
+  virtual std::string LastOf(const char* column) const;
+  //! Appends "column contains text, case-insensitively" (LIKE: ASCII folding).
+  virtual void AppendContains(sql::Sql* sql, const char* column, const std::string& text) const;
+  //! The project column in span range scans. SQLite says "+project_id" to
+  //! keep its planner off the (project_id, trace_id) index for time ranges.
+  virtual const char* SpanRangeProjectColumn() const { return "project_id"; }
+  //! An aggregate: the greatest trace id of the group (unsigned order) as 32
+  //! hex characters, '' when no span of the group has one.
+  virtual std::string SampleTraceIdHex() const;
+
+  // --- Building blocks for overriding operations. ---
+
+  Status Rows(const sql::Sql& sql, const RowCallback& on_row) { return conn_->Query(sql.text, sql.params, on_row); }
+  //! " WHERE ..." over spans for a filter.
+  sql::Sql SpanWhere(const SpanFilter& f) const;
+  //! SpanWhere plus BucketWhere when the query groups by time bucket.
+  sql::Sql SpanGroupWhere(const SpanGroupQuery& q) const;
+  //! The SELECT expression of one group dimension.
+  std::string SpanKeyExpr(SpanDimension d, const SpanGroupQuery& q) const;
+  //! " LEFT JOIN (...) top ON ..." when q groups by kLabel, else empty.
+  sql::Sql LabelJoin(const SpanGroupQuery& q) const;
+  //! (time_col - origin) integer-divided by step. Engines truncate integer
+  //! division toward zero, so rows before the origin must be filtered out
+  //! (BucketWhere) or they would land in bucket 0.
+  std::string BucketExpr(const char* time_col, const Buckets& b) const;
+  //! " AND time_col >= origin" when the origin lies inside the range: rows
+  //! before it belong to negative buckets, which are never returned.
+  static std::string BucketWhere(const char* time_col, const Buckets& b, const TimeRange& range);
+  //! Drops groups whose kBucket key lies outside [0, count).
+  static void DropOutOfRangeBuckets(const SpanGroupQuery& q, SpanGroups* groups);
+
+ private:
+  sql::Sql LogWhere(const LogFilter& f) const;
+
+  std::unique_ptr<ReadConnection> conn_;
+};
+
+namespace sql {
+
+//! ORDER BY terms that sort a signed 64-bit column as unsigned (ids are
+//! stored as the signed reading of their bits).
+std::string UnsignedOrder(const char* column, const char* direction = "");
+
+//! The text of a column, "" for NULL.
+inline std::string Text(const RowView& r, int col) { return r.IsNull(col) ? std::string() : r.GetString(col); }
+//! An id column: 0 for NULL (absent).
+inline uint64_t Id(const RowView& r, int col) { return r.IsNull(col) ? 0 : static_cast<uint64_t>(r.GetInt(col)); }
+
+}  // namespace sql
+
+}  // namespace sightline

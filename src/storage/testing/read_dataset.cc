@@ -1,0 +1,429 @@
+#include "storage/testing/read_dataset.h"
+
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <string>
+
+namespace sightline::read_dataset {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr TraceId kNoTrace{};
+
+// Span resources: (resource, scope) rows, by id.
+constexpr int64_t kResourceFrontend = 101;
+constexpr int64_t kResourceCheckout = 102;
+constexpr int64_t kResourceWorker = 103;
+constexpr int64_t kResourceNaive = 104;
+
+struct ResourceSpec {
+  int64_t id;
+  const char* attributes;
+  const char* scope_name;
+  const char* scope_version;
+};
+
+void AddResource(ResourceTable* t, const ResourceSpec& r) {
+  t->resource_id.push_back(r.id);
+  t->resource_attributes.Append(r.attributes);
+  t->scope_name.Append(r.scope_name);
+  t->scope_version.Append(r.scope_version);
+  t->scope_attributes.Append("{}");
+}
+
+struct SpanSpec {
+  TraceId trace;
+  uint64_t span = 0;
+  uint64_t parent = 0;
+  const char* service = "";
+  const char* name = "";
+  int32_t kind = 0;
+  int64_t start = 0;
+  int64_t duration = 0;
+  int32_t status = 0;
+  const char* status_message = "";
+  const char* route = "";
+  const char* exception_type = "";
+  const char* exception_message = "";
+  const char* attributes = "{}";
+  const char* events = "";
+  const char* links = "";
+  const char* trace_state = "";
+  int64_t resource = kResourceFrontend;
+};
+
+void AddSpan(SpanBatch* b, const SpanSpec& s) {
+  b->trace_id_high.push_back(s.trace.high);
+  b->trace_id_low.push_back(s.trace.low);
+  b->span_id.push_back(s.span);
+  b->parent_span_id.push_back(s.parent);
+  b->trace_state.Append(s.trace_state);
+  b->flags.push_back(1);
+  b->name.Append(s.name);
+  b->kind.push_back(s.kind);
+  b->start_time_ns.push_back(s.start);
+  b->end_time_ns.push_back(s.start + s.duration);
+  b->status_code.push_back(s.status);
+  b->status_message.Append(s.status_message);
+  b->service_name.Append(s.service);
+  b->http_route.Append(s.route);
+  b->http_method.Append("");
+  b->http_status_code.push_back(0);
+  b->db_system.Append("");
+  b->exception_type.Append(s.exception_type);
+  b->exception_message.Append(s.exception_message);
+  b->attributes.Append(s.attributes);
+  b->events.Append(s.events);
+  b->links.Append(s.links);
+  b->dropped_attributes_count.push_back(0);
+  b->dropped_events_count.push_back(0);
+  b->dropped_links_count.push_back(0);
+  b->resource_id.push_back(s.resource);
+}
+
+constexpr int32_t kInternal = 1, kServer = 2, kClient = 3, kConsumer = 5;
+
+std::vector<SpanBatch> Spans() {
+  std::vector<SpanBatch> out(3);
+  SpanBatch& a1 = out[0];
+  a1.project_id = kProjectA;
+  AddResource(&a1.resources, {kResourceFrontend, R"({"service.name":"frontend","host.name":"web-1"})",
+                              "io.opentelemetry.http", "1.2.3"});
+  AddResource(&a1.resources, {kResourceCheckout, R"({"service.name":"checkout"})", "checkout-lib", "0.1"});
+  AddResource(&a1.resources, {kResourceWorker, R"({"service.name":"worker"})", "", ""});
+  // Rows that tie in an order are written in the opposite order to the
+  // tie-break, so an engine that leaves ties in storage order fails: a3
+  // before a2, kTrace3 before kTrace2, c5 before c0, e1 before e2.
+  // kTrace1: a root, a client child and a server grandchild starting together.
+  AddSpan(&a1, {.trace = kTrace1, .span = kSpanA1, .service = "frontend", .name = "GET /api/items", .kind = kServer,
+                .start = At(1000), .duration = Ms(10), .route = "/api/items",
+                .attributes = R"({"http.request.method":"GET","http.response.status_code":200,"retry":false,)"
+                              R"("user.name":"caf\u00e9"})",
+                .trace_state = "congo=t61rcWkgMzE"});
+  AddSpan(&a1, {.trace = kTrace1, .span = kSpanA3, .parent = kSpanA2, .service = "checkout", .name = "POST /api/pay",
+                .kind = kServer, .start = At(1002), .duration = Ms(10), .status = 2,
+                .status_message = "card declined", .route = "/api/pay", .exception_type = "PaymentError",
+                .exception_message = "card declined ✗",
+                .attributes = R"({"amount":12.5,"currency":"EUR","vip":true})",
+                .events = R"([{"time_unix_nano":1700000001005000000,"name":"exception","attributes":)"
+                          R"({"exception.type":"PaymentError","exception.message":"card declined ✗"},)"
+                          R"("dropped_attributes_count":0}])",
+                .links = R"([{"trace_id":"00000000000000001111111111111111","span_id":"00000000000000b1",)"
+                         R"("trace_state":"","attributes":{},"dropped_attributes_count":0,"flags":0}])",
+                .resource = kResourceCheckout});
+  AddSpan(&a1, {.trace = kTrace1, .span = kSpanA2, .parent = kSpanA1, .service = "frontend", .name = "HTTP POST",
+                .kind = kClient, .start = At(1002), .duration = Ms(6),
+                .attributes = R"({"http.request.method":"POST"})"});
+  // kTrace3: starts with kTrace2 in the range; c5 and c0, neither a root,
+  // start together before it.
+  AddSpan(&a1, {.trace = kTrace3, .span = kSpanC5, .parent = kSpanC1, .service = "worker", .name = "prefetch again",
+                .kind = kInternal, .start = At(-5000), .duration = Ms(1), .resource = kResourceWorker});
+  AddSpan(&a1, {.trace = kTrace3, .span = kSpanC0, .parent = kSpanC1, .service = "worker", .name = "prefetch",
+                .kind = kInternal, .start = At(-5000), .duration = Ms(1), .resource = kResourceWorker});
+  AddSpan(&a1, {.trace = kTrace3, .span = kSpanC1, .service = "frontend", .name = "GET /api/items", .kind = kServer,
+                .start = At(5000), .duration = Ms(30), .route = "/api/items",
+                .attributes = R"({"http.response.status_code":200,"ratio":2.50,"k":null})"});
+  AddSpan(&a1, {.trace = kTrace3, .span = kSpanC2, .parent = kSpanC1, .service = "checkout", .name = "POST /api/pay",
+                .kind = kServer, .start = At(5010), .duration = Ms(20), .route = "/api/pay",
+                .exception_type = "PaymentError", .exception_message = "card declined ✗",
+                .attributes = R"({"amount":7,"currency":"EUR","vip":false})", .resource = kResourceCheckout});
+  AddSpan(&a1, {.trace = kTrace3, .span = kSpanC4, .parent = kSpanC1, .service = "frontend", .name = "SELECT items",
+                .kind = kClient, .start = At(5001), .duration = Ms(2), .exception_message = "connection reset"});
+  // kTrace2: an error root with an exception type only, and children with a
+  // message only and a type only.
+  AddSpan(&a1, {.trace = kTrace2, .span = kSpanB1, .service = "frontend", .name = "GET /api/items", .kind = kServer,
+                .start = At(5000), .duration = Ms(20), .status = 2, .route = "/api/items",
+                .exception_type = "TimeoutError",
+                .attributes = R"({"http.response.status_code":504,"big":1e+21})"});
+  AddSpan(&a1, {.trace = kTrace2, .span = kSpanB2, .parent = kSpanB1, .service = "frontend", .name = "SELECT items",
+                .kind = kClient, .start = At(5001), .duration = Ms(3), .exception_message = "connection reset",
+                .attributes = R"({"db.system":"postgresql"})"});
+  AddSpan(&a1, {.trace = kTrace2, .span = kSpanB3, .parent = kSpanB1, .service = "worker", .name = "checkout-job",
+                .kind = kConsumer, .start = At(5002), .duration = Ms(5), .exception_type = "TimeoutError",
+                .resource = kResourceWorker});
+  // kTrace4: the high half has its top bit set (negative as signed).
+  AddSpan(&a1, {.trace = kTrace4, .span = kSpanD1, .service = "frontend", .name = "GET /api/items", .kind = kServer,
+                .start = At(9000), .duration = Ms(40), .route = "/api/items",
+                .attributes = R"({"http.response.status_code":200})"});
+  AddSpan(&a1, {.trace = kTrace4, .span = kSpanD2, .parent = kSpanD1, .service = "checkout", .name = "POST /api/pay",
+                .kind = kServer, .start = At(9005), .duration = Ms(40), .route = "/api/pay",
+                .exception_type = "PaymentError", .exception_message = "card declined ✗",
+                .resource = kResourceCheckout});
+  AddSpan(&a1, {.trace = kTrace4, .span = kSpanD3, .parent = kSpanD1, .service = "checkout", .name = "POST /api/pay",
+                .kind = kServer, .start = At(9010), .duration = Ms(30), .route = "/api/pay",
+                .resource = kResourceCheckout});
+  // kTrace7: 1 ns before the range.
+  AddSpan(&a1, {.trace = kTrace7, .span = kSpanG1, .service = "frontend", .name = "GET /api/items", .kind = kServer,
+                .start = kT0 - 1, .duration = Ms(1000), .route = "/api/items", .exception_type = "OldError",
+                .exception_message = "x"});
+
+  SpanBatch& a2 = out[1];
+  a2.project_id = kProjectA;
+  // Resource 101 again with other content: the first one written stays.
+  AddResource(&a2.resources, {kResourceFrontend, R"({"service.name":"frontend","host.name":"CHANGED"})",
+                              "changed", "9"});
+  AddResource(&a2.resources, {kResourceWorker, R"({"service.name":"worker"})", "", ""});
+  AddResource(&a2.resources, {kResourceNaive, R"({"service.name":"naïve-svc","région":"île-de-France"})",
+                              "überwachung", "2.0"});
+  // kTrace5: an INTERNAL root (an entry span by having no parent) and a
+  // CONSUMER child with a smaller id starting at the same time.
+  AddSpan(&a2, {.trace = kTrace5, .span = kSpanE1, .service = "worker", .name = "cron tick", .kind = kInternal,
+                .start = At(20000), .duration = Ms(7), .exception_type = "TimeoutError",
+                .resource = kResourceWorker});
+  AddSpan(&a2, {.trace = kTrace5, .span = kSpanE2, .parent = kSpanE1, .service = "worker", .name = "checkout-job",
+                .kind = kConsumer, .start = At(20000), .duration = Ms(5), .resource = kResourceWorker});
+  AddSpan(&a2, {.trace = kTrace6, .span = kSpanF1, .service = "naïve-svc", .name = "Überprüfung ✓", .kind = kServer,
+                .start = At(30000), .duration = Ms(15), .status = 1, .exception_type = "ÄrgerError",
+                .exception_message = "kaputt ✗", .attributes = R"({"note":"Grüße","n":-7})",
+                .resource = kResourceNaive});
+  // kTrace8: exactly at the range's exclusive end.
+  AddSpan(&a2, {.trace = kTrace8, .span = kSpanH1, .service = "frontend", .name = "GET /api/items", .kind = kServer,
+                .start = At(60000), .duration = Ms(1), .route = "/api/items"});
+
+  SpanBatch& b = out[2];
+  b.project_id = kProjectB;
+  AddResource(&b.resources, {kResourceFrontend, R"({"service.name":"frontend","host.name":"b-host"})", "b-scope", ""});
+  AddSpan(&b, {.trace = kTrace1, .span = kSpanP1, .service = "frontend", .name = "GET /api/items", .kind = kServer,
+               .start = At(1000), .duration = Ms(999), .status = 2, .route = "/api/items",
+               .exception_type = "PaymentError", .exception_message = "card declined ✗",
+               .attributes = R"({"http.response.status_code":200,"user.name":"café"})"});
+  AddSpan(&b, {.trace = kTrace2, .span = kSpanP2, .service = "secret-b", .name = "hidden", .kind = kServer,
+               .start = At(5000), .duration = Ms(1)});
+  return out;
+}
+
+struct LogSpec {
+  int64_t time = 0;
+  int32_t severity = 0;
+  const char* severity_text = "";
+  const char* body = "";
+  const char* service = "";
+  TraceId trace;
+  uint64_t span = 0;
+  const char* attributes = "{}";
+};
+
+void AddLog(LogBatch* b, const LogSpec& l) {
+  b->time_ns.push_back(l.time);
+  b->observed_time_ns.push_back(l.time == 0 ? At(0) : l.time);
+  b->severity_number.push_back(l.severity);
+  b->severity_text.Append(l.severity_text);
+  b->body.Append(l.body);
+  b->body_type.push_back(static_cast<uint8_t>(AnyValueType::kString));
+  b->trace_id_high.push_back(l.trace.high);
+  b->trace_id_low.push_back(l.trace.low);
+  b->span_id.push_back(l.span);
+  b->flags.push_back(0);
+  b->service_name.Append(l.service);
+  b->attributes.Append(l.attributes);
+  b->dropped_attributes_count.push_back(0);
+  b->resource_id.push_back(201);
+}
+
+std::vector<LogBatch> Logs() {
+  std::vector<LogBatch> out(3);
+  for (LogBatch& b : out) {
+    b.resources.resource_id.push_back(201);
+    b.resources.resource_attributes.Append("{}");
+    b.resources.scope_name.Append("logger");
+    b.resources.scope_version.Append("");
+    b.resources.scope_attributes.Append("{}");
+  }
+  // Record names (L1 ...) are what the test calls them; insertion order is
+  // the order below, batch by batch.
+  LogBatch& a1 = out[0];
+  a1.project_id = kProjectA;
+  AddLog(&a1, {At(1000), 9, "INFO", "request started", "frontend", kTrace1, kSpanA1,  // L1
+               R"({"http.request.method":"GET"})"});
+  AddLog(&a1, {At(1000), 17, "ERROR", "Payment FAILED for order 42", "checkout", kTrace1, kSpanA3,  // L2
+               R"({"order.id":"A-17","amount":12.5,"retry":true})"});
+  AddLog(&a1, {At(2000), 5, "DEBUG", "échec mineur", "checkout", kNoTrace, 0, "{}"});  // L4
+  AddLog(&a1, {At(3000), 0, "", "", "frontend", kNoTrace, 0, "{}"});  // L5: no severity, empty body
+  AddLog(&a1, {At(4000), 13, "WARN", R"(promo 50%_off\path)", "frontend", kNoTrace, 0, "{}"});  // L13
+  AddLog(&a1, {At(4001), 9, "INFO", "promo 50Xyoff", "frontend", kNoTrace, 0, "{}"});  // L14
+  AddLog(&a1, {At(5000), 21, "FATAL", "ΣΦΆΛΜΑ κρίσιμο", "worker", kTrace2, kSpanB3, R"({"k":null})"});  // L6
+  AddLog(&a1, {At(5000), 1, "TRACE", "σφάλμα trace", "worker", kTrace3, kSpanC1, R"({"lang":"el"})"});  // L7
+  AddLog(&a1, {kT0 - 1, 9, "INFO", "too early", "frontend", kTrace1, kSpanA1});  // L10
+  AddLog(&a1, {0, 9, "INFO", "no timestamp", "frontend", kNoTrace, 0, "{}"});  // L12
+
+  LogBatch& a2 = out[1];
+  a2.project_id = kProjectA;
+  AddLog(&a2, {At(1000), 13, "WARN", "ÉCHEC du paiement", "checkout", kTrace1, kSpanA3, R"({"lang":"fr"})"});  // L3
+  AddLog(&a2, {At(30000), 12, "INFO", "Grüße aus Köln", "naïve-svc", kTrace6, kSpanF1, R"({"n":-7})"});  // L8
+  AddLog(&a2, {At(60000) - 1, 24, "FATAL", "last one", "frontend", kNoTrace, 0, "{}"});  // L9
+  AddLog(&a2, {At(60000), 9, "INFO", "too late", "frontend", kNoTrace, 0, "{}"});  // L11
+
+  LogBatch& b = out[2];
+  b.project_id = kProjectB;
+  AddLog(&b, {At(1000), 17, "ERROR", "Payment FAILED (project B)", "checkout", kTrace1, kSpanP1,  // LB1
+              R"({"order.id":"A-17"})"});
+  return out;
+}
+
+struct SeriesSpec {
+  int64_t id;
+  const char* name;
+  MetricType type;
+  const char* unit;
+  const char* description;
+  int32_t temporality;
+  bool monotonic;
+  const char* service;
+  const char* attributes;
+};
+
+void AddSeries(MetricBatch* b, const SeriesSpec& s) {
+  b->series_id.push_back(s.id);
+  b->metric_name.Append(s.name);
+  b->metric_type.push_back(static_cast<int32_t>(s.type));
+  b->unit.Append(s.unit);
+  b->description.Append(s.description);
+  b->temporality.push_back(s.temporality);
+  b->is_monotonic.push_back(s.monotonic ? 1 : 0);
+  b->service_name.Append(s.service);
+  b->resource_attributes.Append(std::string(R"({"service.name":")") + s.service + R"("})");
+  b->scope_name.Append("meter");
+  b->scope_version.Append("");
+  b->attributes.Append(s.attributes);
+}
+
+struct PointSpec {
+  int64_t series;
+  int64_t time;
+  double value = kNaN;   // NaN: no value (a distribution, or flags 1)
+  bool is_int = false;
+  const char* bucket_counts = "";  // histograms
+  const char* bounds = "";
+  uint64_t count = 0;
+  double sum = kNaN;
+};
+
+void AddPoint(MetricBatch* b, const PointSpec& p) {
+  b->point_series_id.push_back(p.series);
+  b->time_ns.push_back(p.time);
+  b->start_time_ns.push_back(kT0 - Ms(60'000));
+  b->value.push_back(p.value);
+  b->int_value.push_back(p.is_int ? static_cast<int64_t>(p.value) : 0);
+  b->is_int.push_back(p.is_int ? 1 : 0);
+  b->count.push_back(p.count);
+  b->sum.push_back(p.sum);
+  b->min.push_back(kNaN);
+  b->max.push_back(kNaN);
+  b->bucket_counts.Append(p.bucket_counts);
+  b->explicit_bounds.Append(p.bounds);
+  b->exp_histogram.Append("");
+  b->quantiles.Append("");
+  b->exemplars.Append("");
+  b->flags.push_back(std::isnan(p.value) && p.bucket_counts[0] == '\0' && p.count == 0 ? 1 : 0);
+}
+
+std::vector<MetricBatch> Metrics() {
+  constexpr MetricType kGauge = MetricType::kGauge, kSum = MetricType::kSum, kHistogram = MetricType::kHistogram;
+  std::vector<MetricBatch> out(3);
+  MetricBatch& a1 = out[0];
+  a1.project_id = kProjectA;
+  AddSeries(&a1, {kSeriesLatencyFrontend, "http.server.duration", kHistogram, "ms", "Server latency", 2, false,
+                  "frontend", R"({"http.route":"/api/items"})"});
+  AddSeries(&a1, {kSeriesLatencyCheckout, "http.server.duration", kHistogram, "ms", "Server latency", 1, false,
+                  "checkout", R"({"http.route":"/api/pay"})"});
+  AddSeries(&a1, {kSeriesRequests200, "requests", kSum, "1", "Requests", 2, true, "frontend", R"({"code":200})"});
+  AddSeries(&a1, {kSeriesRequestsCheckout, "requests", kSum, "1", "Requests", 1, true, "checkout",
+                  R"({"code":"200"})"});
+  AddSeries(&a1, {kSeriesQueueDepth, "queue.depth", kSum, "1", "Queue depth", 2, false, "worker", "{}"});
+  AddSeries(&a1, {kSeriesTempCore0, "cpu.temp", kGauge, "°C", "Température CPU", 0, false, "naïve-svc",
+                  R"({"core":0})"});
+  AddSeries(&a1, {kSeriesTempCore1, "cpu.temp", kGauge, "°C", "Température CPU", 0, false, "naïve-svc",
+                  R"({"core":1})"});
+  AddSeries(&a1, {kSeriesRequests500, "requests", kSum, "1", "Requests", 2, true, "frontend", R"({"code":500})"});
+  AddSeries(&a1, {kSeriesRequests404, "requests", kSum, "1", "Requests", 1, false, "frontend", R"({"code":404})"});
+  AddSeries(&a1, {kSeriesRequestsGauge, "requests", kGauge, "1", "Requests", 0, false, "frontend", "{}"});
+  AddSeries(&a1, {kSeriesOverflow, "überlauf", kGauge, "", "", 0, false, "worker", "{}"});
+
+  AddPoint(&a1, {.series = kSeriesTempCore0, .time = kT0 - 1, .value = 1000});
+  AddPoint(&a1, {.series = kSeriesTempCore0, .time = At(1000), .value = 40});
+  AddPoint(&a1, {.series = kSeriesTempCore0, .time = At(2000), .value = 45});
+  AddPoint(&a1, {.series = kSeriesTempCore0, .time = At(59000), .value = -3.5});
+  AddPoint(&a1, {.series = kSeriesTempCore0, .time = At(60000), .value = 2000});
+  AddPoint(&a1, {.series = kSeriesTempCore1, .time = At(1000), .value = 7});
+  AddPoint(&a1, {.series = kSeriesTempCore1, .time = At(1000), .value = 7});
+  AddPoint(&a1, {.series = kSeriesTempCore1, .time = At(3000), .value = 9, .is_int = true});
+  AddPoint(&a1, {.series = kSeriesRequests200, .time = At(1000), .value = 100});
+  AddPoint(&a1, {.series = kSeriesRequests200, .time = At(11000), .value = 150});
+  AddPoint(&a1, {.series = kSeriesRequests200, .time = At(21000), .value = 30});  // reset
+  AddPoint(&a1, {.series = kSeriesRequests200, .time = At(31000), .value = 60});
+  AddPoint(&a1, {.series = kSeriesRequestsCheckout, .time = At(1000), .value = 5});
+  AddPoint(&a1, {.series = kSeriesRequestsCheckout, .time = At(2000), .value = 7});
+  AddPoint(&a1, {.series = kSeriesRequestsCheckout, .time = At(12000), .value = 1});
+  AddPoint(&a1, {.series = kSeriesQueueDepth, .time = At(1000), .value = 10});
+  AddPoint(&a1, {.series = kSeriesQueueDepth, .time = At(11000), .value = -4});
+  // Cumulative histogram: a reset at 22 s, a point without bucket counts at
+  // 23 s, another bucket layout at 31 s.
+  AddPoint(&a1, {.series = kSeriesLatencyFrontend, .time = At(1000), .bucket_counts = "[1,2,0]",
+                 .bounds = "[10,100]", .count = 3, .sum = 60});
+  AddPoint(&a1, {.series = kSeriesLatencyFrontend, .time = At(5000), .bucket_counts = "[2,3,1]",
+                 .bounds = "[10,100]", .count = 6, .sum = 250});
+  AddPoint(&a1, {.series = kSeriesLatencyFrontend, .time = At(12000), .bucket_counts = "[3,3,1]",
+                 .bounds = "[10,100]", .count = 7, .sum = 255});
+  AddPoint(&a1, {.series = kSeriesLatencyFrontend, .time = At(22000), .bucket_counts = "[0,1,0]",
+                 .bounds = "[10,100]", .count = 1, .sum = 20});
+  AddPoint(&a1, {.series = kSeriesLatencyFrontend, .time = At(23000), .count = 5, .sum = 50});
+  AddPoint(&a1, {.series = kSeriesLatencyFrontend, .time = At(31000), .bucket_counts = "[1,1,1,1]",
+                 .bounds = "[5,10,100]", .count = 4, .sum = 300});
+  // Delta histogram: the bucket layout changes at 12 s.
+  AddPoint(&a1, {.series = kSeriesLatencyCheckout, .time = At(1000), .bucket_counts = "[1,0,0]",
+                 .bounds = "[10,100]", .count = 1, .sum = 5});
+  AddPoint(&a1, {.series = kSeriesLatencyCheckout, .time = At(2000), .bucket_counts = "[0,2,1]",
+                 .bounds = "[10,100]", .count = 3, .sum = 250});
+  AddPoint(&a1, {.series = kSeriesLatencyCheckout, .time = At(11000), .bucket_counts = "[1,1,1]",
+                 .bounds = "[10,100]", .count = 3, .sum = 165});
+  AddPoint(&a1, {.series = kSeriesLatencyCheckout, .time = At(12000), .bucket_counts = "[2,0,0,0]",
+                 .bounds = "[5,10,100]", .count = 2, .sum = 4});
+  AddPoint(&a1, {.series = kSeriesLatencyCheckout, .time = At(13000), .bucket_counts = "[1,1,1,1]",
+                 .bounds = "[5,10,100]", .count = 4, .sum = 300});
+
+  MetricBatch& a2 = out[1];
+  a2.project_id = kProjectA;
+  // Series -16 again with another description: the first one written stays.
+  AddSeries(&a2, {kSeriesTempCore0, "cpu.temp", kGauge, "°C", "CHANGED", 0, false, "naïve-svc", R"({"core":0})"});
+  AddPoint(&a2, {.series = kSeriesTempCore0, .time = At(12000), .value = 50});
+  AddPoint(&a2, {.series = kSeriesTempCore0, .time = At(15000)});  // no value, newest of its bucket
+  AddPoint(&a2, {.series = kSeriesTempCore0, .time = At(25000)});  // the only point of its bucket
+
+  MetricBatch& b = out[2];
+  b.project_id = kProjectB;
+  AddSeries(&b, {kSeriesProjectB, "b.only.metric", kGauge, "", "", 0, false, "secret-b", "{}"});
+  AddPoint(&b, {.series = kSeriesProjectB, .time = At(1000), .value = 99});
+  return out;
+}
+
+template <typename Batch>
+std::vector<const Batch*> Pointers(const std::vector<Batch>& batches, size_t from, size_t to) {
+  std::vector<const Batch*> out;
+  for (size_t i = from; i < to && i < batches.size(); ++i) out.push_back(&batches[i]);
+  return out;
+}
+
+//! Writes batches[0] in one call and the rest in a second.
+template <typename Batch, typename WriteFn>
+Status WriteInTwoCalls(TelemetryStore* store, Signal signal, const std::vector<Batch>& batches, WriteFn write) {
+  Result<std::unique_ptr<SignalSink>> sink = store->NewSink(signal);
+  if (!sink.ok()) return sink.status();
+  SL_RETURN_IF_ERROR(write(**sink, Pointers(batches, 0, 1)));
+  return write(**sink, Pointers(batches, 1, batches.size()));
+}
+
+}  // namespace
+
+ReadDataset BuildReadDataset() { return {Spans(), Logs(), Metrics()}; }
+
+Status WriteReadDataset(const ReadDataset& d, TelemetryStore* store) {
+  SL_RETURN_IF_ERROR(WriteInTwoCalls(store, Signal::kSpans, d.spans,
+                                     [](SignalSink& s, const auto& b) { return s.WriteSpans(b); }));
+  SL_RETURN_IF_ERROR(WriteInTwoCalls(store, Signal::kLogs, d.logs,
+                                     [](SignalSink& s, const auto& b) { return s.WriteLogs(b); }));
+  return WriteInTwoCalls(store, Signal::kMetrics, d.metrics,
+                         [](SignalSink& s, const auto& b) { return s.WriteMetrics(b); });
+}
+
+}  // namespace sightline::read_dataset
