@@ -10,6 +10,9 @@
 //   BM_WriteLogs, BM_WriteMetrics  the same for the other signals
 //   BM_DuckDbValueCost/<kind>  DuckDB alone: what a value of each kind costs
 //                           to append, commit and checkpoint (rows/s of process CPU)
+//   BM_DuckDbRead/<api>     reading a 200,000-row result (int, double, text
+//                           with NULLs): the store's chunk reader against the
+//                           deprecated per-value API it replaced
 //
 // items_per_second is spans / log records / metric points per second.
 // Run: build/ingest_bench [--benchmark_filter=Decode] [--benchmark_min_time=2]
@@ -28,6 +31,7 @@
 #include "bench/load_generator.h"
 #include "otlp/compression.h"
 #include "otlp/decoder.h"
+#include "storage/duckdb/duckdb_reader.h"
 #include "storage/telemetry_store.h"
 
 namespace sightline {
@@ -364,6 +368,67 @@ BENCHMARK_CAPTURE(BM_DuckDbValueCost, json_120B, ValueKind::kJson120)->Unit(benc
 BENCHMARK_CAPTURE(BM_DuckDbValueCost, repeated_220B, ValueKind::kRepeated220)
     ->Unit(benchmark::kMillisecond)
     ->MeasureProcessCPUTime();
+
+enum class ReadApi { kChunks, kPerValue };
+
+void BM_DuckDbRead(benchmark::State& state, ReadApi api) {
+  constexpr int64_t kRows = 200000;
+  duckdb_database db = nullptr;
+  duckdb_connection conn = nullptr;
+  duckdb_open(nullptr, &db);
+  duckdb_connect(db, &conn);
+  duckdb_result setup;
+  if (duckdb_query(conn,
+                   "CREATE TABLE t AS SELECT i AS id, i * 0.5 AS value, "
+                   "CASE WHEN i % 10 = 0 THEN NULL ELSE '{\"http.route\":\"/api/items/' || (i % 50) || '\"}' END AS attrs "
+                   "FROM range(200000) r(i)",
+                   &setup) != DuckDBSuccess) {
+    state.SkipWithError(duckdb_result_error(&setup));
+  }
+  duckdb_destroy_result(&setup);
+  const char* sql = "SELECT id, value, attrs FROM t";
+  std::unique_ptr<ReadConnection> reader;
+  if (api == ReadApi::kChunks) {
+    duckdb_connection read_conn = nullptr;
+    duckdb_connect(db, &read_conn);
+    reader = NewDuckDbReader(read_conn);
+  }
+  for (auto _ : state) {
+    int64_t ids = 0;
+    double values = 0;
+    size_t bytes = 0;
+    if (api == ReadApi::kChunks) {
+      Status s = reader->Query(sql, {}, [&](const RowView& r) {
+        ids += r.GetInt(0);
+        values += r.GetDouble(1);
+        if (!r.IsNull(2)) bytes += r.GetString(2).size();
+      });
+      if (!s.ok()) state.SkipWithError(s.message().c_str());
+    } else {
+      duckdb_result r;
+      duckdb_query(conn, sql, &r);
+      for (idx_t row = 0, n = duckdb_row_count(&r); row < n; ++row) {
+        ids += duckdb_value_int64(&r, 0, row);
+        values += duckdb_value_double(&r, 1, row);
+        if (!duckdb_value_is_null(&r, 2, row)) {
+          char* text = duckdb_value_varchar(&r, 2, row);
+          bytes += std::string(text).size();
+          duckdb_free(text);
+        }
+      }
+      duckdb_destroy_result(&r);
+    }
+    benchmark::DoNotOptimize(ids);
+    benchmark::DoNotOptimize(values);
+    benchmark::DoNotOptimize(bytes);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * kRows);
+  reader.reset();
+  duckdb_disconnect(&conn);
+  duckdb_close(&db);
+}
+BENCHMARK_CAPTURE(BM_DuckDbRead, chunks, ReadApi::kChunks)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_DuckDbRead, per_value, ReadApi::kPerValue)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace sightline

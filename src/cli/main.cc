@@ -13,6 +13,7 @@
 #include "cli/token_commands.h"
 #include "common/json_writer.h"
 #include "server/server.h"
+#include "storage/schema_version.h"
 #include "storage/telemetry_store.h"
 
 namespace sightline {
@@ -121,6 +122,26 @@ int Sql(const std::string& data, const std::string& storage, const StoreOptions&
   return closed.ok() ? 0 : 1;
 }
 
+int Migrate(const std::string& data, const std::string& storage, const StoreOptions& base) {
+  RegisterBuiltinStores();
+  StoreOptions options = base;
+  options.data_dir = data;
+  Result<SchemaReport> report = MigrateStore(storage, options);
+  if (!report.ok()) {
+    std::fprintf(stderr, "sightline migrate: %s\n", report.status().ToString().c_str());
+    return 1;
+  }
+  if (report->applied.empty()) {
+    std::printf("%s (%s) is at schema version %lld; nothing to migrate\n", data.c_str(), storage.c_str(),
+                static_cast<long long>(report->version));
+    return 0;
+  }
+  std::printf("%s (%s): schema version %lld -> %lld\n", data.c_str(), storage.c_str(),
+              static_cast<long long>(report->found_version), static_cast<long long>(report->version));
+  for (const std::string& step : report->applied) std::printf("  %s\n", step.c_str());
+  return 0;
+}
+
 }  // namespace
 }  // namespace sightline
 
@@ -193,6 +214,12 @@ int main(int argc, char** argv) {
   AddStoreOptions(sql, &sql_data, &sql_storage, &sql_store);
   sql->add_option("statement", sql_text, "SQL")->required();
 
+  auto* migrate = app.add_subcommand(
+      "migrate", "Bring a stopped server's telemetry database to this version's schema (rewrites ids when needed)");
+  std::string migrate_data = "./data", migrate_storage = "duckdb";
+  StoreOptions migrate_store;
+  AddStoreOptions(migrate, &migrate_data, &migrate_storage, &migrate_store);
+
   AddBenchCommands(&app);
 
   CLI11_PARSE(app, argc, argv);
@@ -200,5 +227,6 @@ int main(int argc, char** argv) {
 
   if (serve->parsed()) return Serve(std::move(so));
   if (sql->parsed()) return Sql(sql_data, sql_storage, sql_store, sql_text);
+  if (migrate->parsed()) return Migrate(migrate_data, migrate_storage, migrate_store);
   return 0;
 }

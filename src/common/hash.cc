@@ -1,46 +1,52 @@
 #include "common/hash.h"
 
 #include <cstring>
+#include <string>
+
+// Header-only mode: XXH3 is compiled into this file, so the short inputs of
+// series ids (a point's attributes) take the inlined short-input path, with
+// no call into the shared library. hash_test.cc checks the result against the
+// shared library's own function.
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+static_assert(XXH_VERSION_NUMBER >= 800, "XXH3's output is frozen from xxHash 0.8.0 on");
 
 namespace sightline {
 namespace {
 
-constexpr uint64_t kPrime1 = 0x9E3779B185EBCA87ull;
-constexpr uint64_t kPrime2 = 0xC2B2AE3D27D4EB4Full;
-
-// One xxHash64 round: absorbs 8 bytes.
-inline uint64_t Round(uint64_t acc, uint64_t word) {
-  acc += word * kPrime2;
-  acc = acc << 31 | acc >> 33;
-  return acc * kPrime1;
+void StoreLittleEndian(uint64_t v, unsigned char* out) {
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<unsigned char>(v >> (8 * i));
 }
 
 }  // namespace
 
-void StableHasher::AddField(std::string_view bytes) {
-  // Eight bytes per step (FNV-1a took one: it was 4% of the server's CPU on
-  // metrics, hashing the resource JSON into every series id). Words are read
-  // in host order; every supported target is little-endian.
-  uint64_t h = h_;
-  const char* p = bytes.data();
-  size_t n = bytes.size();
-  for (; n >= 8; p += 8, n -= 8) {
-    uint64_t word;
-    std::memcpy(&word, p, 8);
-    h = Round(h, word);
-  }
-  uint64_t tail = 0;
-  std::memcpy(&tail, p, n);
-  // The length goes in with the tail, so ("ab","c") and ("a","bc") differ.
-  h_ = Round(h, tail ^ (static_cast<uint64_t>(bytes.size()) << 56));
+HashField HashField::Int(int64_t value) {
+  HashField f;
+  StoreLittleEndian(static_cast<uint64_t>(value), f.int_bytes_);
+  f.is_int_ = true;
+  return f;
 }
 
-uint64_t StableHasher::Finish() const {
-  // splitmix64 finaliser: every input bit reaches every output bit.
-  uint64_t z = h_ + 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133a32ebull;
-  return z ^ (z >> 31);
+uint64_t StableHash(std::initializer_list<HashField> fields, uint64_t seed) {
+  size_t size = 0;
+  for (const HashField& f : fields) size += 8 + f.size();
+  // Ids hash a few hundred bytes at most, usually: encode them on the stack.
+  unsigned char stack[512];
+  std::string heap;
+  unsigned char* buffer = stack;
+  if (size > sizeof(stack)) {
+    heap.resize(size);
+    buffer = reinterpret_cast<unsigned char*>(heap.data());
+  }
+  unsigned char* p = buffer;
+  for (const HashField& f : fields) {
+    StoreLittleEndian(f.size(), p);
+    p += 8;
+    if (f.size() > 0) std::memcpy(p, f.data(), f.size());
+    p += f.size();
+  }
+  return XXH3_64bits_withSeed(buffer, size, seed);
 }
 
 }  // namespace sightline

@@ -1,8 +1,8 @@
 #pragma once
 
 // The data model: the signals and their columnar batches, what the OTLP
-// decoders produce and the engines append. A leaf module: it depends on nothing
-// of ours, so decoding does not link storage.
+// decoders produce and the engines append. A leaf module: it depends only on
+// common/, so decoding does not link storage.
 // One batch per request and signal, struct of arrays, strings packed into one
 // buffer per column, so decoding allocates per column, not per row.
 // Complex values (attribute maps, events, links, histogram buckets, exemplars)

@@ -9,13 +9,14 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <type_traits>
 #include <unordered_set>
 #include <vector>
 
-#include "common/hash.h"
 #include "common/hex.h"
 #include "common/json_writer.h"
+#include "model/ids.h"
 #include "opentelemetry/proto/collector/logs/v1/logs_service.pb.h"
 #include "opentelemetry/proto/collector/metrics/v1/metrics_service.pb.h"
 #include "opentelemetry/proto/collector/trace/v1/trace_service.pb.h"
@@ -194,12 +195,7 @@ struct Context {
   //! series instead, and blocks without accepted rows do neither).
   int64_t ResourceIdFor(ResourceTable* table) {
     if (!in_table) {
-      StableHasher h;
-      h.AddField(resource_json);
-      h.AddField(scope_name);
-      h.AddField(scope_version);
-      h.AddField(scope_json);
-      resource_id = static_cast<int64_t>(h.Finish());
+      resource_id = ResourceId(resource_json, scope_name, scope_version, scope_json);
       table->resource_id.push_back(resource_id);
       table->resource_attributes.Append(resource_json);
       table->scope_name.Append(scope_name);
@@ -429,22 +425,11 @@ class SeriesTable {
     // Everything but the point attributes is the same for all points of a
     // Metric: hash that prefix once per metric (same bytes, same ids).
     if (prefix_metric_ != &m) {
-      StableHasher p;
-      p.AddField(std::to_string(out_->project_id));
-      p.AddField(m.name());
-      p.AddField(std::to_string(static_cast<int>(type)));
-      p.AddField(m.unit());
-      p.AddField(std::to_string(temporality));
-      p.AddField(monotonic ? "1" : "0");
-      p.AddField(ctx.resource_json);
-      p.AddField(ctx.scope_name);
-      p.AddField(ctx.scope_version);
-      prefix_ = p;
+      prefix_.emplace(SeriesMetric{out_->project_id, m.name(), static_cast<int32_t>(type), m.unit(), temporality,
+                                   monotonic, ctx.resource_json, ctx.scope_name, ctx.scope_version});
       prefix_metric_ = &m;
     }
-    StableHasher h = prefix_;
-    h.AddField(attrs_);
-    int64_t id = static_cast<int64_t>(h.Finish());
+    int64_t id = prefix_->Id(attrs_);
     if (seen_.insert(id).second) {
       out_->series_id.push_back(id);
       out_->metric_name.Append(m.name());
@@ -466,7 +451,7 @@ class SeriesTable {
   MetricBatch* out_;
   std::unordered_set<int64_t> seen_;
   std::string attrs_;
-  StableHasher prefix_;                                  // state after the per-metric fields
+  std::optional<SeriesIdHasher> prefix_;                 // state after the per-metric fields
   const otlp_metrics::Metric* prefix_metric_ = nullptr;  // whose prefix_ it is
 };
 

@@ -29,6 +29,7 @@
 
 #include "common/hex.h"
 #include "ingest/ingest_service.h"
+#include "model/ids.h"
 #include "opentelemetry/proto/collector/logs/v1/logs_service.pb.h"
 #include "opentelemetry/proto/collector/metrics/v1/metrics_service.pb.h"
 #include "opentelemetry/proto/collector/trace/v1/trace_service.pb.h"
@@ -1321,13 +1322,13 @@ TEST(DecodeMetricsTest, SeriesIdsAreStableAcrossDecodesAndDependOnTheProject) {
   for (size_t i = 0; i < a.series_rows(); ++i) EXPECT_NE(other.series_id[i], a.series_id[i]) << i;
 }
 
-constexpr int64_t kPinnedSeriesId = -7362824756315816303;
+constexpr int64_t kPinnedSeriesId = -8635308052455526294;
 
 TEST(DecodeMetricsTest, SeriesIdIsAStoredFormat) {
   // series_id is persisted: a change in how it is computed splits every
-  // existing series in two. This pins one value; change it only with a
-  // migration, or with a schema change that refuses older data directories
-  // (the last change: StableHasher's 8-byte rounds, with integer ids).
+  // existing series in two. This pins one value; change it only with a new
+  // schema version and its step in `sightline migrate` (the last change:
+  // XXH3 over the canonical encoding, schema version 2).
   ExportMetricsServiceRequest req;
   auto* m = req.add_resource_metrics()->add_scope_metrics()->add_metrics();
   m->set_name("m");
@@ -1338,6 +1339,31 @@ TEST(DecodeMetricsTest, SeriesIdIsAStoredFormat) {
   ASSERT_TRUE(DecodeMetrics(req.SerializeAsString(), PayloadFormat::kProtobuf, &b, &rejected).ok());
   ASSERT_EQ(b.series_rows(), 1u);
   EXPECT_EQ(b.series_id[0], kPinnedSeriesId);
+}
+
+// `sightline migrate` recomputes ids from the keyed tables' columns: that is
+// only right if every input of the id is stored, exactly as hashed.
+TEST(DecodeMetricsTest, SeriesAndResourceIdsFollowFromTheStoredColumns) {
+  Rejections rejected;
+  MetricBatch metrics = Metrics(MetricsRequest().SerializeAsString(), PayloadFormat::kProtobuf, &rejected);
+  ASSERT_GT(metrics.series_rows(), 1u);
+  for (size_t i = 0; i < metrics.series_rows(); ++i) {
+    SeriesMetric m{metrics.project_id,         metrics.metric_name.Get(i),         metrics.metric_type[i],
+                   metrics.unit.Get(i),        metrics.temporality[i],            metrics.is_monotonic[i] != 0,
+                   metrics.resource_attributes.Get(i), metrics.scope_name.Get(i), metrics.scope_version.Get(i)};
+    EXPECT_EQ(SeriesIdHasher(m).Id(metrics.attributes.Get(i)), metrics.series_id[i]) << i;
+  }
+  SpanBatch spans = Spans(TraceRequest().SerializeAsString(), PayloadFormat::kProtobuf, &rejected);
+  LogBatch logs = Logs(LogsRequest().SerializeAsString(), PayloadFormat::kProtobuf, &rejected);
+  for (const ResourceTable* t : {&spans.resources, &logs.resources}) {
+    ASSERT_GT(t->rows(), 0u);
+    for (size_t i = 0; i < t->rows(); ++i) {
+      EXPECT_EQ(ResourceId(t->resource_attributes.Get(i), t->scope_name.Get(i), t->scope_version.Get(i),
+                           t->scope_attributes.Get(i)),
+                t->resource_id[i])
+          << i;
+    }
+  }
 }
 
 TEST(DecodeMetricsTest, WhatIdentifiesASeries) {

@@ -27,6 +27,8 @@
 
 #include "common/hex.h"
 #include "model/batch.h"
+#include "storage/schema_version.h"
+#include "storage/telemetry_reader.h"
 #include "storage/telemetry_store.h"
 
 namespace sightline {
@@ -969,16 +971,14 @@ TEST_P(StoreConformanceTest, OpenRejectsATableWithOtherColumns) {
   EXPECT_NE(reopened.status().message().find("logs"), std::string::npos) << reopened.status().ToString();
 }
 
-// A database written before spans had its derived columns (endpoint,
-// is_entry, has_exception) opens, gains them, and has them filled from the
-// other columns exactly as the writer fills them.
-TEST_P(StoreConformanceTest, OpenMigratesSpansWithoutDerivedColumns) {
+// At the current schema version every table has every column: one missing
+// its derived columns (they are added only when migrating a version 1
+// database; schema_version_test.cc) is refused, naming the table.
+TEST_P(StoreConformanceTest, OpenRefusesSpansWithoutDerivedColumnsAtTheCurrentVersion) {
   Open();
   SpanBatch spans = MakeSpans();
   ASSERT_TRUE(Sink(Signal::kSpans)->WriteSpans({&spans}).ok());
   sinks_.clear();
-  // An old database has no index on the derived columns either (SQLite's
-  // partial indexes; IF EXISTS makes this a no-op on DuckDB).
   for (const char* index : {"spans_entry_stats", "spans_exceptions"}) {
     Result<SqlResult> dropped = store_->ExecuteSql(std::string("DROP INDEX IF EXISTS ") + index);
     ASSERT_TRUE(dropped.ok()) << dropped.status().ToString();
@@ -987,14 +987,74 @@ TEST_P(StoreConformanceTest, OpenMigratesSpansWithoutDerivedColumns) {
     Result<SqlResult> dropped = store_->ExecuteSql(std::string("ALTER TABLE spans DROP COLUMN ") + column);
     ASSERT_TRUE(dropped.ok()) << dropped.status().ToString();
   }
-  ASSERT_EQ(Query("SELECT * FROM spans LIMIT 0").columns.size(), SpanExpectations(spans).size() - 3);
+  ASSERT_TRUE(store_->Close().ok());
+  store_.reset();
+  Result<std::unique_ptr<TelemetryStore>> reopened = StoreRegistry::Instance().Open(GetParam(), Options());
+  ASSERT_FALSE(reopened.ok());
+  EXPECT_EQ(reopened.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(reopened.status().message().find("table spans"), std::string::npos) << reopened.status().ToString();
+}
+
+// --- Schema versions ------------------------------------------------------------------
+
+TEST_P(StoreConformanceTest, ANewDatabaseRecordsTheCurrentVersion) {
+  Open();
+  EXPECT_EQ(store_->schema_report().found_version, 0);
+  EXPECT_EQ(store_->schema_report().version, schema::kCurrentVersion);
+  EXPECT_EQ(Scalar("SELECT version FROM schema_version"), Cell(std::to_string(schema::kCurrentVersion)));
   Reopen();
-  ExpectRows(Query("SELECT * FROM spans ORDER BY start_time_ns"), SpanExpectations(spans), {0, 1, 2});
-  // And it keeps working: new rows get the columns from the writer.
-  SpanBatch more = MakeSpans();
-  ASSERT_TRUE(Sink(Signal::kSpans)->WriteSpans({&more}).ok());
-  EXPECT_EQ(Scalar("SELECT COUNT(*) FROM spans WHERE is_entry = 1"), Cell("2"));
-  EXPECT_EQ(Scalar("SELECT COUNT(*) FROM spans WHERE has_exception = 1"), Cell("2"));
+  EXPECT_EQ(store_->schema_report().found_version, schema::kCurrentVersion);
+  EXPECT_TRUE(store_->schema_report().applied.empty());
+  EXPECT_EQ(Count("schema_version"), 1);
+}
+
+TEST_P(StoreConformanceTest, ANewerVersionIsRefused) {
+  Open();
+  SpanBatch spans = MakeSpans();
+  ASSERT_TRUE(Sink(Signal::kSpans)->WriteSpans({&spans}).ok());
+  sinks_.clear();
+  const std::string newer = std::to_string(schema::kCurrentVersion + 1);
+  ASSERT_TRUE(store_->ExecuteSql("UPDATE schema_version SET version = " + newer).ok());
+  ASSERT_TRUE(store_->Close().ok());
+  store_.reset();
+
+  Result<std::unique_ptr<TelemetryStore>> reopened = StoreRegistry::Instance().Open(GetParam(), Options());
+  ASSERT_FALSE(reopened.ok());
+  EXPECT_EQ(reopened.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(reopened.status().message().find("schema version " + newer + ", newer than"), std::string::npos)
+      << reopened.status().ToString();
+  // Nor does migrate touch it.
+  Result<SchemaReport> migrated = MigrateStore(GetParam(), Options());
+  EXPECT_FALSE(migrated.ok());
+}
+
+// A database written before versions were recorded, with no rows: it is
+// stamped with the current version, whatever it lacked added.
+TEST_P(StoreConformanceTest, AnEmptyDatabaseWithoutAVersionIsStamped) {
+  Open();
+  ASSERT_TRUE(store_->ExecuteSql("DROP TABLE schema_version").ok());
+  ASSERT_TRUE(store_->ExecuteSql("DROP TABLE log_resources").ok());
+  Reopen();
+  EXPECT_EQ(store_->schema_report().found_version, 0);
+  EXPECT_EQ(Scalar("SELECT version FROM schema_version"), Cell(std::to_string(schema::kCurrentVersion)));
+  EXPECT_EQ(Count("log_resources"), 0);
+}
+
+// Rows but no version: written before versions were recorded, version 1,
+// whose ids need `sightline migrate` (schema_version_test.cc migrates one).
+TEST_P(StoreConformanceTest, ADatabaseWithRowsAndNoVersionIsVersionOne) {
+  Open();
+  SpanBatch spans = MakeSpans();
+  ASSERT_TRUE(Sink(Signal::kSpans)->WriteSpans({&spans}).ok());
+  sinks_.clear();
+  ASSERT_TRUE(store_->ExecuteSql("DROP TABLE schema_version").ok());
+  ASSERT_TRUE(store_->Close().ok());
+  store_.reset();
+  Result<std::unique_ptr<TelemetryStore>> reopened = StoreRegistry::Instance().Open(GetParam(), Options());
+  ASSERT_FALSE(reopened.ok());
+  EXPECT_NE(reopened.status().message().find("schema version 1 and this build uses 2"), std::string::npos)
+      << reopened.status().ToString();
+  EXPECT_NE(reopened.status().message().find("sightline migrate"), std::string::npos) << reopened.status().ToString();
 }
 
 TEST_P(StoreConformanceTest, ReopenWithoutCloseKeepsData) {
@@ -1060,6 +1120,38 @@ TEST_P(StoreConformanceTest, ExecuteSqlReportsBadSqlAsInvalidArgument) {
   EXPECT_EQ(r.columns, (std::vector<std::string>{"one", "missing", "text"}));
   ASSERT_EQ(r.rows.size(), 1u);
   EXPECT_EQ(r.rows[0], (std::vector<Cell>{Cell("1"), std::nullopt, Cell("x")}));
+}
+
+// Text is read with its length: a NUL byte inside a value (valid UTF-8, and
+// OTLP strings may carry one) does not cut it short, on the dashboards' read
+// path or in ExecuteSql.
+TEST_P(StoreConformanceTest, TextWithANulByteReadsBackWhole) {
+  Open();
+  LogBatch logs = MakeLogs();
+  const std::string body("before\0after, long enough to be stored out of line", 51);
+  logs.body = StringColumn();
+  logs.body.Append(body);
+  logs.body.Append("");
+  ASSERT_TRUE(Sink(Signal::kLogs)->WriteLogs({&logs}).ok());
+
+  Result<std::unique_ptr<TelemetryReader>> reader = store_->AcquireReader(1000);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  LogPageQuery q;
+  q.filter.project_id = kProject;
+  q.filter.range = {1700000000000000000, 1700000002000000000};
+  Result<LogPage> page = (*reader)->Logs(q);
+  ASSERT_TRUE(page.ok()) << page.status().ToString();
+  ASSERT_EQ(page->records.size(), 1u);
+  EXPECT_EQ(page->records[0].body, body);
+  EXPECT_EQ(Scalar("SELECT body FROM logs WHERE time_ns <> 0"), Cell(body));
+  EXPECT_EQ(Scalar("SELECT CASE WHEN time_ns = 0 THEN NULL ELSE body END FROM logs WHERE time_ns = 0"), std::nullopt);
+}
+
+TEST_P(StoreConformanceTest, ExecuteSqlShowsNumbersAsTheEngineWritesThem) {
+  Open();
+  SqlResult r = Query("SELECT 12.5 * 2, CAST(3 AS DOUBLE), 7 / 2.0, COUNT(*) FROM (SELECT 1) t");
+  ASSERT_EQ(r.rows.size(), 1u);
+  EXPECT_EQ(r.rows[0], (std::vector<Cell>{Cell("25.0"), Cell("3.0"), Cell("3.5"), Cell("1")}));
 }
 
 TEST_P(StoreConformanceTest, FilesLiveInTheDataDirectory) {

@@ -28,6 +28,16 @@ struct StoreOptions {
   std::string checkpoint_threshold = "256MB";  // DuckDB checkpoint_threshold ("" = DuckDB's 16MB)
   int threads = 0;                 // DuckDB worker threads; 0 = engine default
   int read_connections = 4;        // size of the read pool (AcquireReader)
+  //! Run every schema migration an older database needs, including those
+  //! that are not automatic (`sightline migrate`; storage/schema_version.h).
+  bool migrate = false;
+};
+
+//! What opening did to the database's schema (storage/schema_version.h).
+struct SchemaReport {
+  int64_t found_version = 0;         // 0: a new database
+  int64_t version = 0;               // the version it is at now
+  std::vector<std::string> applied;  // the migration steps run, in order
 };
 
 //! Gauges for /api/health/deep and /metrics.
@@ -96,6 +106,8 @@ class TelemetryStore {
   //! up to wait_ms for one to free up (Unavailable after that). Destroying
   //! the reader returns the connection to the pool.
   virtual Result<std::unique_ptr<TelemetryReader>> AcquireReader(int64_t wait_ms) = 0;
+  //! The schema version found at open and the migrations applied.
+  virtual SchemaReport schema_report() const { return {}; }
   //! Flushes and closes. Sinks must be destroyed first.
   virtual Status Close() = 0;
 };

@@ -24,6 +24,7 @@
 
 #include "common/mutex.h"
 #include "storage/schema.h"
+#include "storage/schema_version.h"
 
 namespace sightline {
 namespace {
@@ -121,6 +122,32 @@ Status ExecWithoutSpinning(duckdb_connection conn, const char* sql) {
   }
   duckdb_destroy_pending(&pending);
   return status;
+}
+
+//! When sql is exactly one query: the query that returns its rows with every
+//! column cast to VARCHAR, so each value reads as DuckDB itself prints it
+//! (the text `sightline sql` shows, for every type), and the original column
+//! names in `names`. nullopt for anything else (several statements, DDL, DML).
+std::optional<std::string> TextQueryOf(duckdb_connection conn, const std::string& sql, std::vector<std::string>* names) {
+  duckdb_extracted_statements extracted = nullptr;
+  idx_t count = duckdb_extract_statements(conn, sql.c_str(), &extracted);
+  std::optional<std::string> out;
+  duckdb_prepared_statement prepared = nullptr;
+  if (count == 1 && duckdb_prepare_extracted_statement(conn, extracted, 0, &prepared) == DuckDBSuccess &&
+      duckdb_prepared_statement_type(prepared) == DUCKDB_STATEMENT_TYPE_SELECT) {
+    names->clear();
+    for (idx_t c = 0; c < duckdb_prepared_statement_column_count(prepared); ++c) {
+      const char* name = duckdb_prepared_statement_column_name(prepared, c);
+      names->emplace_back(name != nullptr ? name : "");
+      duckdb_free(const_cast<char*>(name));
+    }
+    size_t end = sql.find_last_not_of(" \t\r\n;");
+    // The newlines keep a trailing -- comment from swallowing the parenthesis.
+    out = "SELECT CAST(COLUMNS(*) AS VARCHAR) FROM (\n" + sql.substr(0, end == std::string::npos ? 0 : end + 1) + "\n)";
+  }
+  duckdb_destroy_prepare(&prepared);
+  duckdb_destroy_extracted(&extracted);
+  return out;
 }
 
 duckdb_type DuckDbType(schema::ColumnType type) {
@@ -376,6 +403,45 @@ class Transaction {
   bool active_ = false;
 };
 
+//! The version check and migrations' view of one connection.
+class DuckDbSchemaSession final : public schema::SchemaSession {
+ public:
+  explicit DuckDbSchemaSession(duckdb_connection conn) : conn_(conn) {}
+  Status Begin() override { return Exec("BEGIN TRANSACTION"); }
+  Status Commit() override { return Exec("COMMIT"); }
+  void Rollback() override {
+    QueryResult ignored;
+    (void)ignored.Run(conn_, "ROLLBACK");
+  }
+  Status Exec(const std::string& sql) override { return sightline::Exec(conn_, sql); }
+  Status Query(const std::string& sql, const RowCallback& on_row) override {
+    QueryResult result;
+    Status s = result.Run(conn_, sql);
+    if (!s.ok()) return Status::IoError("duckdb: " + sql + ": " + s.message());
+    return ForEachDuckDbRow(result.get(), on_row);
+  }
+  Result<bool> TableExists(const char* table) override {
+    bool exists = false;
+    SL_RETURN_IF_ERROR(Query(std::string("SELECT 1 FROM duckdb_tables() WHERE database_name = current_database() "
+                                         "AND schema_name = 'main' AND table_name = '") +
+                                 table + "'",
+                             [&](const RowView&) { exists = true; }));
+    return exists;
+  }
+  Result<std::vector<std::string>> ColumnNames(const char* table) override {
+    QueryResult result;
+    Status s = result.Run(conn_, std::string("SELECT * FROM ") + table + " LIMIT 0");
+    if (!s.ok()) return Status::IoError("duckdb: reading " + std::string(table) + ": " + s.message());
+    std::vector<std::string> names;
+    for (idx_t c = 0; c < duckdb_column_count(result.get()); ++c) names.emplace_back(duckdb_column_name(result.get(), c));
+    return names;
+  }
+  const schema::TypeNames& types() const override { return kDuckDbTypes; }
+
+ private:
+  duckdb_connection conn_;
+};
+
 class DuckDbSink;
 
 //! Lifecycle: Open() creates the tables and loads counters and known series;
@@ -391,13 +457,13 @@ class DuckDbStore final : public TelemetryStore {
   StoreStats Stats() override;
   Result<SqlResult> ExecuteSql(const std::string& sql) override;
   Result<std::unique_ptr<TelemetryReader>> AcquireReader(int64_t wait_ms) override;
+  SchemaReport schema_report() const override { return schema_report_; }
   Status Close() override;
 
  private:
   friend class DuckDbSink;
   DuckDbStore() = default;
   Status Init(const StoreOptions& options);
-  Status CheckSchema() REQUIRES(read_mu_);
   Status LoadCounters() REQUIRES(read_mu_);
   Status LoadKnownKeys() REQUIRES(read_mu_);
   //! force: close even with sinks open (the destructor; their use is then a bug).
@@ -405,6 +471,7 @@ class DuckDbStore final : public TelemetryStore {
 
   std::string db_path_;
   std::string wal_path_;
+  SchemaReport schema_report_;  // set at open
 
   Mutex mu_;  // lifecycle: db_ and closed_
   duckdb_database db_ GUARDED_BY(mu_) = nullptr;
@@ -539,10 +606,10 @@ Status DuckDbStore::Init(const StoreOptions& options) {
 
   MutexLock read_lock(&read_mu_);
   if (duckdb_connect(db_, &read_conn_) != DuckDBSuccess) return Status::IoError("duckdb: cannot connect");
-  for (const std::string& ddl : schema::CreateAllTablesSql(kDuckDbTypes)) {
-    SL_RETURN_IF_ERROR(Exec(read_conn_, ddl));
-  }
-  SL_RETURN_IF_ERROR(CheckSchema());
+  DuckDbSchemaSession session(read_conn_);
+  Result<SchemaReport> schema = schema::OpenSchema(&session, "duckdb", options);
+  if (!schema.ok()) return schema.status();
+  schema_report_ = std::move(schema).value();
   SL_RETURN_IF_ERROR(LoadCounters());
   SL_RETURN_IF_ERROR(LoadKnownKeys());
   std::vector<std::unique_ptr<ReadConnection>> readers;
@@ -562,40 +629,16 @@ Result<std::unique_ptr<TelemetryReader>> DuckDbStore::AcquireReader(int64_t wait
   return NewDuckDbTelemetryReader(std::move(conn.value()));
 }
 
-Status DuckDbStore::CheckSchema() {
-  for (const auto& [table, expected] : schema::AllTableColumns()) {
-    QueryResult result;
-    Status s = result.Run(read_conn_, std::string("SELECT * FROM ") + table + " LIMIT 0");
-    if (!s.ok()) return Status::IoError("duckdb: reading " + std::string(table) + ": " + s.message());
-    std::vector<std::string> actual;
-    for (idx_t c = 0; c < duckdb_column_count(result.get()); ++c) {
-      actual.emplace_back(duckdb_column_name(result.get(), c));
-    }
-    auto migration = schema::MigrationSql(table, expected, actual, kDuckDbTypes);
-    if (!migration.ok()) return migration.status();
-    if (migration->empty()) continue;
-    // A table from an older version: add and fill the derived columns in one
-    // transaction, so an interrupted migration is simply redone.
-    Transaction txn(read_conn_);
-    Status migrated = txn.Begin();
-    for (size_t i = 0; migrated.ok() && i < migration->size(); ++i) migrated = Exec(read_conn_, (*migration)[i]);
-    if (migrated.ok()) migrated = txn.Commit();
-    if (!migrated.ok()) return Status::IoError(std::string("migrating ") + table + ": " + migrated.message());
-  }
-  return Status::Ok();
-}
-
 Status DuckDbStore::LoadCounters() {
   QueryResult result;
   Status s = result.Run(read_conn_,
                         "SELECT (SELECT COUNT(*) FROM spans), (SELECT COUNT(*) FROM logs), "
                         "(SELECT COUNT(*) FROM metric_points), (SELECT COUNT(*) FROM metric_series)");
   if (!s.ok()) return Status::IoError("duckdb: counting rows: " + s.message());
-  for (int i = 0; i < kSignalCount; ++i) {
-    rows_[i].store(static_cast<uint64_t>(duckdb_value_int64(result.get(), i, 0)));
-  }
-  series_count_.store(static_cast<uint64_t>(duckdb_value_int64(result.get(), 3, 0)));
-  return Status::Ok();
+  return ForEachDuckDbRow(result.get(), [this](const RowView& r) {
+    for (int i = 0; i < kSignalCount; ++i) rows_[i].store(static_cast<uint64_t>(r.GetInt(i)));
+    series_count_.store(static_cast<uint64_t>(r.GetInt(3)));
+  });
 }
 
 Status DuckDbStore::LoadKnownKeys() {
@@ -658,31 +701,33 @@ StoreStats DuckDbStore::Stats() {
 Result<SqlResult> DuckDbStore::ExecuteSql(const std::string& sql) {
   MutexLock lock(&read_mu_);
   if (read_conn_ == nullptr) return Status::Internal("duckdb: store is closed");
-  QueryResult result;
-  SL_RETURN_IF_ERROR(result.Run(read_conn_, sql));
   SqlResult out;
-  idx_t columns = duckdb_column_count(result.get());
-  idx_t rows = duckdb_row_count(result.get());
-  out.columns.reserve(columns);
-  for (idx_t c = 0; c < columns; ++c) {
-    const char* name = duckdb_column_name(result.get(), c);
-    out.columns.emplace_back(name != nullptr ? name : "");
+  QueryResult wrapped, direct;
+  duckdb_result* result = nullptr;
+  std::optional<std::string> as_text = TextQueryOf(read_conn_, sql, &out.columns);
+  if (as_text && wrapped.Run(read_conn_, *as_text).ok()) {
+    result = wrapped.get();
+  } else {
+    // Not one query, or the wrapper does not bind: the statement as given,
+    // its values converted by the row reader.
+    SL_RETURN_IF_ERROR(direct.Run(read_conn_, sql));
+    result = direct.get();
+    out.columns.clear();
+    for (idx_t c = 0; c < duckdb_column_count(result); ++c) {
+      const char* name = duckdb_column_name(result, c);
+      out.columns.emplace_back(name != nullptr ? name : "");
+    }
   }
-  out.rows.reserve(rows);
-  for (idx_t r = 0; r < rows; ++r) {
+  const size_t columns = out.columns.size();
+  SL_RETURN_IF_ERROR(ForEachDuckDbRow(result, [&](const RowView& r) {
     std::vector<std::optional<std::string>> row;
     row.reserve(columns);
-    for (idx_t c = 0; c < columns; ++c) {
-      if (duckdb_value_is_null(result.get(), c, r)) {
-        row.emplace_back(std::nullopt);
-        continue;
-      }
-      char* text = duckdb_value_varchar(result.get(), c, r);
-      row.emplace_back(text != nullptr ? std::string(text) : std::string());
-      duckdb_free(text);
+    for (size_t c = 0; c < columns; ++c) {
+      int col = static_cast<int>(c);
+      row.push_back(r.IsNull(col) ? std::nullopt : std::optional<std::string>(r.GetString(col)));
     }
     out.rows.push_back(std::move(row));
-  }
+  }));
   return out;
 }
 

@@ -6,7 +6,13 @@
 #include "common/status.h"
 #include "storage/sql/sql_connection.h"
 
+struct sqlite3;
+
 namespace sightline {
+
+//! Runs one statement on `db` (not owned) and calls on_row for each row it
+//! returns; text is read with its length.
+Status ForEachSqliteRow(sqlite3* db, const std::string& sql, const RowCallback& on_row);
 
 //! Opens a read-only SQLite connection on `path` (WAL readers never block the
 //! writer). Query() prepares and binds; Interrupt() is sqlite3_interrupt.

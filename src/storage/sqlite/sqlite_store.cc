@@ -21,6 +21,7 @@
 
 #include "common/mutex.h"
 #include "storage/schema.h"
+#include "storage/schema_version.h"
 
 namespace sightline {
 namespace {
@@ -242,6 +243,36 @@ Status ExecInTransaction(sqlite3* db, const std::vector<std::string>& statements
   return txn.Commit();
 }
 
+//! The version check and migrations' view of one connection.
+class SqliteSchemaSession final : public schema::SchemaSession {
+ public:
+  explicit SqliteSchemaSession(sqlite3* db) : db_(db) {}
+  Status Begin() override { return Exec("BEGIN IMMEDIATE"); }
+  Status Commit() override { return Exec("COMMIT"); }
+  void Rollback() override { (void)Exec("ROLLBACK"); }
+  Status Exec(const std::string& sql) override { return sightline::Exec(db_, sql.c_str()); }
+  Status Query(const std::string& sql, const RowCallback& on_row) override {
+    return ForEachSqliteRow(db_, sql, on_row);
+  }
+  Result<bool> TableExists(const char* table) override {
+    bool exists = false;
+    SL_RETURN_IF_ERROR(Query(std::string("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '") + table + "'",
+                             [&](const RowView&) { exists = true; }));
+    return exists;
+  }
+  Result<std::vector<std::string>> ColumnNames(const char* table) override {
+    Statement select;
+    SL_RETURN_IF_ERROR(select.Prepare(db_, std::string("SELECT * FROM ") + table + " LIMIT 0"));
+    std::vector<std::string> names;
+    for (int c = 0; c < sqlite3_column_count(select.get()); ++c) names.emplace_back(sqlite3_column_name(select.get(), c));
+    return names;
+  }
+  const schema::TypeNames& types() const override { return kSqliteTypes; }
+
+ private:
+  sqlite3* db_;
+};
+
 class SqliteStore final : public TelemetryStore {
  public:
   static Result<std::unique_ptr<TelemetryStore>> Open(const StoreOptions& options);
@@ -252,13 +283,13 @@ class SqliteStore final : public TelemetryStore {
   StoreStats Stats() override;
   Result<SqlResult> ExecuteSql(const std::string& sql) override;
   Result<std::unique_ptr<TelemetryReader>> AcquireReader(int64_t wait_ms) override;
+  SchemaReport schema_report() const override { return schema_report_; }
   Status Close() override;
 
  private:
   friend class SqliteSink;
   SqliteStore() = default;
   Status Init(const StoreOptions& options);
-  Status CheckSchema() REQUIRES(read_mu_);
   Status LoadCounters() REQUIRES(read_mu_);
   Status LoadKnownKeys() REQUIRES(read_mu_);
   //! force: close even with sinks open (the destructor; their use is then a bug).
@@ -266,6 +297,7 @@ class SqliteStore final : public TelemetryStore {
 
   std::string db_path_;
   std::string wal_path_;
+  SchemaReport schema_report_;  // set at open
 
   Mutex mu_;  // lifecycle
   bool closed_ GUARDED_BY(mu_) = false;
@@ -377,9 +409,11 @@ Status SqliteStore::Init(const StoreOptions& options) {
       return Status::IoError("sqlite: " + db_path_ + " cannot use WAL (journal_mode=" + (mode ? mode : "?") + ")");
     }
   }
-  SL_RETURN_IF_ERROR(ExecInTransaction(read_db_, schema::CreateAllTablesSql(kSqliteTypes)));
   // Migrate first: the indexes name columns an older table lacks.
-  SL_RETURN_IF_ERROR(CheckSchema());
+  SqliteSchemaSession session(read_db_);
+  Result<SchemaReport> opened = schema::OpenSchema(&session, "sqlite", options);
+  if (!opened.ok()) return opened.status();
+  schema_report_ = std::move(opened).value();
   SL_RETURN_IF_ERROR(ExecInTransaction(read_db_, std::vector<std::string>(std::begin(kIndexSql), std::end(kIndexSql))));
   SL_RETURN_IF_ERROR(LoadCounters());
   SL_RETURN_IF_ERROR(LoadKnownKeys());
@@ -398,25 +432,6 @@ Result<std::unique_ptr<TelemetryReader>> SqliteStore::AcquireReader(int64_t wait
   auto conn = read_pool_->Acquire(wait_ms);
   if (!conn.ok()) return conn.status();
   return NewSqliteTelemetryReader(std::move(conn.value()));
-}
-
-Status SqliteStore::CheckSchema() {
-  for (const auto& [table, expected] : schema::AllTableColumns()) {
-    Statement select;
-    SL_RETURN_IF_ERROR(select.Prepare(read_db_, std::string("SELECT * FROM ") + table + " LIMIT 0"));
-    std::vector<std::string> actual;
-    for (int c = 0; c < sqlite3_column_count(select.get()); ++c) {
-      actual.emplace_back(sqlite3_column_name(select.get(), c));
-    }
-    auto migration = schema::MigrationSql(table, expected, actual, kSqliteTypes);
-    if (!migration.ok()) return migration.status();
-    if (migration->empty()) continue;
-    // A table from an older version: add and fill the derived columns in one
-    // transaction, so an interrupted migration is simply redone.
-    Status migrated = ExecInTransaction(read_db_, *migration);
-    if (!migrated.ok()) return Status::IoError(std::string("migrating ") + table + ": " + migrated.message());
-  }
-  return Status::Ok();
 }
 
 Status SqliteStore::LoadCounters() {

@@ -1,0 +1,309 @@
+#include "storage/schema_version.h"
+
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/ids.h"
+
+namespace sightline::schema {
+namespace {
+
+//! One migration: brings a database from version `from` to `from + 1`.
+struct Step {
+  int64_t from;
+  //! Runs at open without asking; otherwise only under `sightline migrate`.
+  //! Automatic steps are cheap and cannot lose anything.
+  bool automatic;
+  const char* what;
+  //! Returns a line for the report: what it did.
+  Result<std::string> (*run)(SchemaSession*);
+};
+
+// --- 1 -> 2: ids from XXH3 -----------------------------------------------------
+
+//! A keyed table and how to recompute its key from its own columns.
+struct KeyedTable {
+  const char* table;
+  const char* key;
+  const char* main;  // the table whose rows reference the key
+  //! The columns the id is made of (model/ids.h), besides project_id.
+  std::vector<const char*> inputs;
+  //! The id of a row of `SELECT project_id, key, inputs...`.
+  int64_t (*id)(const RowView& r);
+};
+
+int64_t ResourceIdOfRow(const RowView& r) {
+  return ResourceId(r.GetString(2), r.GetString(3), r.GetString(4), r.GetString(5));
+}
+
+int64_t SeriesIdOfRow(const RowView& r) {
+  const std::string name = r.GetString(2), unit = r.GetString(4), resource = r.GetString(7),
+                    scope_name = r.GetString(8), scope_version = r.GetString(9);
+  SeriesMetric m{r.GetInt(0), name, static_cast<int32_t>(r.GetInt(3)), unit, static_cast<int32_t>(r.GetInt(5)),
+                 r.GetInt(6) != 0, resource, scope_name, scope_version};
+  return SeriesIdHasher(m).Id(r.GetString(10));
+}
+
+std::vector<KeyedTable> KeyedTables() {
+  const std::vector<const char*> resource = {"resource_attributes", "scope_name", "scope_version", "scope_attributes"};
+  return {
+      {kSpanResourcesTable, "resource_id", kSpansTable, resource, ResourceIdOfRow},
+      {kLogResourcesTable, "resource_id", kLogsTable, resource, ResourceIdOfRow},
+      {kMetricSeriesTable, "series_id", kMetricPointsTable,
+       {"metric_name", "metric_type", "unit", "temporality", "is_monotonic", "resource_attributes", "scope_name",
+        "scope_version", "attributes"},
+       SeriesIdOfRow},
+  };
+}
+
+constexpr const char* kIdMapTable = "sl_migrate_id_map";
+
+//! Recomputes one keyed table's ids from its columns and rewrites them there
+//! and in its main table. Returns how many keys it recomputed.
+Result<size_t> RecomputeKeys(SchemaSession* s, const KeyedTable& t) {
+  std::map<std::pair<int64_t, int64_t>, int64_t> new_ids;  // (project_id, old id) -> new id
+  std::string conflict, missing;
+  std::string select = std::string("SELECT project_id, ") + t.key;
+  for (const char* column : t.inputs) select += std::string(", ") + column;
+  select += std::string(" FROM ") + t.table;
+  Status read = s->Query(select, [&](const RowView& r) {
+    std::pair<int64_t, int64_t> key{r.GetInt(0), r.GetInt(1)};
+    for (size_t c = 0; c < t.inputs.size() + 2; ++c) {
+      if (r.IsNull(static_cast<int>(c)) && missing.empty()) {
+        missing = std::string(c == 0 ? "project_id" : c == 1 ? t.key : t.inputs[c - 2]) + " is NULL in the row (project " +
+                  std::to_string(key.first) + ", " + t.key + " " + std::to_string(key.second) + ")";
+      }
+    }
+    int64_t id = t.id(r);
+    auto [it, inserted] = new_ids.emplace(key, id);
+    if (!inserted && it->second != id && conflict.empty()) {
+      conflict = "project " + std::to_string(key.first) + ", " + t.key + " " + std::to_string(key.second);
+    }
+  });
+  if (!read.ok()) return Status(read.code(), std::string("reading the id inputs of ") + t.table + ": " + read.message());
+  if (!missing.empty()) {
+    // The writer never stores NULL there: the id cannot be what an ingest of
+    // the same data would give.
+    return Status::InvalidArgument(std::string(t.table) + "." + missing + ", so its new id cannot be computed; nothing "
+                                   "was changed");
+  }
+  if (!conflict.empty()) {
+    return Status::InvalidArgument(std::string(t.table) + " has two rows with the key (" + conflict +
+                                   ") that differ in the columns the id is made of, so which one the rows of " +
+                                   t.main + " meant cannot be told; nothing was changed");
+  }
+  SL_RETURN_IF_ERROR(s->Exec(std::string("DELETE FROM ") + kIdMapTable));
+  std::string insert;
+  size_t in_statement = 0;
+  std::set<std::pair<int64_t, int64_t>> distinct_new;
+  for (const auto& [old_key, id] : new_ids) {
+    distinct_new.insert({old_key.first, id});
+    insert += (in_statement == 0 ? std::string("INSERT INTO ") + kIdMapTable + " VALUES " : std::string(", ")) + "(" +
+              std::to_string(old_key.first) + ", " + std::to_string(old_key.second) + ", " + std::to_string(id) + ")";
+    if (++in_statement == 500) {
+      SL_RETURN_IF_ERROR(s->Exec(insert));
+      insert.clear();
+      in_statement = 0;
+    }
+  }
+  if (in_statement > 0) SL_RETURN_IF_ERROR(s->Exec(insert));
+  for (const char* table : {t.main, t.table}) {
+    SL_RETURN_IF_ERROR(s->Exec(std::string("UPDATE ") + table + " SET " + t.key + " = m.new_id FROM " + kIdMapTable +
+                               " AS m WHERE m.project_id = " + table + ".project_id AND m.old_id = " + table + "." +
+                               t.key));
+  }
+  // Rows that had different old ids but the same inputs now share a key:
+  // keep one, as the writer would have.
+  if (distinct_new.size() < new_ids.size()) {
+    SL_RETURN_IF_ERROR(s->Exec(std::string("DELETE FROM ") + t.table + " WHERE rowid NOT IN (SELECT min(rowid) FROM " +
+                               t.table + " GROUP BY project_id, " + t.key + ")"));
+  }
+  return new_ids.size();
+}
+
+Result<std::string> RecomputeIds(SchemaSession* s) {
+  const TypeNames& types = s->types();
+  SL_RETURN_IF_ERROR(s->Exec(std::string("CREATE TEMP TABLE ") + kIdMapTable + " (project_id " + types.int64 +
+                             ", old_id " + types.int64 + ", new_id " + types.int64 + ")"));
+  std::string done = "recomputed with XXH3:";
+  for (const KeyedTable& t : KeyedTables()) {
+    Result<size_t> n = RecomputeKeys(s, t);
+    if (!n.ok()) return n.status();
+    done += std::string(" ") + std::to_string(*n) + " " + t.key + "s of " + t.table + " (and " + t.main + "),";
+  }
+  done.pop_back();
+  SL_RETURN_IF_ERROR(s->Exec(std::string("DROP TABLE ") + kIdMapTable));
+  return done;
+}
+
+std::vector<Step> Steps() {
+  return {
+      {1, false,
+       "recomputes every metric series id and span and log resource id with XXH3 (the hash those ids are made of "
+       "changed) and rewrites the rows that reference them",
+       RecomputeIds},
+  };
+}
+
+//! Rolls back unless committed.
+class SchemaTransaction {
+ public:
+  explicit SchemaTransaction(SchemaSession* session) : session_(session) {}
+  ~SchemaTransaction() {
+    if (active_) session_->Rollback();
+  }
+  SchemaTransaction(const SchemaTransaction&) = delete;
+  SchemaTransaction& operator=(const SchemaTransaction&) = delete;
+
+  Status Begin() {
+    SL_RETURN_IF_ERROR(session_->Begin());
+    active_ = true;
+    return Status::Ok();
+  }
+  Status Commit() {
+    SL_RETURN_IF_ERROR(session_->Commit());
+    active_ = false;
+    return Status::Ok();
+  }
+
+ private:
+  SchemaSession* session_;
+  bool active_ = false;
+};
+
+Status CreateTables(SchemaSession* s) {
+  for (const std::string& ddl : CreateAllTablesSql(s->types())) SL_RETURN_IF_ERROR(s->Exec(ddl));
+  return s->Exec(std::string("CREATE TABLE IF NOT EXISTS ") + kVersionTable + " (version " + s->types().int64 +
+                 " NOT NULL)");
+}
+
+Status Stamp(SchemaSession* s, int64_t version) {
+  SL_RETURN_IF_ERROR(s->Exec(std::string("DELETE FROM ") + kVersionTable));
+  return s->Exec(std::string("INSERT INTO ") + kVersionTable + " VALUES (" + std::to_string(version) + ")");
+}
+
+//! Version 1 databases may predate the derived span columns: add and fill
+//! them (MigrationSql). Any other difference is refused.
+Status AddDerivedColumns(SchemaSession* s) {
+  for (const auto& [table, expected] : AllTableColumns()) {
+    Result<std::vector<std::string>> actual = s->ColumnNames(table);
+    if (!actual.ok()) return actual.status();
+    Result<std::vector<std::string>> migration = MigrationSql(table, expected, *actual, s->types());
+    if (!migration.ok()) return migration.status();
+    for (const std::string& sql : *migration) {
+      Status done = s->Exec(sql);
+      if (!done.ok()) return Status::IoError(std::string("migrating ") + table + ": " + done.message());
+    }
+  }
+  return Status::Ok();
+}
+
+//! Every table has exactly the columns of this version.
+Status CheckColumns(SchemaSession* s) {
+  for (const auto& [table, expected] : AllTableColumns()) {
+    Result<std::vector<std::string>> actual = s->ColumnNames(table);
+    if (!actual.ok()) return actual.status();
+    std::vector<std::string> names;
+    for (const Column& c : expected) names.emplace_back(c.name);
+    SL_RETURN_IF_ERROR(CheckColumnNames(table, names, *actual));
+  }
+  return Status::Ok();
+}
+
+struct Found {
+  int64_t version;
+  bool recorded;  // in the version table
+};
+
+//! The version recorded in the database; else 0 when no table holds a row
+//! (nothing was written under any version's rules), or 1 when data is there
+//! (written before versions were recorded).
+Result<Found> FoundVersion(SchemaSession* s) {
+  Result<bool> has_version = s->TableExists(kVersionTable);
+  if (!has_version.ok()) return has_version.status();
+  if (*has_version) {
+    std::vector<int64_t> versions;
+    SL_RETURN_IF_ERROR(s->Query(std::string("SELECT version FROM ") + kVersionTable,
+                                [&](const RowView& r) { versions.push_back(r.IsNull(0) ? -1 : r.GetInt(0)); }));
+    if (versions.size() != 1 || versions[0] < 1) {
+      return Status::InvalidArgument(std::string("the ") + kVersionTable + " table holds " +
+                                     std::to_string(versions.size()) + " rows; expected one positive version");
+    }
+    return Found{versions[0], true};
+  }
+  for (const auto& [table, columns] : AllTableColumns()) {
+    Result<bool> exists = s->TableExists(table);
+    if (!exists.ok()) return exists.status();
+    if (!*exists) continue;
+    bool any = false;
+    SL_RETURN_IF_ERROR(s->Query(std::string("SELECT 1 FROM ") + table + " LIMIT 1", [&](const RowView&) { any = true; }));
+    if (any) return Found{1, false};
+  }
+  return Found{0, false};
+}
+
+}  // namespace
+
+Result<SchemaReport> OpenSchema(SchemaSession* session, const char* engine, const StoreOptions& options) {
+  SchemaTransaction txn(session);
+  SL_RETURN_IF_ERROR(txn.Begin());
+  Result<Found> found_or = FoundVersion(session);
+  if (!found_or.ok()) return found_or.status();
+  const Found found = *found_or;
+  SchemaReport report;
+  report.found_version = found.version;
+  report.version = kCurrentVersion;
+  const std::string where = std::string(engine) + " database in " + options.data_dir;
+  const std::string versions = "schema version " + std::to_string(found.version);
+  if (found.version > kCurrentVersion) {
+    return Status::InvalidArgument("the " + where + " has " + versions + ", newer than this build's " +
+                                   std::to_string(kCurrentVersion) +
+                                   ": it was written by a newer Sightline, which is the one to run on it "
+                                   "(a database is never downgraded; docs/STORAGE.md, Schema versions)");
+  }
+  std::vector<Step> steps;
+  for (const Step& step : Steps()) {
+    if (found.version != 0 && step.from >= found.version) steps.push_back(step);
+  }
+  for (const Step& step : steps) {
+    if (step.automatic || options.migrate) continue;
+    return Status::InvalidArgument("the " + where + " has " + versions + " and this build uses " +
+                                   std::to_string(kCurrentVersion) + "; going from " + std::to_string(step.from) +
+                                   " to " + std::to_string(step.from + 1) + " " + step.what +
+                                   ". Stop the server and run `sightline migrate --data " + options.data_dir +
+                                   " --storage " + engine + "` (docs/STORAGE.md, Schema versions)");
+  }
+  SL_RETURN_IF_ERROR(CreateTables(session));
+  if (found.version <= 1) SL_RETURN_IF_ERROR(AddDerivedColumns(session));
+  for (const Step& step : steps) {
+    Result<std::string> done = step.run(session);
+    if (!done.ok()) {
+      return Status(done.status().code(), "migrating the " + where + " from schema version " +
+                                              std::to_string(step.from) + " to " + std::to_string(step.from + 1) +
+                                              ": " + done.status().message());
+    }
+    report.applied.push_back(std::to_string(step.from) + " -> " + std::to_string(step.from + 1) + ": " + *done);
+  }
+  if (!found.recorded || found.version != kCurrentVersion) SL_RETURN_IF_ERROR(Stamp(session, kCurrentVersion));
+  SL_RETURN_IF_ERROR(CheckColumns(session));
+  SL_RETURN_IF_ERROR(txn.Commit());
+  return report;
+}
+
+}  // namespace sightline::schema
+
+namespace sightline {
+
+Result<SchemaReport> MigrateStore(const std::string& engine, StoreOptions options) {
+  options.migrate = true;
+  Result<std::unique_ptr<TelemetryStore>> store = StoreRegistry::Instance().Open(engine, options);
+  if (!store.ok()) return store.status();
+  SchemaReport report = (*store)->schema_report();
+  SL_RETURN_IF_ERROR((*store)->Close());
+  return report;
+}
+
+}  // namespace sightline

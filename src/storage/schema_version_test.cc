@@ -1,0 +1,346 @@
+// Schema version 1 -> 2 on every engine: a database written with the ids of
+// version 1 is refused at open with a message naming `sightline migrate`, and
+// after the migration it holds exactly what a fresh ingest of the same data
+// into an empty directory holds, ids included.
+
+#include "storage/schema_version.h"
+
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "bench/load_generator.h"
+#include "model/batch.h"
+#include "otlp/decoder.h"
+#include "storage/telemetry_store.h"
+
+namespace sightline {
+namespace {
+
+class TempDir {
+ public:
+  TempDir() {
+    std::random_device rd;
+    path_ = std::filesystem::temp_directory_path() /
+            ("sightline-migrate-test-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  std::string str() const { return path_.string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// The hash version 1 databases were written with, as common/hash.cc had it
+// ("xxHash64 rounds", words in host order, the length folded into the tail).
+class Version1Hasher {
+ public:
+  void AddField(std::string_view bytes) {
+    uint64_t h = h_;
+    const char* p = bytes.data();
+    size_t n = bytes.size();
+    for (; n >= 8; p += 8, n -= 8) {
+      uint64_t word;
+      std::memcpy(&word, p, 8);
+      h = Round(h, word);
+    }
+    uint64_t tail = 0;
+    std::memcpy(&tail, p, n);
+    h_ = Round(h, tail ^ (static_cast<uint64_t>(bytes.size()) << 56));
+  }
+  int64_t Finish() const {
+    uint64_t z = h_ + 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133a32ebull;
+    return static_cast<int64_t>(z ^ (z >> 31));
+  }
+
+ private:
+  static uint64_t Round(uint64_t acc, uint64_t word) {
+    acc += word * 0xC2B2AE3D27D4EB4Full;
+    acc = acc << 31 | acc >> 33;
+    return acc * 0x9E3779B185EBCA87ull;
+  }
+  uint64_t h_ = 14695981039346656037ull;
+};
+
+//! Gives a decoded batch the ids version 1 wrote, in its keyed rows and in
+//! the rows that reference them.
+void UseVersion1Ids(ResourceTable* t, std::vector<int64_t>* refs) {
+  std::unordered_map<int64_t, int64_t> old_of;
+  for (size_t i = 0; i < t->rows(); ++i) {
+    Version1Hasher h;
+    h.AddField(t->resource_attributes.Get(i));
+    h.AddField(t->scope_name.Get(i));
+    h.AddField(t->scope_version.Get(i));
+    h.AddField(t->scope_attributes.Get(i));
+    old_of[t->resource_id[i]] = h.Finish();
+    t->resource_id[i] = h.Finish();
+  }
+  for (int64_t& id : *refs) id = old_of.at(id);
+}
+
+void UseVersion1Ids(MetricBatch* b) {
+  std::unordered_map<int64_t, int64_t> old_of;
+  for (size_t i = 0; i < b->series_rows(); ++i) {
+    Version1Hasher h;
+    h.AddField(std::to_string(b->project_id));
+    h.AddField(b->metric_name.Get(i));
+    h.AddField(std::to_string(b->metric_type[i]));
+    h.AddField(b->unit.Get(i));
+    h.AddField(std::to_string(b->temporality[i]));
+    h.AddField(b->is_monotonic[i] != 0 ? "1" : "0");
+    h.AddField(b->resource_attributes.Get(i));
+    h.AddField(b->scope_name.Get(i));
+    h.AddField(b->scope_version.Get(i));
+    h.AddField(b->attributes.Get(i));
+    old_of[b->series_id[i]] = h.Finish();
+    b->series_id[i] = h.Finish();
+  }
+  for (int64_t& id : b->point_series_id) id = old_of.at(id);
+}
+
+//! What an ingest of the load generator's requests decodes to, for two projects.
+struct Data {
+  std::vector<SpanBatch> spans;
+  std::vector<LogBatch> logs;
+  std::vector<MetricBatch> metrics;
+};
+
+Data Decoded() {
+  bench::GeneratorOptions o;
+  o.seed = 11;
+  o.batch = 300;
+  o.sdk_batch_limit = 100;  // several services, so several resources, per request
+  o.base_time_ns = 1700000000000000000;
+  bench::LoadGenerator gen(o);
+  Data d;
+  for (int64_t project : {1, 2}) {
+    for (uint64_t index : {0, 1}) {
+      uint32_t items = 0;
+      Rejections r;
+      SpanBatch& s = d.spans.emplace_back();
+      s.project_id = project;
+      EXPECT_TRUE(
+          DecodeSpans(gen.BuildRaw(bench::Signal::kSpans, index, &items), PayloadFormat::kProtobuf, &s, &r).ok());
+      LogBatch& l = d.logs.emplace_back();
+      l.project_id = project;
+      EXPECT_TRUE(DecodeLogs(gen.BuildRaw(bench::Signal::kLogs, index, &items), PayloadFormat::kProtobuf,
+                             1700000000000000000, &l, &r)
+                      .ok());
+      MetricBatch& m = d.metrics.emplace_back();
+      m.project_id = project;
+      EXPECT_TRUE(
+          DecodeMetrics(gen.BuildRaw(bench::Signal::kMetrics, index, &items), PayloadFormat::kProtobuf, &m, &r).ok());
+      EXPECT_EQ(r.count, 0) << r.message;
+    }
+  }
+  return d;
+}
+
+template <typename Batch>
+std::vector<const Batch*> Pointers(const std::vector<Batch>& batches) {
+  std::vector<const Batch*> out;
+  for (const Batch& b : batches) out.push_back(&b);
+  return out;
+}
+
+class SchemaMigrationTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { RegisterBuiltinStores(); }
+
+  StoreOptions Options(const TempDir& dir) const {
+    StoreOptions options;
+    options.data_dir = dir.str();
+    options.memory_limit = "512MB";
+    options.threads = 2;
+    return options;
+  }
+
+  std::unique_ptr<TelemetryStore> Open(const TempDir& dir) {
+    Result<std::unique_ptr<TelemetryStore>> store = StoreRegistry::Instance().Open(GetParam(), Options(dir));
+    EXPECT_TRUE(store.ok()) << store.status().ToString();
+    return store.ok() ? std::move(store).value() : nullptr;
+  }
+
+  void Write(TelemetryStore* store, const Data& d) {
+    for (Signal signal : {Signal::kSpans, Signal::kLogs, Signal::kMetrics}) {
+      Result<std::unique_ptr<SignalSink>> sink = store->NewSink(signal);
+      ASSERT_TRUE(sink.ok()) << sink.status().ToString();
+      Status s = signal == Signal::kSpans  ? (*sink)->WriteSpans(Pointers(d.spans))
+                 : signal == Signal::kLogs ? (*sink)->WriteLogs(Pointers(d.logs))
+                                           : (*sink)->WriteMetrics(Pointers(d.metrics));
+      ASSERT_TRUE(s.ok()) << s.ToString();
+    }
+  }
+
+  void Sql(TelemetryStore* store, const std::string& sql) {
+    Result<SqlResult> r = store->ExecuteSql(sql);
+    ASSERT_TRUE(r.ok()) << sql << ": " << r.status().ToString();
+  }
+
+  //! Every row of a table, in a fixed order (by every column).
+  static SqlResult Rows(TelemetryStore* store, const char* table) {
+    Result<SqlResult> columns = store->ExecuteSql(std::string("SELECT * FROM ") + table + " LIMIT 0");
+    EXPECT_TRUE(columns.ok()) << columns.status().ToString();
+    std::string order;
+    for (size_t c = 1; columns.ok() && c <= columns->columns.size(); ++c) order += (c > 1 ? ", " : "") + std::to_string(c);
+    Result<SqlResult> rows = store->ExecuteSql(std::string("SELECT * FROM ") + table + " ORDER BY " + order);
+    EXPECT_TRUE(rows.ok()) << rows.status().ToString();
+    return rows.ok() ? std::move(rows).value() : SqlResult();
+  }
+};
+
+TEST_P(SchemaMigrationTest, AVersion1DatabaseIsRefusedThenMigratedToTheIdsAFreshIngestGives) {
+  const Data fresh = Decoded();
+  ASSERT_GT(fresh.spans[0].resources.rows(), 1u);
+  ASSERT_GT(fresh.metrics[0].series_rows(), 1u);
+
+  // A fresh ingest into an empty directory: the reference.
+  TempDir reference_dir;
+  std::unique_ptr<TelemetryStore> reference = Open(reference_dir);
+  ASSERT_NE(reference, nullptr);
+  Write(reference.get(), fresh);
+
+  // The same data as version 1 wrote it: its ids, no version table, and
+  // spans from before the derived columns.
+  Data old = fresh;
+  for (SpanBatch& b : old.spans) UseVersion1Ids(&b.resources, &b.resource_id);
+  for (LogBatch& b : old.logs) UseVersion1Ids(&b.resources, &b.resource_id);
+  for (MetricBatch& b : old.metrics) UseVersion1Ids(&b);
+  ASSERT_NE(old.metrics[0].series_id[0], fresh.metrics[0].series_id[0]);
+  TempDir dir;
+  {
+    std::unique_ptr<TelemetryStore> store = Open(dir);
+    ASSERT_NE(store, nullptr);
+    Write(store.get(), old);
+    Sql(store.get(), "DROP TABLE schema_version");
+    for (const char* index : {"spans_entry_stats", "spans_exceptions"}) {
+      Sql(store.get(), std::string("DROP INDEX IF EXISTS ") + index);
+    }
+    for (const char* column : {"has_exception", "is_entry", "endpoint"}) {
+      Sql(store.get(), std::string("ALTER TABLE spans DROP COLUMN ") + column);
+    }
+    ASSERT_TRUE(store->Close().ok());
+  }
+
+  // Refused, with what to run.
+  Result<std::unique_ptr<TelemetryStore>> refused = StoreRegistry::Instance().Open(GetParam(), Options(dir));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  const std::string command = "sightline migrate --data " + dir.str() + " --storage " + GetParam();
+  EXPECT_NE(refused.status().message().find("schema version 1"), std::string::npos) << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find(command), std::string::npos) << refused.status().ToString();
+
+  Result<SchemaReport> migrated = MigrateStore(GetParam(), Options(dir));
+  ASSERT_TRUE(migrated.ok()) << migrated.status().ToString();
+  EXPECT_EQ(migrated->found_version, 1);
+  EXPECT_EQ(migrated->version, 2);
+  ASSERT_EQ(migrated->applied.size(), 1u);
+  EXPECT_NE(migrated->applied[0].find("series_ids of metric_series"), std::string::npos) << migrated->applied[0];
+
+  std::unique_ptr<TelemetryStore> store = Open(dir);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->schema_report().found_version, 2);
+  for (const char* table : {"spans", "span_resources", "logs", "log_resources", "metric_series", "metric_points",
+                            "schema_version"}) {
+    SCOPED_TRACE(table);
+    SqlResult want = Rows(reference.get(), table), got = Rows(store.get(), table);
+    EXPECT_EQ(got.columns, want.columns);
+    ASSERT_EQ(got.rows.size(), want.rows.size());
+    for (size_t i = 0; i < want.rows.size(); ++i) ASSERT_EQ(got.rows[i], want.rows[i]) << "row " << i;
+  }
+  // New data joins the migrated series and resources instead of adding rows.
+  const uint64_t series = store->Stats().metric_series;
+  Write(store.get(), fresh);
+  EXPECT_EQ(store->Stats().metric_series, series);
+  for (const char* table : {"span_resources", "log_resources", "metric_series"}) {
+    EXPECT_EQ(Rows(store.get(), table).rows, Rows(reference.get(), table).rows) << table;
+  }
+  EXPECT_TRUE(store->Close().ok());
+  EXPECT_TRUE(reference->Close().ok());
+}
+
+// Two keyed rows with one identity under different old ids (which version 1
+// never wrote, but a migration must not multiply) become one row, and the
+// rows that referenced either reference it.
+TEST_P(SchemaMigrationTest, TwoOldIdsOfOneIdentityBecomeOneRow) {
+  const Data fresh = Decoded();
+  TempDir reference_dir, dir;
+  std::unique_ptr<TelemetryStore> reference = Open(reference_dir);
+  ASSERT_NE(reference, nullptr);
+  Write(reference.get(), fresh);
+  {
+    std::unique_ptr<TelemetryStore> store = Open(dir);
+    ASSERT_NE(store, nullptr);
+    Write(store.get(), fresh);
+    Sql(store.get(), "INSERT INTO span_resources SELECT project_id, resource_id + 1, resource_attributes, scope_name, "
+                     "scope_version, scope_attributes FROM span_resources");
+    Sql(store.get(), "UPDATE spans SET resource_id = resource_id + 1 WHERE span_id % 2 = 0");
+    Sql(store.get(), "UPDATE schema_version SET version = 1");
+    ASSERT_TRUE(store->Close().ok());
+  }
+  Result<SchemaReport> migrated = MigrateStore(GetParam(), Options(dir));
+  ASSERT_TRUE(migrated.ok()) << migrated.status().ToString();
+  std::unique_ptr<TelemetryStore> store = Open(dir);
+  ASSERT_NE(store, nullptr);
+  for (const char* table : {"spans", "span_resources"}) {
+    EXPECT_EQ(Rows(store.get(), table).rows, Rows(reference.get(), table).rows) << table;
+  }
+  EXPECT_TRUE(store->Close().ok());
+  EXPECT_TRUE(reference->Close().ok());
+}
+
+TEST_P(SchemaMigrationTest, MigrateRefusesWhenAnIdInputIsMissing) {
+  TempDir dir;
+  Data old = Decoded();
+  for (MetricBatch& b : old.metrics) UseVersion1Ids(&b);
+  {
+    std::unique_ptr<TelemetryStore> store = Open(dir);
+    ASSERT_NE(store, nullptr);
+    Write(store.get(), old);
+    Sql(store.get(), "UPDATE schema_version SET version = 1");
+    Sql(store.get(), "UPDATE metric_series SET unit = NULL WHERE project_id = 2");
+    ASSERT_TRUE(store->Close().ok());
+  }
+  Result<SchemaReport> migrated = MigrateStore(GetParam(), Options(dir));
+  ASSERT_FALSE(migrated.ok());
+  EXPECT_NE(migrated.status().message().find("metric_series.unit is NULL"), std::string::npos)
+      << migrated.status().ToString();
+  // Nothing changed: still version 1, still refused.
+  Result<std::unique_ptr<TelemetryStore>> refused = StoreRegistry::Instance().Open(GetParam(), Options(dir));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("schema version 1"), std::string::npos) << refused.status().ToString();
+}
+
+TEST_P(SchemaMigrationTest, MigrateOnACurrentDatabaseChangesNothing) {
+  TempDir dir;
+  {
+    std::unique_ptr<TelemetryStore> store = Open(dir);
+    ASSERT_NE(store, nullptr);
+    Write(store.get(), Decoded());
+    ASSERT_TRUE(store->Close().ok());
+  }
+  Result<SchemaReport> migrated = MigrateStore(GetParam(), Options(dir));
+  ASSERT_TRUE(migrated.ok()) << migrated.status().ToString();
+  EXPECT_EQ(migrated->found_version, schema::kCurrentVersion);
+  EXPECT_TRUE(migrated->applied.empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, SchemaMigrationTest, ::testing::Values("duckdb", "sqlite"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+}  // namespace
+}  // namespace sightline
