@@ -20,8 +20,7 @@ bool ParseInt64(std::string_view s, int64_t* out) {
 
 Result<LogPage> SqlReader::Logs(const LogPageQuery& q) {
   sql::Sql base;
-  base << "SELECT time_ns, severity_number, severity_text, body, service_name, trace_id_high, trace_id_low, span_id, "
-          "attributes, rowid FROM logs";
+  base << "SELECT " << sql::kLogColumns << ", rowid FROM logs";
   base.Append(LogWhere(q.filter));
   int64_t newest = q.filter.range.to_ns;  // exclusive upper bound of the scan
   // Cursor "<time_ns>:<rowid>": the last row returned; the page continues strictly after it.
@@ -64,16 +63,7 @@ Result<LogPage> SqlReader::Logs(const LogPageQuery& q) {
     int64_t n = 0;
     SL_RETURN_IF_ERROR(Rows(sql, [&](const RowView& r) {
       if (++n > q.limit) return;
-      LogRecord l;
-      l.time_ns = r.GetInt(0);
-      l.severity_number = static_cast<int32_t>(r.GetInt(1));
-      l.severity_text = sql::Text(r, 2);
-      l.body = sql::Text(r, 3);
-      l.service = sql::Text(r, 4);
-      l.trace_id = TraceId{sql::Id(r, 5), sql::Id(r, 6)};
-      l.span_id = sql::Id(r, 7);
-      l.attributes = sql::Text(r, 8);
-      page.records.push_back(std::move(l));
+      page.records.push_back(sql::LogRecordOf(r));
       next = std::to_string(r.GetInt(0)) + ":" + std::to_string(r.GetInt(9));
     }));
     if (n > q.limit) {

@@ -220,23 +220,11 @@ Result<TraceDetail> SqlReader::GetTrace(const TraceQuery& q) {
   }));
   if (out.spans.empty()) return Status::NotFound("no such trace in this project");
   sql::Sql logs;
-  logs << "SELECT time_ns, severity_number, severity_text, body, service_name, trace_id_high, trace_id_low, span_id, "
-          "attributes FROM logs WHERE project_id = ";
+  logs << "SELECT " << sql::kLogColumns << " FROM logs WHERE project_id = ";
   logs.Bind(q.project_id);
   logs.Append(by_trace);
   logs << " ORDER BY time_ns, rowid";
-  SL_RETURN_IF_ERROR(Rows(logs, [&](const RowView& r) {
-    LogRecord l;
-    l.time_ns = r.GetInt(0);
-    l.severity_number = static_cast<int32_t>(r.GetInt(1));
-    l.severity_text = sql::Text(r, 2);
-    l.body = sql::Text(r, 3);
-    l.service = sql::Text(r, 4);
-    l.trace_id = TraceIdOf(r, 5);
-    l.span_id = sql::Id(r, 7);
-    l.attributes = sql::Text(r, 8);
-    out.logs.push_back(std::move(l));
-  }));
+  SL_RETURN_IF_ERROR(Rows(logs, [&](const RowView& r) { out.logs.push_back(sql::LogRecordOf(r)); }));
   return out;
 }
 

@@ -39,6 +39,19 @@ std::string UnsignedOrder(const char* column, const char* direction) {
   return "(" + c + " < 0)" + d + ", " + c + d;
 }
 
+LogRecord LogRecordOf(const RowView& r) {
+  LogRecord l;
+  l.time_ns = r.GetInt(0);
+  l.severity_number = static_cast<int32_t>(r.GetInt(1));
+  l.severity_text = Text(r, 2);
+  l.body = Text(r, 3);
+  l.service = Text(r, 4);
+  l.trace_id = TraceId{Id(r, 5), Id(r, 6)};
+  l.span_id = Id(r, 7);
+  l.attributes = Text(r, 8);
+  return l;
+}
+
 }  // namespace sql
 
 std::string SqlReader::IntDiv(const std::string& a, const std::string& b) const { return "(" + a + " / " + b + ")"; }
@@ -63,6 +76,15 @@ void SqlReader::AppendContains(sql::Sql* sql, const char* column, const std::str
 
 std::string SqlReader::SampleTraceIdHex() const {
   return "max(CASE WHEN trace_id_high IS NULL THEN '' ELSE printf('%016x%016x', trace_id_high, trace_id_low) END)";
+}
+
+void SqlReader::AppendAttrFilters(sql::Sql* w, const std::vector<AttrFilter>& filters) const {
+  for (const AttrFilter& a : filters) {
+    *w << " AND ";
+    AppendJsonText(w, "attributes", a.key);
+    *w << " = ";
+    w->Bind(a.value);
+  }
 }
 
 sql::Sql SqlReader::SpanWhere(const SpanFilter& f) const {
@@ -94,12 +116,7 @@ sql::Sql SqlReader::SpanWhere(const SpanFilter& f) const {
     w << " AND duration_ns <= ";
     w.Bind(*f.max_duration_ns);
   }
-  for (const AttrFilter& a : f.attributes) {
-    w << " AND ";
-    AppendJsonText(&w, "attributes", a.key);
-    w << " = ";
-    w.Bind(a.value);
-  }
+  AppendAttrFilters(&w, f.attributes);
   return w;
 }
 
@@ -129,12 +146,7 @@ sql::Sql SqlReader::LogWhere(const LogFilter& f) const {
     w << " AND trace_id_low = ";
     w.Bind(static_cast<int64_t>(f.trace_id->low));
   }
-  for (const AttrFilter& a : f.attributes) {
-    w << " AND ";
-    AppendJsonText(&w, "attributes", a.key);
-    w << " = ";
-    w.Bind(a.value);
-  }
+  AppendAttrFilters(&w, f.attributes);
   return w;
 }
 

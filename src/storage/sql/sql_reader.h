@@ -13,6 +13,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "storage/sql/sql_builder.h"
 #include "storage/sql/sql_connection.h"
@@ -84,6 +85,8 @@ class SqlReader : public TelemetryReader {
 
  private:
   sql::Sql LogWhere(const LogFilter& f) const;
+  //! " AND <attributes at key> = value" for each filter.
+  void AppendAttrFilters(sql::Sql* w, const std::vector<AttrFilter>& filters) const;
 
   std::unique_ptr<ReadConnection> conn_;
 };
@@ -98,6 +101,12 @@ std::string UnsignedOrder(const char* column, const char* direction = "");
 inline std::string Text(const RowView& r, int col) { return r.IsNull(col) ? std::string() : r.GetString(col); }
 //! An id column: 0 for NULL (absent).
 inline uint64_t Id(const RowView& r, int col) { return r.IsNull(col) ? 0 : static_cast<uint64_t>(r.GetInt(col)); }
+
+//! The log columns every log read selects, in LogRecordOf's order.
+inline constexpr const char* kLogColumns =
+    "time_ns, severity_number, severity_text, body, service_name, trace_id_high, trace_id_low, span_id, attributes";
+//! A log record from a row that starts with kLogColumns.
+LogRecord LogRecordOf(const RowView& r);
 
 }  // namespace sql
 
