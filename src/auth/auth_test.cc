@@ -20,6 +20,7 @@
 #include "auth/passwords.h"
 #include "auth/sessions.h"
 #include "auth/tokens.h"
+#include "common/testing/temp_dir.h"
 #include "state/sqlite/sqlite_state_store.h"
 
 namespace sightline {
@@ -27,23 +28,10 @@ namespace {
 
 using std::chrono::milliseconds;
 
-class TempDir {
+//! A fresh directory for one test, removed at the end.
+class TempDir : public testing::TempDir {
  public:
-  TempDir() {
-    std::random_device rd;
-    std::mt19937_64 rng((static_cast<uint64_t>(rd()) << 32) ^ rd());
-    path_ = std::filesystem::temp_directory_path() /
-            ("sightline-auth-test-" + std::to_string(::getpid()) + "-" + std::to_string(rng()));
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string str() const { return path_.string(); }
-
- private:
-  std::filesystem::path path_;
+  TempDir() : testing::TempDir("sightline-auth-test") {}
 };
 
 //! Forwards to a real store, counting token lookups and failing them on demand.

@@ -4,12 +4,10 @@
 #include "ingest/ingest_service.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
-
-#include <filesystem>
 #include <future>
 
 #include "auth/tokens.h"
+#include "common/testing/temp_dir.h"
 #include "storage/memory/memory_store.h"
 
 namespace sightline {
@@ -28,9 +26,7 @@ constexpr const char* kSpansJson =
 class IngestServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("sl-ingest-test-" + std::to_string(getpid()));
-    std::filesystem::remove_all(dir_);
-    auto state = OpenStateStore(dir_.string());
+    auto state = OpenStateStore(dir_.str());
     ASSERT_TRUE(state.ok()) << state.status().ToString();
     state_ = std::move(state.value());
     auto token = MintToken(state_.get(), "default");
@@ -61,7 +57,6 @@ class IngestServiceTest : public ::testing::Test {
     store_.reset();
     auth_.reset();
     state_.reset();
-    std::filesystem::remove_all(dir_);
   }
 
   ExportHeaders Headers(std::string_view type = "application/json") {
@@ -80,7 +75,7 @@ class IngestServiceTest : public ::testing::Test {
 
   int64_t StoredSpans() { return static_cast<int64_t>(store_->Stats().rows[0]); }
 
-  std::filesystem::path dir_;
+  testing::TempDir dir_{"sightline-ingest-test"};
   std::unique_ptr<StateStore> state_;
   std::string token_;
   std::unique_ptr<Authenticator> auth_;

@@ -10,14 +10,13 @@
 
 #include <gtest/gtest.h>
 #include <simdjson.h>
-#include <unistd.h>
 
 #include <cmath>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "common/testing/temp_dir.h"
 #include "query/query_service.h"
 #include "storage/memory/memory_store.h"
 #include "storage/testing/read_dataset.h"
@@ -102,10 +101,8 @@ TEST(QueryServiceTest, BadParametersAreRefusedBeforeAnyQuery) {
 class QueryOnEngine {
  public:
   explicit QueryOnEngine(const std::string& engine) {
-    dir_ = std::filesystem::temp_directory_path() / ("sl-query-test-" + engine + "-" + std::to_string(getpid()));
-    std::filesystem::remove_all(dir_);
     StoreOptions options;
-    options.data_dir = dir_.string();
+    options.data_dir = dir_.str();
     options.read_connections = 1;
     Result<std::unique_ptr<TelemetryStore>> store = Status::Internal("unopened");
     if (engine == "memory") {
@@ -122,7 +119,6 @@ class QueryOnEngine {
   ~QueryOnEngine() {
     if (store_) (void)store_->Close();
     store_.reset();
-    std::filesystem::remove_all(dir_);
   }
 
   Result<std::string> Run(const std::string& op, const std::string& query, int64_t project = kProjectA) {
@@ -143,7 +139,7 @@ class QueryOnEngine {
   }
 
  private:
-  std::filesystem::path dir_;
+  testing::TempDir dir_{"sightline-query-test"};
   std::unique_ptr<TelemetryStore> store_;
   std::vector<std::string> texts_;
   std::vector<std::unique_ptr<simdjson::dom::parser>> parsers_;

@@ -33,6 +33,7 @@
 #include <variant>
 #include <vector>
 
+#include "common/testing/temp_dir.h"
 #include "storage/memory/memory_store.h"
 #include "storage/telemetry_reader.h"
 #include "storage/telemetry_store.h"
@@ -678,23 +679,10 @@ std::vector<Named<MetricSeriesQuery>> AggregateQueries() {
 
 // ------------------------------------------------------------- engines
 
-//! A fresh directory under the system temp dir, removed at the end.
-class TempDir {
+//! A fresh directory for one test, removed at the end.
+class TempDir : public testing::TempDir {
  public:
-  TempDir() {
-    std::random_device rd;
-    path_ = std::filesystem::temp_directory_path() /
-            ("sightline-read-test-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string str() const { return path_.string(); }
-
- private:
-  std::filesystem::path path_;
+  TempDir() : testing::TempDir("sightline-read-test") {}
 };
 
 //! An engine the suite runs: its name, how its LogFilter::text folds case

@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include "bench/load_generator.h"
+#include "common/testing/temp_dir.h"
 #include "model/batch.h"
 #include "otlp/decoder.h"
 #include "storage/telemetry_store.h"
@@ -25,22 +26,10 @@
 namespace sightline {
 namespace {
 
-class TempDir {
+//! A fresh directory for one test, removed at the end.
+class TempDir : public testing::TempDir {
  public:
-  TempDir() {
-    std::random_device rd;
-    path_ = std::filesystem::temp_directory_path() /
-            ("sightline-migrate-test-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string str() const { return path_.string(); }
-
- private:
-  std::filesystem::path path_;
+  TempDir() : testing::TempDir("sightline-migrate-test") {}
 };
 
 // The hash version 1 databases were written with, as common/hash.cc had it

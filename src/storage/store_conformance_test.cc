@@ -26,6 +26,7 @@
 #include <gtest/gtest.h>
 
 #include "common/hex.h"
+#include "common/testing/temp_dir.h"
 #include "model/batch.h"
 #include "storage/schema_version.h"
 #include "storage/telemetry_reader.h"
@@ -36,25 +37,10 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-//! A fresh directory under the system temp dir, removed at the end.
-class TempDir {
+//! A fresh directory for one test, removed at the end.
+class TempDir : public testing::TempDir {
  public:
-  TempDir() {
-    std::random_device rd;
-    std::mt19937_64 rng((static_cast<uint64_t>(rd()) << 32) ^ rd());
-    path_ = std::filesystem::temp_directory_path() /
-            ("sightline-store-test-" + std::to_string(::getpid()) + "-" + std::to_string(rng()));
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string str() const { return path_.string(); }
-  std::filesystem::path path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
+  TempDir() : testing::TempDir("sightline-store-test") {}
 };
 
 using Cell = std::optional<std::string>;

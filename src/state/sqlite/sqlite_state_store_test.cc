@@ -23,30 +23,17 @@
 #include "auth/passwords.h"
 #include "auth/sessions.h"
 #include "auth/tokens.h"
+#include "common/testing/temp_dir.h"
 #include "state/state_store.h"
 
 namespace sightline {
 namespace {
 
-//! A fresh directory under the system temp dir, removed at the end.
-class TempDir {
+//! A fresh directory for one test, removed at the end.
+class TempDir : public testing::TempDir {
  public:
-  TempDir() {
-    std::random_device rd;
-    std::mt19937_64 rng((static_cast<uint64_t>(rd()) << 32) ^ rd());
-    path_ = std::filesystem::temp_directory_path() /
-            ("sightline-state-test-" + std::to_string(::getpid()) + "-" + std::to_string(rng()));
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string str() const { return path_.string(); }
+  TempDir() : testing::TempDir("sightline-state-test") {}
   std::string db() const { return str() + "/state.sqlite"; }
-
- private:
-  std::filesystem::path path_;
 };
 
 std::unique_ptr<StateStore> OpenOk(const std::string& dir) {
