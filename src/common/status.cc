@@ -1,5 +1,8 @@
 #include "common/status.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace sightline {
 
 const char* StatusCodeName(StatusCode code) {
@@ -60,5 +63,15 @@ int GrpcCodeFor(StatusCode code) {
   }
   return 2;  // UNKNOWN
 }
+
+namespace internal {
+
+void ResultValueOfError(const Status& status) {
+  std::fprintf(stderr, "Result::value() of an error: %s\n", status.ToString().c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+}  // namespace internal
 
 }  // namespace sightline

@@ -6,6 +6,8 @@
 #include <utility>
 #include <variant>
 
+#include "common/assert.h"
+
 namespace sightline {
 
 //! What went wrong, coarse enough to map onto HTTP and gRPC codes in one place
@@ -58,23 +60,46 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
+namespace internal {
+//! Prints the status to stderr and aborts: reading the value of an error Result is a bug.
+[[noreturn]] void ResultValueOfError(const Status& status);
+}  // namespace internal
+
 //! A value or the Status saying why there is none (abseil StatusOr).
+//! Reading the value of an error (value(), *, ->) is a bug and aborts with the
+//! status in every build; check ok() first, or use SL_ASSIGN_OR_RETURN.
 template <typename T>
 class [[nodiscard]] Result {
  public:
   Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
-  Result(Status status) : status_(std::move(status)) {}  // NOLINT: implicit by design
+  //! `status` must be an error; an OK status without a value is a bug (it
+  //! becomes an Internal error in release builds, as abseil's StatusOr does).
+  Result(Status status) : status_(std::move(status)) {  // NOLINT: implicit by design
+    SL_DCHECK(!status_.ok());
+    if (status_.ok()) status_ = Status::Internal("Result constructed from an OK status without a value");
+  }
 
   bool ok() const { return status_.ok(); }
   const Status& status() const { return status_; }
-  T& value() & { return *value_; }
-  const T& value() const& { return *value_; }
-  T&& value() && { return std::move(*value_); }
-  T* operator->() { return &*value_; }
-  const T* operator->() const { return &*value_; }
-  T& operator*() & { return *value_; }
+  T& value() & { return Checked(); }
+  const T& value() const& { return Checked(); }
+  T&& value() && { return std::move(Checked()); }
+  T* operator->() { return &Checked(); }
+  const T* operator->() const { return &Checked(); }
+  T& operator*() & { return Checked(); }
+  const T& operator*() const& { return Checked(); }
+  T&& operator*() && { return std::move(Checked()); }
 
  private:
+  T& Checked() {
+    if (!value_.has_value()) internal::ResultValueOfError(status_);
+    return *value_;
+  }
+  const T& Checked() const {
+    if (!value_.has_value()) internal::ResultValueOfError(status_);
+    return *value_;
+  }
+
   Status status_;
   std::optional<T> value_;
 };
@@ -94,3 +119,18 @@ int GrpcCodeFor(StatusCode code);
     ::sightline::Status _st = (expr);          \
     if (!_st.ok()) return _st;                 \
   } while (0)
+
+#define SL_STATUS_CONCAT_INNER(a, b) a##b
+#define SL_STATUS_CONCAT(a, b) SL_STATUS_CONCAT_INNER(a, b)
+
+//! `SL_ASSIGN_OR_RETURN(auto x, F());` evaluates F() (a Result<T>); on an
+//! error returns its Status from the enclosing function (which returns Status
+//! or any Result<U>), otherwise moves the value into `lhs`, which may be a
+//! declaration or an existing variable. Expands to several statements, so it
+//! cannot be the body of an unbraced if. `lhs` cannot contain an unparenthesised
+//! comma (declare `std::pair<A, B> p;` first, then assign to `p`).
+#define SL_ASSIGN_OR_RETURN(lhs, expr) SL_ASSIGN_OR_RETURN_IMPL(SL_STATUS_CONCAT(_sl_result_, __LINE__), lhs, expr)
+#define SL_ASSIGN_OR_RETURN_IMPL(result, lhs, expr) \
+  auto result = (expr);                             \
+  if (!result.ok()) return result.status();         \
+  lhs = std::move(result).value()

@@ -330,9 +330,8 @@ bool AppendSpan(const otlp_trace::Span& span, Context& ctx, IdReader* ids, SpanB
 
 Status DecodeSpans(std::string_view body, PayloadFormat format, SpanBatch* out, Rejections* rejected) {
   pb::Arena arena(ArenaParser::Options());
-  auto parsed = ArenaParser::Parse<ExportTraceServiceRequest>(&arena, body, format);
-  if (!parsed.ok()) return parsed.status();
-  const ExportTraceServiceRequest& req = **parsed;
+  SL_ASSIGN_OR_RETURN(const auto* parsed, ArenaParser::Parse<ExportTraceServiceRequest>(&arena, body, format));
+  const ExportTraceServiceRequest& req = *parsed;
   size_t total = 0;
   for (const auto& rs : req.resource_spans())
     for (const auto& ss : rs.scope_spans()) total += ss.spans_size();
@@ -352,9 +351,8 @@ Status DecodeSpans(std::string_view body, PayloadFormat format, SpanBatch* out, 
 Status DecodeLogs(std::string_view body, PayloadFormat format, int64_t receive_time_ns, LogBatch* out,
                   Rejections* rejected) {
   pb::Arena arena(ArenaParser::Options());
-  auto parsed = ArenaParser::Parse<ExportLogsServiceRequest>(&arena, body, format);
-  if (!parsed.ok()) return parsed.status();
-  const ExportLogsServiceRequest& req = **parsed;
+  SL_ASSIGN_OR_RETURN(const auto* parsed, ArenaParser::Parse<ExportLogsServiceRequest>(&arena, body, format));
+  const ExportLogsServiceRequest& req = *parsed;
   IdReader ids(format);
   Context ctx;
   uint64_t trace_high, trace_low, span_id, unused;
@@ -625,9 +623,8 @@ class PointWriter {
 
 Status DecodeMetrics(std::string_view body, PayloadFormat format, MetricBatch* out, Rejections* rejected) {
   pb::Arena arena(ArenaParser::Options());
-  auto parsed = ArenaParser::Parse<ExportMetricsServiceRequest>(&arena, body, format);
-  if (!parsed.ok()) return parsed.status();
-  const ExportMetricsServiceRequest& req = **parsed;
+  SL_ASSIGN_OR_RETURN(const auto* parsed, ArenaParser::Parse<ExportMetricsServiceRequest>(&arena, body, format));
+  const ExportMetricsServiceRequest& req = *parsed;
   IdReader ids(format);
   Context ctx;
   SeriesTable series(out);
