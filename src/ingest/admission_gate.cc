@@ -67,7 +67,7 @@ void AdmissionGate::Release(size_t bytes) {
   MutexLock lock(&mu_);
   inflight_bytes_ -= bytes;
   inflight_requests_--;
-  if (inflight_requests_ == 0) idle_cv_.notify_all();
+  if (inflight_requests_ == 0) idle_cv_.SignalAll();
 }
 
 void AdmissionGate::Close() {
@@ -76,9 +76,12 @@ void AdmissionGate::Close() {
 }
 
 bool AdmissionGate::WaitIdle(int64_t timeout_ms) {
+  const CondVar::Clock::time_point deadline = CondVar::Clock::now() + std::chrono::milliseconds(timeout_ms);
   MutexLock lock(&mu_);
-  return idle_cv_.wait_for(lock.native(), std::chrono::milliseconds(timeout_ms),
-                           [this]() REQUIRES(mu_) { return inflight_requests_ == 0; });
+  while (inflight_requests_ > 0) {
+    if (!idle_cv_.WaitUntil(&mu_, deadline)) break;
+  }
+  return inflight_requests_ == 0;
 }
 
 AdmissionGate::Stats AdmissionGate::GetStats() {

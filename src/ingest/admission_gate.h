@@ -69,7 +69,7 @@ class AdmissionGate {
 
   const Limits limits_;
   Mutex mu_;
-  std::condition_variable idle_cv_;
+  CondVar idle_cv_{&mu_};  // signalled when the last ticket is released
   size_t inflight_bytes_ GUARDED_BY(mu_) = 0;
   size_t peak_inflight_bytes_ GUARDED_BY(mu_) = 0;
   int inflight_requests_ GUARDED_BY(mu_) = 0;

@@ -24,8 +24,12 @@ ReadPool::ReadPool(std::vector<std::unique_ptr<ReadConnection>> connections)
 ReadPool::~ReadPool() = default;
 
 Result<std::unique_ptr<ReadConnection>> ReadPool::Acquire(int64_t wait_ms) {
+  const CondVar::Clock::time_point deadline = CondVar::Clock::now() + std::chrono::milliseconds(wait_ms);
   MutexLock lock(&mu_);
-  if (!cv_.wait_for(lock.native(), std::chrono::milliseconds(wait_ms), [this]() REQUIRES(mu_) { return !free_.empty(); })) {
+  while (free_.empty()) {
+    if (!cv_.WaitUntil(&mu_, deadline)) break;
+  }
+  if (free_.empty()) {
     return Status::Unavailable("all " + std::to_string(size_) + " read connections are busy; retry later");
   }
   std::unique_ptr<ReadConnection> conn = std::move(free_.back());
@@ -36,7 +40,7 @@ Result<std::unique_ptr<ReadConnection>> ReadPool::Acquire(int64_t wait_ms) {
 void ReadPool::Release(std::unique_ptr<ReadConnection> conn) {
   MutexLock lock(&mu_);
   free_.push_back(std::move(conn));
-  cv_.notify_one();
+  cv_.Signal();
 }
 
 int ReadPool::in_use() {

@@ -29,7 +29,7 @@ class ReadPool {
 
   const int size_;
   Mutex mu_;
-  std::condition_variable cv_;
+  CondVar cv_{&mu_};  // signalled when a connection is released
   std::vector<std::unique_ptr<ReadConnection>> free_ GUARDED_BY(mu_);
 };
 

@@ -16,7 +16,7 @@ void SignalWriter::Submit(std::unique_ptr<AnyBatch> batch, Done done) {
     if (!stopping_) {
       queue_.push_back(Pending{std::move(batch), std::move(done), rows});
       queued_rows_ += rows;
-      cv_.notify_one();
+      cv_.Signal();
       return;
     }
   }
@@ -27,7 +27,7 @@ void SignalWriter::Stop() {
   {
     MutexLock lock(&mu_);
     stopping_ = true;
-    cv_.notify_one();
+    cv_.Signal();
   }
   if (thread_.joinable()) thread_.join();
 }
@@ -72,7 +72,7 @@ void SignalWriter::Run() {
     group.clear();
     {
       MutexLock lock(&mu_);
-      cv_.wait(lock.native(), [this]() REQUIRES(mu_) { return stopping_ || !queue_.empty(); });
+      while (!stopping_ && queue_.empty()) cv_.Wait(&mu_);
       if (queue_.empty()) return;  // stopping and drained
       size_t rows = 0;
       while (!queue_.empty() && (group.empty() || rows + queue_.front().rows <= options_.max_group_rows)) {

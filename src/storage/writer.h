@@ -65,7 +65,7 @@ class SignalWriter {
   std::thread thread_;
 
   Mutex mu_;
-  std::condition_variable cv_;
+  CondVar cv_{&mu_};  // signalled on a new batch and on Stop()
   std::deque<Pending> queue_ GUARDED_BY(mu_);
   uint64_t queued_rows_ GUARDED_BY(mu_) = 0;
   bool stopping_ GUARDED_BY(mu_) = false;
