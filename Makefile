@@ -41,4 +41,4 @@ format:
 	@find src bench fuzz -name '*.h' -o -name '*.cc' | xargs clang-format -i
 
 clean:
-	rm -rf build build-debug build-fuzz
+	rm -rf build build-debug build-fuzz build-tsan

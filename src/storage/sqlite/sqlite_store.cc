@@ -46,8 +46,8 @@ constexpr const char* kConnectionPragmas =
 // name `+project_id`, which keeps SQLite off the project_id indexes.
 constexpr const char* kIndexSql[] = {
     "CREATE INDEX IF NOT EXISTS spans_trace ON spans (project_id, trace_id_high, trace_id_low)",
-    "CREATE INDEX IF NOT EXISTS spans_entry_stats ON spans "
-    "(start_time_ns, service_name, endpoint, status_code, duration_ns, project_id) WHERE is_entry = 1",
+    ("CREATE INDEX IF NOT EXISTS spans_entry_stats ON spans "
+     "(start_time_ns, service_name, endpoint, status_code, duration_ns, project_id) WHERE is_entry = 1"),
     "CREATE INDEX IF NOT EXISTS spans_exceptions ON spans (start_time_ns) WHERE has_exception = 1",
     "CREATE INDEX IF NOT EXISTS logs_project_time ON logs (project_id, time_ns)",
     "CREATE INDEX IF NOT EXISTS metric_series_project_series ON metric_series (project_id, series_id)",
