@@ -2,9 +2,12 @@
 # Everything `make test` runs, in order of cost. Fails on the first failure.
 #  1. release build + unit tests (ctest)
 #  2. debug build with ASan + UBSan + the same unit tests
-#  3. end-to-end tests: the official OpenTelemetry JS SDK against `sightline serve`
-#  4. browser tests of the web UI (Playwright driving Debian's chromium)
-#  5. a short libFuzzer run of every decoder
+#  3. clang build of every target with -Wthread-safety -Werror and ThreadSanitizer,
+#     running the concurrent tests (writer, gate, read pool, CondVar, token cache, ingest pipeline, the server's
+#     end-to-end ingest) under TSan
+#  4. end-to-end tests: the official OpenTelemetry JS SDK against `sightline serve`
+#  5. browser tests of the web UI (Playwright driving Debian's chromium)
+#  6. a short libFuzzer run of every decoder
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -25,6 +28,15 @@ step "unit tests (ASan + UBSan)"
 [ -f build-debug/build.ninja ] || cmake --preset debug >/dev/null
 cmake --build build-debug --target unit_tests
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ./build-debug/unit_tests --gtest_brief=1
+
+step "clang -Wthread-safety -Werror build of every target, with ThreadSanitizer"
+[ -f build-tsan/build.ninja ] || cmake --preset tsan >/dev/null
+cmake --build build-tsan
+
+step "concurrent tests under ThreadSanitizer"
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$root/test/tsan/suppressions.txt" \
+  ./build-tsan/unit_tests --gtest_brief=1 \
+  --gtest_filter='CondVar*:SignalWriter*:AdmissionGate*:ReadPool*:TokenCache*:IngestService*:Engines/ServerIngestTest.*'
 
 step "integration tests (OpenTelemetry JS SDK -> sightline serve)"
 test/integration/run.sh
