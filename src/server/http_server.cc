@@ -17,9 +17,9 @@
 #include <chrono>
 #include <cstdint>
 #include <limits>
-#include <mutex>
 
 #include "common/json_writer.h"
+#include "common/mutex.h"
 
 namespace sightline {
 
@@ -225,13 +225,13 @@ class HttpServer::Impl {
   // reader goes back to the pool as soon as the query returns.
   asio::awaitable<HttpResponse> RunQuery(beast::tcp_stream& stream, const ApiCall& call) {
     struct Shared {
-      std::mutex mu;
-      TelemetryReader* reader = nullptr;  // set while a query runs
-      bool cancelled = false;
-      bool deadline = false;
-      bool done = false;
-      void Cancel(bool by_deadline) {
-        std::lock_guard<std::mutex> lock(mu);
+      Mutex mu;
+      TelemetryReader* reader GUARDED_BY(mu) = nullptr;  // set while a query runs
+      bool cancelled GUARDED_BY(mu) = false;
+      bool deadline GUARDED_BY(mu) = false;
+      bool done GUARDED_BY(mu) = false;
+      void Cancel(bool by_deadline) EXCLUDES(mu) {
+        MutexLock lock(&mu);
         if (done) return;
         cancelled = true;
         deadline |= by_deadline;
@@ -252,7 +252,7 @@ class HttpServer::Impl {
         if (ec) return;
         shared->Cancel(true);
         {
-          std::lock_guard<std::mutex> lock(shared->mu);
+          MutexLock lock(&shared->mu);
           if (shared->done) return;
         }
         timer->expires_after(std::chrono::milliseconds(50));
@@ -270,7 +270,7 @@ class HttpServer::Impl {
       void operator()(boost::system::error_code ec) const {
         if (ec) return;
         {
-          std::lock_guard<std::mutex> lock(shared->mu);
+          MutexLock lock(&shared->mu);
           if (shared->done) return;
         }
         char c;
@@ -294,7 +294,7 @@ class HttpServer::Impl {
           return;
         }
         {
-          std::lock_guard<std::mutex> lock(shared->mu);
+          MutexLock lock(&shared->mu);
           if (shared->cancelled) {
             done(std::make_shared<HttpResponse>(ApiService::JsonError(504, "query passed its deadline while queued")));
             return;
@@ -303,7 +303,7 @@ class HttpServer::Impl {
         }
         HttpResponse r = api_->Execute(call, reader->get());
         {
-          std::lock_guard<std::mutex> lock(shared->mu);
+          MutexLock lock(&shared->mu);
           shared->reader = nullptr;
           shared->done = true;
         }
@@ -312,7 +312,7 @@ class HttpServer::Impl {
       });
     });
     {
-      std::lock_guard<std::mutex> lock(shared->mu);
+      MutexLock lock(&shared->mu);
       shared->done = true;
     }
     timer->cancel();
