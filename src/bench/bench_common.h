@@ -6,14 +6,14 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "common/mutex.h"
 
 namespace sightline {
 class JsonWriter;
@@ -59,31 +59,36 @@ class RssPeakSampler {
     thread_ = std::thread([this] { Loop(); });
   }
   ~RssPeakSampler() { Stop(); }
-  uint64_t Stop() {
+  uint64_t Stop() EXCLUDES(mu_) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       stop_ = true;
     }
-    cv_.notify_all();
+    cv_.SignalAll();
     if (thread_.joinable()) thread_.join();
     return peak_.load();
   }
 
  private:
-  void Loop() {
-    std::unique_lock<std::mutex> lock(mu_);
-    while (!stop_) {
-      lock.unlock();
+  void Loop() EXCLUDES(mu_) {
+    for (;;) {
+      {
+        MutexLock lock(&mu_);
+        if (stop_) return;
+      }
       peak_ = std::max<uint64_t>(peak_.load(), probe_());
-      lock.lock();
-      cv_.wait_for(lock, interval_, [this] { return stop_; });
+      const CondVar::Clock::time_point next = CondVar::Clock::now() + interval_;
+      MutexLock lock(&mu_);
+      while (!stop_) {
+        if (!cv_.WaitUntil(&mu_, next)) break;
+      }
     }
   }
   std::function<uint64_t()> probe_;
   std::chrono::milliseconds interval_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
+  Mutex mu_;
+  CondVar cv_{&mu_};  // signalled by Stop()
+  bool stop_ GUARDED_BY(mu_) = false;
   std::atomic<uint64_t> peak_{0};
   std::thread thread_;
 };

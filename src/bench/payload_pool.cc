@@ -4,8 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <mutex>
 #include <thread>
+
+#include "common/mutex.h"
 
 namespace sightline::bench {
 
@@ -52,7 +53,7 @@ PrebuildStats PayloadPool::Prebuild(uint64_t count, int threads, uint64_t max_by
   payloads_.resize(count);
 
   std::atomic<uint64_t> next{begin};
-  std::mutex mu;
+  Mutex mu;
   threads = std::max(1, std::min<int>(threads, static_cast<int>(count - begin)));
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; ++t) {
@@ -62,7 +63,7 @@ PrebuildStats PayloadPool::Prebuild(uint64_t count, int threads, uint64_t max_by
         payloads_[i] = generator_->Build(SignalOf(i), PayloadIndexOf(i));
       }
       double cpu = ThreadCpuSeconds() - cpu0;
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(&mu);
       stats.cpu_seconds += cpu;
     });
   }
