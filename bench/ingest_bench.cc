@@ -244,19 +244,25 @@ BENCHMARK_CAPTURE(BM_WriteSpans, duckdb, "duckdb", "")->Unit(benchmark::kMillise
 BENCHMARK_CAPTURE(BM_WriteSpans, duckdb_ckpt16MB, "duckdb", "16MB")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_WriteSpans, duckdb_ckpt1GB, "duckdb", "1GB")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_WriteSpans, duckdb_threads1, "duckdb", "/1")->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_WriteSpans, duckdb_ckpt1GB_threads1, "duckdb", "1GB/1")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_WriteSpans, duckdb_ckpt1GB_threads1, "duckdb", "1GB/1")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_WriteSpans, sqlite, "sqlite", "")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_WriteLogs, duckdb, "duckdb", "")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_WriteLogs, duckdb_ckpt16MB, "duckdb", "16MB")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_WriteLogs, duckdb_ckpt1GB, "duckdb", "1GB")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_WriteLogs, duckdb_threads1, "duckdb", "/1")->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_WriteLogs, duckdb_ckpt1GB_threads1, "duckdb", "1GB/1")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_WriteLogs, duckdb_ckpt1GB_threads1, "duckdb", "1GB/1")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_WriteLogs, sqlite, "sqlite", "")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_WriteMetrics, duckdb, "duckdb", "")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_WriteMetrics, duckdb_ckpt16MB, "duckdb", "16MB")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_WriteMetrics, duckdb_ckpt1GB, "duckdb", "1GB")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_WriteMetrics, duckdb_threads1, "duckdb", "/1")->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_WriteMetrics, duckdb_ckpt1GB_threads1, "duckdb", "1GB/1")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_WriteMetrics, duckdb_ckpt1GB_threads1, "duckdb", "1GB/1")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_WriteMetrics, sqlite, "sqlite", "")->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // What one value costs DuckDB (append, WAL at commit, statistics, analysis and
@@ -279,8 +285,8 @@ void BM_DuckDbValueCost(benchmark::State& state, ValueKind kind) {
   }
   for (int i = 0; i < 2000; ++i) {
     json.push_back("{\"http.route\":\"/api/v1/items/" + std::to_string(rng() % 50) + "\",\"user.id\":\"" +
-                   std::to_string(rng()) + "\",\"http.method\":\"GET\",\"peer\":\"10.0.0." + std::to_string(rng() % 255) +
-                   "\"}");
+                   std::to_string(rng()) + "\",\"http.method\":\"GET\",\"peer\":\"10.0.0." +
+                   std::to_string(rng() % 255) + "\"}");
   }
   const bool text = kind != ValueKind::kInt64;
   for (auto _ : state) {
@@ -321,7 +327,9 @@ void BM_DuckDbValueCost(benchmark::State& state, ValueKind kind) {
           duckdb_vector v = duckdb_data_chunk_get_vector(chunk, c);
           for (int j = 0; j < n; ++j) {
             switch (kind) {
-              case ValueKind::kInt64: static_cast<int64_t*>(duckdb_vector_get_data(v))[j] = static_cast<int64_t>(rng()); break;
+              case ValueKind::kInt64:
+                static_cast<int64_t*>(duckdb_vector_get_data(v))[j] = static_cast<int64_t>(rng());
+                break;
               case ValueKind::kNull:
                 duckdb_vector_ensure_validity_writable(v);
                 duckdb_validity_set_row_invalid(duckdb_vector_get_validity(v), j);
@@ -361,10 +369,18 @@ void BM_DuckDbValueCost(benchmark::State& state, ValueKind kind) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * kRows);
 }
 BENCHMARK_CAPTURE(BM_DuckDbValueCost, int64, ValueKind::kInt64)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
-BENCHMARK_CAPTURE(BM_DuckDbValueCost, null_text, ValueKind::kNull)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
-BENCHMARK_CAPTURE(BM_DuckDbValueCost, empty_text, ValueKind::kEmpty)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
-BENCHMARK_CAPTURE(BM_DuckDbValueCost, hex32_id, ValueKind::kHex32)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
-BENCHMARK_CAPTURE(BM_DuckDbValueCost, json_120B, ValueKind::kJson120)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
+BENCHMARK_CAPTURE(BM_DuckDbValueCost, null_text, ValueKind::kNull)
+    ->Unit(benchmark::kMillisecond)
+    ->MeasureProcessCPUTime();
+BENCHMARK_CAPTURE(BM_DuckDbValueCost, empty_text, ValueKind::kEmpty)
+    ->Unit(benchmark::kMillisecond)
+    ->MeasureProcessCPUTime();
+BENCHMARK_CAPTURE(BM_DuckDbValueCost, hex32_id, ValueKind::kHex32)
+    ->Unit(benchmark::kMillisecond)
+    ->MeasureProcessCPUTime();
+BENCHMARK_CAPTURE(BM_DuckDbValueCost, json_120B, ValueKind::kJson120)
+    ->Unit(benchmark::kMillisecond)
+    ->MeasureProcessCPUTime();
 BENCHMARK_CAPTURE(BM_DuckDbValueCost, repeated_220B, ValueKind::kRepeated220)
     ->Unit(benchmark::kMillisecond)
     ->MeasureProcessCPUTime();
@@ -378,11 +394,12 @@ void BM_DuckDbRead(benchmark::State& state, ReadApi api) {
   duckdb_open(nullptr, &db);
   duckdb_connect(db, &conn);
   duckdb_result setup;
-  if (duckdb_query(conn,
-                   "CREATE TABLE t AS SELECT i AS id, i * 0.5 AS value, "
-                   "CASE WHEN i % 10 = 0 THEN NULL ELSE '{\"http.route\":\"/api/items/' || (i % 50) || '\"}' END AS attrs "
-                   "FROM range(200000) r(i)",
-                   &setup) != DuckDBSuccess) {
+  if (duckdb_query(
+          conn,
+          "CREATE TABLE t AS SELECT i AS id, i * 0.5 AS value, "
+          "CASE WHEN i % 10 = 0 THEN NULL ELSE '{\"http.route\":\"/api/items/' || (i % 50) || '\"}' END AS attrs "
+          "FROM range(200000) r(i)",
+          &setup) != DuckDBSuccess) {
     state.SkipWithError(duckdb_result_error(&setup));
   }
   duckdb_destroy_result(&setup);

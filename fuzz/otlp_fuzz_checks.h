@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "common/hex.h"
-#include "otlp/decoder.h"
 #include "model/batch.h"
+#include "otlp/decoder.h"
 
 namespace sightline::fuzz {
 
@@ -83,7 +83,10 @@ class JsonSyntax {
       Ws();
       if (!Value()) return false;
       Ws();
-      if (Peek() == ',') { ++i_; continue; }
+      if (Peek() == ',') {
+        ++i_;
+        continue;
+      }
       if (Peek() == '}') return ++i_, true;
       return false;
     }
@@ -96,7 +99,10 @@ class JsonSyntax {
       Ws();
       if (!Value()) return false;
       Ws();
-      if (Peek() == ',') { ++i_; continue; }
+      if (Peek() == ',') {
+        ++i_;
+        continue;
+      }
       if (Peek() == ']') return ++i_, true;
       return false;
     }
@@ -183,13 +189,31 @@ inline void CheckResources(const ResourceTable& t, const std::vector<int64_t>& r
 inline void CheckInvariants(const SpanBatch& b) {
   const size_t n = b.rows();
 #define SL_SIZE(col) CheckSize(b.col.size(), n, #col)
-  SL_SIZE(trace_id_high); SL_SIZE(trace_id_low); SL_SIZE(span_id); SL_SIZE(parent_span_id); SL_SIZE(trace_state);
+  SL_SIZE(trace_id_high);
+  SL_SIZE(trace_id_low);
+  SL_SIZE(span_id);
+  SL_SIZE(parent_span_id);
+  SL_SIZE(trace_state);
   SL_SIZE(flags);
-  SL_SIZE(name); SL_SIZE(kind); SL_SIZE(end_time_ns); SL_SIZE(status_code); SL_SIZE(status_message);
-  SL_SIZE(service_name); SL_SIZE(http_route); SL_SIZE(http_method); SL_SIZE(http_status_code);
-  SL_SIZE(db_system); SL_SIZE(exception_type); SL_SIZE(exception_message); SL_SIZE(attributes);
-  SL_SIZE(events); SL_SIZE(links); SL_SIZE(dropped_attributes_count); SL_SIZE(dropped_events_count);
-  SL_SIZE(dropped_links_count); SL_SIZE(resource_id);
+  SL_SIZE(name);
+  SL_SIZE(kind);
+  SL_SIZE(end_time_ns);
+  SL_SIZE(status_code);
+  SL_SIZE(status_message);
+  SL_SIZE(service_name);
+  SL_SIZE(http_route);
+  SL_SIZE(http_method);
+  SL_SIZE(http_status_code);
+  SL_SIZE(db_system);
+  SL_SIZE(exception_type);
+  SL_SIZE(exception_message);
+  SL_SIZE(attributes);
+  SL_SIZE(events);
+  SL_SIZE(links);
+  SL_SIZE(dropped_attributes_count);
+  SL_SIZE(dropped_events_count);
+  SL_SIZE(dropped_links_count);
+  SL_SIZE(resource_id);
 #undef SL_SIZE
   for (size_t i = 0; i < n; ++i) {
     Check(b.trace_id_high[i] != 0 || b.trace_id_low[i] != 0, "span trace_id is all zero");
@@ -205,10 +229,19 @@ inline void CheckInvariants(const SpanBatch& b) {
 inline void CheckInvariants(const LogBatch& b) {
   const size_t n = b.rows();
 #define SL_SIZE(col) CheckSize(b.col.size(), n, #col)
-  SL_SIZE(observed_time_ns); SL_SIZE(severity_number); SL_SIZE(severity_text); SL_SIZE(body);
-  SL_SIZE(body_type); SL_SIZE(trace_id_high); SL_SIZE(trace_id_low); SL_SIZE(span_id); SL_SIZE(flags);
+  SL_SIZE(observed_time_ns);
+  SL_SIZE(severity_number);
+  SL_SIZE(severity_text);
+  SL_SIZE(body);
+  SL_SIZE(body_type);
+  SL_SIZE(trace_id_high);
+  SL_SIZE(trace_id_low);
+  SL_SIZE(span_id);
+  SL_SIZE(flags);
   SL_SIZE(service_name);
-  SL_SIZE(attributes); SL_SIZE(dropped_attributes_count); SL_SIZE(resource_id);
+  SL_SIZE(attributes);
+  SL_SIZE(dropped_attributes_count);
+  SL_SIZE(resource_id);
 #undef SL_SIZE
   for (size_t i = 0; i < n; ++i) {
     auto type = static_cast<AnyValueType>(b.body_type[i]);
@@ -225,15 +258,35 @@ inline void CheckInvariants(const LogBatch& b) {
 inline void CheckInvariants(const MetricBatch& b) {
   const size_t s = b.series_rows();
 #define SL_SIZE(col) CheckSize(b.col.size(), s, #col)
-  SL_SIZE(metric_name); SL_SIZE(metric_type); SL_SIZE(unit); SL_SIZE(description); SL_SIZE(temporality);
-  SL_SIZE(is_monotonic); SL_SIZE(service_name); SL_SIZE(resource_attributes); SL_SIZE(scope_name);
-  SL_SIZE(scope_version); SL_SIZE(attributes);
+  SL_SIZE(metric_name);
+  SL_SIZE(metric_type);
+  SL_SIZE(unit);
+  SL_SIZE(description);
+  SL_SIZE(temporality);
+  SL_SIZE(is_monotonic);
+  SL_SIZE(service_name);
+  SL_SIZE(resource_attributes);
+  SL_SIZE(scope_name);
+  SL_SIZE(scope_version);
+  SL_SIZE(attributes);
 #undef SL_SIZE
   const size_t n = b.rows();
 #define SL_SIZE(col) CheckSize(b.col.size(), n, #col)
-  SL_SIZE(point_series_id); SL_SIZE(start_time_ns); SL_SIZE(value); SL_SIZE(int_value); SL_SIZE(is_int);
-  SL_SIZE(count); SL_SIZE(sum); SL_SIZE(min); SL_SIZE(max); SL_SIZE(bucket_counts); SL_SIZE(explicit_bounds);
-  SL_SIZE(exp_histogram); SL_SIZE(quantiles); SL_SIZE(exemplars); SL_SIZE(flags);
+  SL_SIZE(point_series_id);
+  SL_SIZE(start_time_ns);
+  SL_SIZE(value);
+  SL_SIZE(int_value);
+  SL_SIZE(is_int);
+  SL_SIZE(count);
+  SL_SIZE(sum);
+  SL_SIZE(min);
+  SL_SIZE(max);
+  SL_SIZE(bucket_counts);
+  SL_SIZE(explicit_bounds);
+  SL_SIZE(exp_histogram);
+  SL_SIZE(quantiles);
+  SL_SIZE(exemplars);
+  SL_SIZE(flags);
 #undef SL_SIZE
   std::unordered_set<int64_t> series(b.series_id.begin(), b.series_id.end());
   Check(series.size() == s, "series_id rows are not unique within the batch");
@@ -283,33 +336,90 @@ inline bool Same(const std::vector<double>& a, const std::vector<double>& b) {
   if (!Same(a.col, b.col)) Fail("protobuf and JSON decodes differ in column", #col)
 
 inline void CheckSame(const SpanBatch& a, const SpanBatch& b) {
-  SL_SAME(trace_id_high); SL_SAME(trace_id_low); SL_SAME(span_id); SL_SAME(parent_span_id); SL_SAME(trace_state);
+  SL_SAME(trace_id_high);
+  SL_SAME(trace_id_low);
+  SL_SAME(span_id);
+  SL_SAME(parent_span_id);
+  SL_SAME(trace_state);
   SL_SAME(flags);
-  SL_SAME(name); SL_SAME(kind); SL_SAME(start_time_ns); SL_SAME(end_time_ns); SL_SAME(status_code);
-  SL_SAME(status_message); SL_SAME(service_name); SL_SAME(http_route); SL_SAME(http_method);
-  SL_SAME(http_status_code); SL_SAME(db_system); SL_SAME(exception_type); SL_SAME(exception_message);
-  SL_SAME(attributes); SL_SAME(events); SL_SAME(links); SL_SAME(dropped_attributes_count);
-  SL_SAME(dropped_events_count); SL_SAME(dropped_links_count); SL_SAME(resource_id);
-  SL_SAME(resources.resource_id); SL_SAME(resources.resource_attributes); SL_SAME(resources.scope_name);
-  SL_SAME(resources.scope_version); SL_SAME(resources.scope_attributes);
+  SL_SAME(name);
+  SL_SAME(kind);
+  SL_SAME(start_time_ns);
+  SL_SAME(end_time_ns);
+  SL_SAME(status_code);
+  SL_SAME(status_message);
+  SL_SAME(service_name);
+  SL_SAME(http_route);
+  SL_SAME(http_method);
+  SL_SAME(http_status_code);
+  SL_SAME(db_system);
+  SL_SAME(exception_type);
+  SL_SAME(exception_message);
+  SL_SAME(attributes);
+  SL_SAME(events);
+  SL_SAME(links);
+  SL_SAME(dropped_attributes_count);
+  SL_SAME(dropped_events_count);
+  SL_SAME(dropped_links_count);
+  SL_SAME(resource_id);
+  SL_SAME(resources.resource_id);
+  SL_SAME(resources.resource_attributes);
+  SL_SAME(resources.scope_name);
+  SL_SAME(resources.scope_version);
+  SL_SAME(resources.scope_attributes);
 }
 
 inline void CheckSame(const LogBatch& a, const LogBatch& b) {
-  SL_SAME(time_ns); SL_SAME(observed_time_ns); SL_SAME(severity_number); SL_SAME(severity_text); SL_SAME(body);
-  SL_SAME(body_type); SL_SAME(trace_id_high); SL_SAME(trace_id_low); SL_SAME(span_id); SL_SAME(flags);
+  SL_SAME(time_ns);
+  SL_SAME(observed_time_ns);
+  SL_SAME(severity_number);
+  SL_SAME(severity_text);
+  SL_SAME(body);
+  SL_SAME(body_type);
+  SL_SAME(trace_id_high);
+  SL_SAME(trace_id_low);
+  SL_SAME(span_id);
+  SL_SAME(flags);
   SL_SAME(service_name);
-  SL_SAME(attributes); SL_SAME(dropped_attributes_count); SL_SAME(resource_id);
-  SL_SAME(resources.resource_id); SL_SAME(resources.resource_attributes); SL_SAME(resources.scope_name);
-  SL_SAME(resources.scope_version); SL_SAME(resources.scope_attributes);
+  SL_SAME(attributes);
+  SL_SAME(dropped_attributes_count);
+  SL_SAME(resource_id);
+  SL_SAME(resources.resource_id);
+  SL_SAME(resources.resource_attributes);
+  SL_SAME(resources.scope_name);
+  SL_SAME(resources.scope_version);
+  SL_SAME(resources.scope_attributes);
 }
 
 inline void CheckSame(const MetricBatch& a, const MetricBatch& b) {
-  SL_SAME(series_id); SL_SAME(metric_name); SL_SAME(metric_type); SL_SAME(unit); SL_SAME(description);
-  SL_SAME(temporality); SL_SAME(is_monotonic); SL_SAME(service_name); SL_SAME(resource_attributes);
-  SL_SAME(scope_name); SL_SAME(scope_version); SL_SAME(attributes); SL_SAME(point_series_id); SL_SAME(time_ns);
-  SL_SAME(start_time_ns); SL_SAME(value); SL_SAME(int_value); SL_SAME(is_int); SL_SAME(count); SL_SAME(sum);
-  SL_SAME(min); SL_SAME(max); SL_SAME(bucket_counts); SL_SAME(explicit_bounds); SL_SAME(exp_histogram);
-  SL_SAME(quantiles); SL_SAME(exemplars); SL_SAME(flags);
+  SL_SAME(series_id);
+  SL_SAME(metric_name);
+  SL_SAME(metric_type);
+  SL_SAME(unit);
+  SL_SAME(description);
+  SL_SAME(temporality);
+  SL_SAME(is_monotonic);
+  SL_SAME(service_name);
+  SL_SAME(resource_attributes);
+  SL_SAME(scope_name);
+  SL_SAME(scope_version);
+  SL_SAME(attributes);
+  SL_SAME(point_series_id);
+  SL_SAME(time_ns);
+  SL_SAME(start_time_ns);
+  SL_SAME(value);
+  SL_SAME(int_value);
+  SL_SAME(is_int);
+  SL_SAME(count);
+  SL_SAME(sum);
+  SL_SAME(min);
+  SL_SAME(max);
+  SL_SAME(bucket_counts);
+  SL_SAME(explicit_bounds);
+  SL_SAME(exp_histogram);
+  SL_SAME(quantiles);
+  SL_SAME(exemplars);
+  SL_SAME(flags);
 }
 
 #undef SL_SAME

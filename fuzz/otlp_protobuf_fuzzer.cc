@@ -11,11 +11,11 @@
 #include <string>
 #include <string_view>
 
-#include "otlp_fuzz_checks.h"
 #include "opentelemetry/proto/collector/logs/v1/logs_service.pb.h"
 #include "opentelemetry/proto/collector/metrics/v1/metrics_service.pb.h"
 #include "opentelemetry/proto/collector/trace/v1/trace_service.pb.h"
 #include "otlp/decoder.h"
+#include "otlp_fuzz_checks.h"
 
 namespace {
 

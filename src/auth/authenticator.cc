@@ -40,8 +40,7 @@ Result<int64_t> Authenticator::ProjectForToken(std::string_view token) {
   return **project;
 }
 
-Result<std::string> Authenticator::Login(const std::string& username, std::string_view password,
-                                         int64_t ttl_seconds) {
+Result<std::string> Authenticator::Login(const std::string& username, std::string_view password, int64_t ttl_seconds) {
   auto ok = CheckUserPassword(state_, username, password);
   if (!ok.ok()) return ok.status();
   if (!*ok) return Status::Unauthenticated("wrong username or password");

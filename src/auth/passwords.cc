@@ -6,8 +6,7 @@ namespace sightline {
 
 Result<PasswordRecord> HashPassword(std::string_view password) {
   if (password.size() < kMinPasswordLength) {
-    return Status::InvalidArgument("a password must be at least " + std::to_string(kMinPasswordLength) +
-                                   " characters");
+    return Status::InvalidArgument("a password must be at least " + std::to_string(kMinPasswordLength) + " characters");
   }
   auto salt = RandomHex(16);
   if (!salt.ok()) return salt.status();

@@ -31,7 +31,9 @@ void AddBenchCommands(CLI::App* app) {
       ->check(CLI::Range(size_t{1}, bench::kMaxGeneratorBatch))
       ->capture_default_str();
   ingest->add_option("--requests", o->requests, "Stop after N requests (overrides --duration)");
-  ingest->add_option("--duration", o->duration_s, "Seconds to send for")->check(CLI::Range(0.1, 3600.0))->capture_default_str();
+  ingest->add_option("--duration", o->duration_s, "Seconds to send for")
+      ->check(CLI::Range(0.1, 3600.0))
+      ->capture_default_str();
   ingest->add_option("--warmup", o->warmup_s, "Untimed seconds of load before each run (0 = none)")
       ->check(CLI::Range(0.0, 600.0))
       ->capture_default_str();
@@ -41,7 +43,9 @@ void AddBenchCommands(CLI::App* app) {
   ingest->add_option("--rate", o->rate, "Target requests/s over all connections (0 = as fast as acknowledged)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  ingest->add_option("--format", o->format, "proto or json")->check(CLI::IsMember({"proto", "json"}))->capture_default_str();
+  ingest->add_option("--format", o->format, "proto or json")
+      ->check(CLI::IsMember({"proto", "json"}))
+      ->capture_default_str();
   ingest->add_option("--gzip-level", o->gzip_level, "gzip level of the bodies (0 = send uncompressed)")
       ->check(CLI::Range(0, 12))
       ->capture_default_str();
@@ -49,7 +53,8 @@ void AddBenchCommands(CLI::App* app) {
   ingest->add_option("--json-out", o->json_out, "Write machine-readable results here");
   ingest->add_option("--spawn", o->spawn, "Start a fresh `sightline serve` with this engine for each run")
       ->check(CLI::IsMember({"duckdb", "sqlite"}));
-  ingest->add_option("--server-arg", o->server_args, "Extra argument for the spawned server (repeatable), e.g. --server-arg=--duckdb-threads=2");
+  ingest->add_option("--server-arg", o->server_args,
+                     "Extra argument for the spawned server (repeatable), e.g. --server-arg=--duckdb-threads=2");
   ingest->add_flag("--raw", o->raw,
                    "Also time the bare engine appending the same rows to plain tables (no Sightline code)");
   ingest->add_option("--repeat", o->repeat, "Independent runs; medians with min/max are reported")

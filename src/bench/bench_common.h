@@ -8,9 +8,9 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <thread>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/mutex.h"
@@ -54,7 +54,8 @@ std::string DefaultWorkParent();
 //! thread until Stop(); returns the peak.
 class RssPeakSampler {
  public:
-  explicit RssPeakSampler(std::function<uint64_t()> probe, std::chrono::milliseconds interval = std::chrono::milliseconds(200))
+  explicit RssPeakSampler(std::function<uint64_t()> probe,
+                          std::chrono::milliseconds interval = std::chrono::milliseconds(200))
       : probe_(std::move(probe)), interval_(interval) {
     thread_ = std::thread([this] { Loop(); });
   }

@@ -38,7 +38,8 @@ Result<HttpEndpoint> ParseLoopbackUrl(const std::string& url) {
     return Status::InvalidArgument("endpoint '" + url + "' has no port (want http://127.0.0.1:4318)");
   }
   ep.host = rest.substr(0, colon);
-  if (ep.host.size() >= 2 && ep.host.front() == '[' && ep.host.back() == ']') ep.host = ep.host.substr(1, ep.host.size() - 2);
+  if (ep.host.size() >= 2 && ep.host.front() == '[' && ep.host.back() == ']')
+    ep.host = ep.host.substr(1, ep.host.size() - 2);
   try {
     size_t used = 0;
     ep.port = std::stoi(rest.substr(colon + 1), &used);
@@ -50,7 +51,8 @@ Result<HttpEndpoint> ParseLoopbackUrl(const std::string& url) {
   boost::system::error_code ec;
   auto addr = asio::ip::make_address(ep.host, ec);
   if (ec || !addr.is_loopback()) {
-    return Status::InvalidArgument("endpoint '" + url + "': the benchmark only sends to loopback addresses (127.0.0.1, ::1)");
+    return Status::InvalidArgument("endpoint '" + url +
+                                   "': the benchmark only sends to loopback addresses (127.0.0.1, ::1)");
   }
   return ep;
 }
@@ -209,7 +211,8 @@ Result<HttpLoadResult> RunHttpLoad(const HttpLoadOptions& options, const Payload
   if (connected.load() == 0) {
     go = true;
     for (auto& t : threads) t.join();
-    return Status::Unavailable("cannot connect to " + options.endpoint.host + ":" + std::to_string(options.endpoint.port));
+    return Status::Unavailable("cannot connect to " + options.endpoint.host + ":" +
+                               std::to_string(options.endpoint.port));
   }
   double cpu0 = ProcessCpuSeconds();
   start = Clock::now();

@@ -31,9 +31,9 @@ struct HttpLoadOptions {
   HttpEndpoint endpoint;
   std::string token;
   int connections = 4;
-  uint64_t requests = 0;      // stop after this many requests (0: duration bounds the run)
-  double duration_s = 10;     // stop sending after this long (when requests is 0)
-  double rate = 0;            // target requests/s over all connections; 0 = closed loop
+  uint64_t requests = 0;          // stop after this many requests (0: duration bounds the run)
+  double duration_s = 10;         // stop sending after this long (when requests is 0)
+  double rate = 0;                // target requests/s over all connections; 0 = closed loop
   double request_timeout_s = 60;  // an unanswered request fails (status 0) after this
   std::string content_type;
   std::string content_encoding;  // "" = none
@@ -41,8 +41,8 @@ struct HttpLoadOptions {
 
 //! Per signal. Latencies are of 2xx responses only, in milliseconds.
 struct SignalLoadResult {
-  uint64_t requests = 0;        // sent (including failed)
-  uint64_t ok_requests = 0;     // answered 2xx
+  uint64_t requests = 0;     // sent (including failed)
+  uint64_t ok_requests = 0;  // answered 2xx
   uint64_t items_sent = 0;
   uint64_t items_accepted = 0;  // items in 2xx responses: the only ones that count
   uint64_t wire_bytes_sent = 0;
@@ -65,6 +65,5 @@ Result<HttpLoadResult> RunHttpLoad(const HttpLoadOptions& options, const Payload
 //! pass a bearer token). Returns the status and fills *body.
 Result<int> HttpGet(const HttpEndpoint& endpoint, const std::string& target, std::string* body, int timeout_ms = 5000,
                     const std::string& token = "");
-
 
 }  // namespace sightline::bench

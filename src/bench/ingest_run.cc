@@ -63,8 +63,8 @@ struct Run {
   // Server.
   bool spawned = false;
   double server_cpu_s = -1;
-  uint64_t server_rss_peak = 0;    // max of deep-health rss_bytes samples
-  uint64_t server_vm_hwm = 0;      // VmHWM of a spawned server
+  uint64_t server_rss_peak = 0;  // max of deep-health rss_bytes samples
+  uint64_t server_vm_hwm = 0;    // VmHWM of a spawned server
   uint64_t database_bytes = 0, wal_bytes = 0, gate_rejections = 0;
   double shutdown_s = 0;
   std::string server_error;
@@ -86,15 +86,16 @@ std::string StatusSummary(const std::map<int, uint64_t>& counts) {
 // ---- output --------------------------------------------------------------------
 
 void PrintRunTable(const std::vector<Run>& runs, const std::vector<Signal>& signals) {
-  std::printf("\n%-4s %-8s %8s %8s %10s %9s %8s %8s %8s %11s %11s %8s %9s %8s  %s\n", "run", "signal",
-              "requests", "2xx", "items/s", "req/s", "p50 ms", "p95 ms", "p99 ms", "rows/commit", "raw items/s",
-              "ours/raw", "srv cores", "rss MiB", "status");
+  std::printf("\n%-4s %-8s %8s %8s %10s %9s %8s %8s %8s %11s %11s %8s %9s %8s  %s\n", "run", "signal", "requests",
+              "2xx", "items/s", "req/s", "p50 ms", "p95 ms", "p99 ms", "rows/commit", "raw items/s", "ours/raw",
+              "srv cores", "rss MiB", "status");
   for (const Run& r : runs) {
     for (Signal s : signals) {
       const SignalRun& x = r.signals[static_cast<int>(s)];
       char raw[32] = "-", ratio[16] = "-", cpu[16] = "-", rss[16] = "-", per_commit[32] = "-";
       if (x.have_server_rows && x.commits > 0) {
-        std::snprintf(per_commit, sizeof(per_commit), "%.0f", static_cast<double>(x.server_rows) / static_cast<double>(x.commits));
+        std::snprintf(per_commit, sizeof(per_commit), "%.0f",
+                      static_cast<double>(x.server_rows) / static_cast<double>(x.commits));
       }
       if (x.have_raw && x.raw_items_per_s > 0) {
         std::snprintf(raw, sizeof(raw), "%s", Human(x.raw_items_per_s).c_str());
@@ -106,7 +107,8 @@ void PrintRunTable(const std::vector<Run>& runs, const std::vector<Signal>& sign
       std::printf("%-4d %-8s %8llu %8llu %10s %9.1f %8.1f %8.1f %8.1f %11s %11s %8s %9s %8s  %s\n", r.number,
                   SignalName(s), static_cast<unsigned long long>(x.requests),
                   static_cast<unsigned long long>(x.ok_requests), Human(x.items_per_s).c_str(), x.requests_per_s,
-                  x.latency.p50, x.latency.p95, x.latency.p99, per_commit, raw, ratio, cpu, rss, StatusSummary(x.status_counts).c_str());
+                  x.latency.p50, x.latency.p95, x.latency.p99, per_commit, raw, ratio, cpu, rss,
+                  StatusSummary(x.status_counts).c_str());
     }
   }
   if (runs.size() > 1) {
@@ -126,8 +128,8 @@ void PrintRunTable(const std::vector<Run>& runs, const std::vector<Signal>& sign
       std::printf("  %-8s items/s %s [%s .. %s]   p99 %.1f ms [%.1f .. %.1f]", SignalName(s), Human(a.median).c_str(),
                   Human(a.min).c_str(), Human(a.max).c_str(), d.median, d.min, d.max);
       if (!raw.empty()) {
-        std::printf("   raw %s [%s .. %s]   ours/raw %.2f [%.2f .. %.2f]", Human(b.median).c_str(), Human(b.min).c_str(),
-                    Human(b.max).c_str(), c.median, c.min, c.max);
+        std::printf("   raw %s [%s .. %s]   ours/raw %.2f [%.2f .. %.2f]", Human(b.median).c_str(),
+                    Human(b.min).c_str(), Human(b.max).c_str(), c.median, c.min, c.max);
       }
       std::printf("\n");
     }
@@ -144,8 +146,9 @@ void PrintRunTable(const std::vector<Run>& runs, const std::vector<Signal>& sign
       }
     }
     if (r.built_during_run > 0) {
-      std::printf("run %d: the pool ran out; %llu payloads were built during the run (%.2f s CPU) — raise --expect-rate\n",
-                  r.number, static_cast<unsigned long long>(r.built_during_run), r.build_cpu_during_run_s);
+      std::printf(
+          "run %d: the pool ran out; %llu payloads were built during the run (%.2f s CPU) — raise --expect-rate\n",
+          r.number, static_cast<unsigned long long>(r.built_during_run), r.build_cpu_during_run_s);
     }
   }
 }
@@ -163,8 +166,8 @@ void WriteSpread(JsonWriter* w, const char* key, const std::vector<double>& v) {
   w->EndObject();
 }
 
-std::string ResultJson(const IngestBenchOptions& o, const Machine& m, const std::string& started_at, const PrebuildStats& pre,
-                       const std::vector<Run>& runs, const std::vector<Signal>& signals) {
+std::string ResultJson(const IngestBenchOptions& o, const Machine& m, const std::string& started_at,
+                       const PrebuildStats& pre, const std::vector<Run>& runs, const std::vector<Signal>& signals) {
   std::string out;
   JsonWriter w(&out);
   w.BeginObject();
@@ -504,12 +507,13 @@ int RunIngestBench(const IngestBenchOptions& o) {
     pre.wire_bytes += p.wire_bytes;
     pre.cpu_seconds += p.cpu_seconds;
     pre.wall_seconds += p.wall_seconds;
-    std::printf("payloads: %llu built (pool now %llu), %llu items, %.1f MB raw -> %.1f MB on the wire; generator "
-                "%.2f s CPU (%.0f ns/item), %.2f s wall\n",
-                static_cast<unsigned long long>(p.payloads), static_cast<unsigned long long>(pool->prebuilt()),
-                static_cast<unsigned long long>(p.items), static_cast<double>(p.raw_bytes) / 1e6,
-                static_cast<double>(p.wire_bytes) / 1e6, p.cpu_seconds,
-                p.items > 0 ? p.cpu_seconds * 1e9 / static_cast<double>(p.items) : 0.0, p.wall_seconds);
+    std::printf(
+        "payloads: %llu built (pool now %llu), %llu items, %.1f MB raw -> %.1f MB on the wire; generator "
+        "%.2f s CPU (%.0f ns/item), %.2f s wall\n",
+        static_cast<unsigned long long>(p.payloads), static_cast<unsigned long long>(pool->prebuilt()),
+        static_cast<unsigned long long>(p.items), static_cast<double>(p.raw_bytes) / 1e6,
+        static_cast<double>(p.wire_bytes) / 1e6, p.cpu_seconds,
+        p.items > 0 ? p.cpu_seconds * 1e9 / static_cast<double>(p.items) : 0.0, p.wall_seconds);
     std::fflush(stdout);
   };
   // A spawned server starts empty each run, so runs can share one pool; an
@@ -708,9 +712,10 @@ int RunIngestBench(const IngestBenchOptions& o) {
       client += r.client_cpu_s;
       gen += r.build_cpu_during_run_s;
     }
-    std::printf("\nclient CPU during the timed runs: %.2f s (of which payload building %.2f s); payload building "
-                "before timing: %.2f s CPU\n",
-                client, gen, pre.cpu_seconds);
+    std::printf(
+        "\nclient CPU during the timed runs: %.2f s (of which payload building %.2f s); payload building "
+        "before timing: %.2f s CPU\n",
+        client, gen, pre.cpu_seconds);
   }
   if (!o.json_out.empty()) {
     std::ofstream f(o.json_out);

@@ -15,26 +15,26 @@ namespace sightline::bench {
 
 struct IngestBenchOptions {
   std::string endpoint = "http://127.0.0.1:4318";
-  std::string api;     // http://HOST:PORT of the API port, for deep health ("" = none unless spawned)
-  std::string token;   // ingest token ("" = $SIGHTLINE_INGEST_TOKEN; spawned servers get a fresh one)
+  std::string api;               // http://HOST:PORT of the API port, for deep health ("" = none unless spawned)
+  std::string token;             // ingest token ("" = $SIGHTLINE_INGEST_TOKEN; spawned servers get a fresh one)
   std::string signal = "spans";  // spans | logs | metrics | all
   size_t batch = 16384;
   uint64_t requests = 0;  // 0 = bounded by duration
   double duration_s = 10;
-  double warmup_s = 2;    // untimed load before each run (also sizes the payload pool)
+  double warmup_s = 2;  // untimed load before each run (also sizes the payload pool)
   int connections = 4;
-  double rate = 0;        // requests/s; 0 = as fast as acknowledged
+  double rate = 0;               // requests/s; 0 = as fast as acknowledged
   std::string format = "proto";  // proto | json
-  int gzip_level = 1;     // 0 = no Content-Encoding (1: cheap to build; inflate costs the same)
+  int gzip_level = 1;            // 0 = no Content-Encoding (1: cheap to build; inflate costs the same)
   uint64_t seed = 1;
   std::string json_out;
-  std::string spawn;      // "" | duckdb | sqlite
+  std::string spawn;  // "" | duckdb | sqlite
   std::vector<std::string> server_args;
   bool raw = false;
   int repeat = 1;
-  std::string work_dir;   // temp data lives under it ("" = $TMPDIR or /tmp)
+  std::string work_dir;  // temp data lives under it ("" = $TMPDIR or /tmp)
   bool keep_data = false;
-  double expect_rate = 0; // items/s used to size the prebuilt pool in duration mode (0 = default)
+  double expect_rate = 0;  // items/s used to size the prebuilt pool in duration mode (0 = default)
   uint64_t pool_mb = 2048;
   double request_timeout_s = 60;
 };

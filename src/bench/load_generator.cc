@@ -89,11 +89,11 @@ struct Service {
   const char* resource;  // the REST resource its endpoints serve
 };
 constexpr Service kServiceList[kServices] = {
-    {"frontend", "nodejs", "2.14.0", "pages"},      {"checkout", "go", "1.9.3", "orders"},
-    {"cart", "dotnet", "3.2.1", "carts"},           {"payment", "java", "5.0.7", "payments"},
-    {"shipping", "go", "1.4.0", "shipments"},       {"inventory", "java", "2.8.12", "items"},
-    {"catalog", "python", "0.33.1", "products"},    {"auth", "go", "4.1.0", "sessions"},
-    {"search", "rust", "0.9.4", "queries"},         {"recommendation", "python", "1.0.2", "suggestions"},
+    {"frontend", "nodejs", "2.14.0", "pages"},   {"checkout", "go", "1.9.3", "orders"},
+    {"cart", "dotnet", "3.2.1", "carts"},        {"payment", "java", "5.0.7", "payments"},
+    {"shipping", "go", "1.4.0", "shipments"},    {"inventory", "java", "2.8.12", "items"},
+    {"catalog", "python", "0.33.1", "products"}, {"auth", "go", "4.1.0", "sessions"},
+    {"search", "rust", "0.9.4", "queries"},      {"recommendation", "python", "1.0.2", "suggestions"},
 };
 
 struct Endpoint {
@@ -105,7 +105,7 @@ struct Endpoint {
 
 struct ChildKind {
   const char* name;
-  int kind;            // OTLP SpanKind: 1 internal, 3 client
+  int kind;               // OTLP SpanKind: 1 internal, 3 client
   const char* db_system;  // nullptr for internal spans
   const char* statement;
 };
@@ -125,7 +125,8 @@ constexpr int kChildCount = static_cast<int>(sizeof(kChildren) / sizeof(kChildre
 
 constexpr const char* kUserAgents[] = {
     "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36",
-    "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_2) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.2 Safari/605.1.15",
+    "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_2) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.2 "
+    "Safari/605.1.15",
     "okhttp/4.12.0",
     "Go-http-client/2.0",
     "python-requests/2.31.0",
@@ -145,14 +146,14 @@ constexpr ErrorKind kErrors[] = {
 };
 
 constexpr const char* kWords[] = {
-    "request", "completed", "failed",   "user",     "order",   "payment", "retry",    "timeout",  "cache",
-    "miss",    "hit",       "session",  "created",  "updated", "deleted", "queue",    "message",  "processed",
-    "latency", "exceeded",  "threshold", "connection", "pool", "exhausted", "opened", "closed",   "token",
-    "expired", "refreshed", "invalid",  "input",    "rejected", "accepted", "shipment", "dispatched", "warehouse",
-    "item",    "reserved",  "released", "price",    "updated", "inventory", "low",    "stock",    "search",
-    "index",   "rebuilt",   "query",    "slow",     "plan",    "scan",    "rows",     "returned", "worker",
-    "started", "stopped",   "heartbeat", "missed",  "leader",  "elected", "config",   "reloaded", "disk",
-    "usage",
+    "request",   "completed", "failed",     "user",      "order",     "payment",    "retry",    "timeout",
+    "cache",     "miss",      "hit",        "session",   "created",   "updated",    "deleted",  "queue",
+    "message",   "processed", "latency",    "exceeded",  "threshold", "connection", "pool",     "exhausted",
+    "opened",    "closed",    "token",      "expired",   "refreshed", "invalid",    "input",    "rejected",
+    "accepted",  "shipment",  "dispatched", "warehouse", "item",      "reserved",   "released", "price",
+    "updated",   "inventory", "low",        "stock",     "search",    "index",      "rebuilt",  "query",
+    "slow",      "plan",      "scan",       "rows",      "returned",  "worker",     "started",  "stopped",
+    "heartbeat", "missed",    "leader",     "elected",   "config",    "reloaded",   "disk",     "usage",
 };
 constexpr int kWordCount = static_cast<int>(sizeof(kWords) / sizeof(kWords[0]));
 

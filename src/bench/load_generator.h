@@ -37,17 +37,17 @@ namespace sightline::bench {
 
 struct GeneratorOptions {
   uint64_t seed = 1;
-  size_t batch = 16384;          // items per request (spans, log records, metric points)
+  size_t batch = 16384;  // items per request (spans, log records, metric points)
   WireFormat format = WireFormat::kProtobuf;
-  int gzip_level = 1;            // libdeflate level; 0 sends the body uncompressed
-  int64_t base_time_ns = 0;      // data time of payload 0; 0 = now
+  int gzip_level = 1;        // libdeflate level; 0 sends the body uncompressed
+  int64_t base_time_ns = 0;  // data time of payload 0; 0 = now
   //! Data time per step: the window one span / log request covers, and (unless
   //! point_step_ns is set) the interval between a metric series' points. The
   //! read probe shrinks or stretches them so a whole fill lands inside the
   //! range it queries.
   int64_t time_step_ns = 1000000000;
-  int64_t point_step_ns = 0;  // 0 = time_step_ns
-  size_t sdk_batch_limit = 1000; // at or below: one service per request
+  int64_t point_step_ns = 0;      // 0 = time_step_ns
+  size_t sdk_batch_limit = 1000;  // at or below: one service per request
 };
 
 //! The largest batch Build() supports (ids reserve 24 bits for the ordinal).
@@ -57,8 +57,8 @@ inline constexpr size_t kMaxGeneratorBatch = (1u << 24) - 1;
 struct Payload {
   Signal signal = Signal::kSpans;
   uint64_t index = 0;
-  std::string body;       // gzip-compressed unless gzip_level is 0
-  size_t raw_bytes = 0;   // the uncompressed protobuf / JSON size
+  std::string body;      // gzip-compressed unless gzip_level is 0
+  size_t raw_bytes = 0;  // the uncompressed protobuf / JSON size
   uint32_t items = 0;
 };
 

@@ -35,7 +35,7 @@ constexpr const char* kDatabaseFile = "oltp.sqlite";
 // A run with --ops bounds its phases by count; the clock still stops a phase
 // that a slow disk would otherwise stretch for hours.
 constexpr double kHardPhaseCapSeconds = 3600;
-constexpr int64_t kTimeBaseMs = 1'767'225'600'000;  // 2026-01-01, the start of created_at
+constexpr int64_t kTimeBaseMs = 1'767'225'600'000;        // 2026-01-01, the start of created_at
 constexpr int64_t kTimeSpanMs = 30LL * 24 * 3600 * 1000;  // the bulk insert's rows span 30 days
 constexpr const char* kStatuses[] = {"new", "paid", "shipped", "delivered", "cancelled"};
 
@@ -363,7 +363,10 @@ Result<PhaseResult> RunConcurrent(const std::string& path, const OltpBenchOption
   Bound bound = MakeBound(o);
   auto reader = [&](int i) {
     auto db = OpenDb(path, mode, o.cache_mb);
-    if (!db.ok()) { errors[i] = db.status(); return; }
+    if (!db.ok()) {
+      errors[i] = db.status();
+      return;
+    }
     Session session(db->get(), o.seed + 101 + static_cast<uint64_t>(i), o.rows);
     if (errors[i] = session.Prepare(); !errors[i].ok()) return;
     Clock::time_point now = Clock::now();
@@ -379,7 +382,10 @@ Result<PhaseResult> RunConcurrent(const std::string& path, const OltpBenchOption
   auto writer = [&] {
     Status& err = errors[o.readers];
     auto db = OpenDb(path, mode, o.cache_mb);
-    if (!db.ok()) { err = db.status(); return; }
+    if (!db.ok()) {
+      err = db.status();
+      return;
+    }
     Session session(db->get(), o.seed + 97, o.rows);
     if (err = session.Prepare(); !err.ok()) return;
     Clock::time_point start = Clock::now();
@@ -446,8 +452,8 @@ Status RunPass(const std::string& path, const OltpBenchOptions& o, CacheMode mod
 double OpsPerS(const PhaseResult& r) { return r.seconds > 0 ? static_cast<double>(r.ops) / r.seconds : 0; }
 
 void PrintTable(const std::vector<PhaseResult>& phases) {
-  std::printf("\n%-18s %-8s %10s %10s %9s %9s %9s %9s %11s %9s\n", "phase", "cache", "ops", "ops/s", "p50 us",
-              "p95 us", "p99 us", "p999 us", "published/s", "ours/pub");
+  std::printf("\n%-18s %-8s %10s %10s %9s %9s %9s %9s %11s %9s\n", "phase", "cache", "ops", "ops/s", "p50 us", "p95 us",
+              "p99 us", "p999 us", "published/s", "ours/pub");
   for (const PhaseResult& r : phases) {
     std::optional<double> pub = PublishedOltpOpsPerS(r.phase, r.cache);
     char pub_s[32] = "-", ratio[16] = "-";
@@ -456,8 +462,8 @@ void PrintTable(const std::vector<PhaseResult>& phases) {
       std::snprintf(ratio, sizeof(ratio), "%.2f", OpsPerS(r) / *pub);
     }
     std::printf("%-18s %-8s %10llu %10s %9.1f %9.1f %9.1f %9.1f %11s %9s\n", r.phase.c_str(), r.cache.c_str(),
-                static_cast<unsigned long long>(r.ops), Human(OpsPerS(r)).c_str(), r.p50, r.p95, r.p99, r.p999,
-                pub_s, ratio);
+                static_cast<unsigned long long>(r.ops), Human(OpsPerS(r)).c_str(), r.p50, r.p95, r.p99, r.p999, pub_s,
+                ratio);
     if (r.phase == "concurrent_readers") {
       std::printf("%-18s %-8s %10llu %10s   (the writer beside the readers)\n", "  writer updates", r.cache.c_str(),
                   static_cast<unsigned long long>(r.writer_ops),
@@ -466,7 +472,6 @@ void PrintTable(const std::vector<PhaseResult>& phases) {
   }
   std::printf("published: DESIGN.md's SQLite reference (2 vCPU, 3.7 GB); its cached PK select had p99 715 us.\n");
 }
-
 
 std::string ResultJson(const OltpBenchOptions& o, const Machine& m, const std::string& started_at, uint64_t db_bytes,
                        const std::vector<PhaseResult>& phases) {
@@ -571,8 +576,8 @@ std::optional<double> PublishedOltpOpsPerS(std::string_view phase, std::string_v
   };
   // DESIGN.md, "A second reference": its unqualified figures are disk-bound.
   static constexpr Figure kFigures[] = {
-      {"bulk_insert", "-", 61'300},   {"pk_select", "uncached", 3'609}, {"pk_select", "cached", 155'800},
-      {"range_scan", "uncached", 3'477}, {"update", "uncached", 2'986}, {"mixed", "uncached", 3'915},
+      {"bulk_insert", "-", 61'300},      {"pk_select", "uncached", 3'609}, {"pk_select", "cached", 155'800},
+      {"range_scan", "uncached", 3'477}, {"update", "uncached", 2'986},    {"mixed", "uncached", 3'915},
       {"mixed", "cached", 53'200},
   };
   for (const Figure& f : kFigures) {

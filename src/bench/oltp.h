@@ -20,16 +20,16 @@ class App;
 namespace sightline::bench {
 
 struct OltpBenchOptions {
-  uint64_t rows = 10'000'000;   // bulk-insert size
+  uint64_t rows = 10'000'000;      // bulk-insert size
   uint64_t insert_batch = 10'000;  // rows per bulk-insert transaction
-  double phase_seconds = 10;    // bound of each read/update phase
-  uint64_t ops = 0;             // when > 0, bound of each phase instead of phase_seconds
-  int readers = 2;              // reader threads in concurrent_readers
-  uint64_t cache_mb = 8;        // SQLite page cache of the uncached pass (mmap off)
-  int range_limit = 50;         // rows per range scan
+  double phase_seconds = 10;       // bound of each read/update phase
+  uint64_t ops = 0;                // when > 0, bound of each phase instead of phase_seconds
+  int readers = 2;                 // reader threads in concurrent_readers
+  uint64_t cache_mb = 8;           // SQLite page cache of the uncached pass (mmap off)
+  int range_limit = 50;            // rows per range scan
   uint64_t seed = 1;
-  std::string data_dir;         // "" = a temp dir under work_dir
-  std::string work_dir;         // "" = $TMPDIR or /tmp
+  std::string data_dir;  // "" = a temp dir under work_dir
+  std::string work_dir;  // "" = $TMPDIR or /tmp
   bool keep_data = false;
   std::string json_out;
 };

@@ -134,8 +134,8 @@ class ProtoEmitter {
   }
 
   std::string* out_;
-  std::vector<size_t> open_;    // start offsets of open messages' contents
-  std::vector<int> repeated_;   // field numbers of open repeated fields
+  std::vector<size_t> open_;   // start offsets of open messages' contents
+  std::vector<int> repeated_;  // field numbers of open repeated fields
 };
 
 class JsonEmitter {

@@ -41,9 +41,14 @@ Result<std::vector<uint64_t>> ParseLevels(const std::string& text) {
     double scale = 1;
     if (!item.empty()) {
       switch (item.back()) {
-        case 'k': case 'K': scale = 1e3; break;
-        case 'm': case 'M': scale = 1e6; break;
-        case 'b': case 'B': case 'g': case 'G': scale = 1e9; break;
+        case 'k':
+        case 'K': scale = 1e3; break;
+        case 'm':
+        case 'M': scale = 1e6; break;
+        case 'b':
+        case 'B':
+        case 'g':
+        case 'G': scale = 1e9; break;
         default: break;
       }
       if (scale != 1) item.pop_back();
@@ -106,7 +111,7 @@ constexpr int64_t kDayMs = 86400000;
 // Background payload numbers: above any fill's (< 100 << 32) and below 2^40,
 // where the generator's ids (index << 24 | ordinal) would wrap onto the fill's.
 constexpr uint64_t kUnderIngestFirstPayload = 3ull << 38;
-constexpr const char* kSearchWord = "timeout";           // one of the generator's body words
+constexpr const char* kSearchWord = "timeout";  // one of the generator's body words
 constexpr size_t kPage = 50;
 
 // ---- results ------------------------------------------------------------------------
@@ -171,10 +176,11 @@ std::vector<CallSpec> CallsFor(Signal s, const Window& w, const std::string& tra
               {"logs_search", "/api/v1/logs?" + r + "&q=" + kSearchWord + page},
               {"logs_trace", "/api/v1/logs?" + r + "&trace_id=" + trace_id + page}};
     case Signal::kMetrics:
-      return {{"metrics_list", "/api/v1/metrics?" + r},
-              {"metric_series", "/api/v1/metrics/series?" + r + "&name=process.cpu.utilization&agg=avg&group_by=cpu.mode"},
-              {"metrics_overview",
-               "/api/v1/metrics/series?" + r + "&name=http.server.request.duration&agg=p95&group_by=service.name"}};
+      return {
+          {"metrics_list", "/api/v1/metrics?" + r},
+          {"metric_series", "/api/v1/metrics/series?" + r + "&name=process.cpu.utilization&agg=avg&group_by=cpu.mode"},
+          {"metrics_overview",
+           "/api/v1/metrics/series?" + r + "&name=http.server.request.duration&agg=p95&group_by=service.name"}};
   }
   return {};
 }
@@ -320,8 +326,9 @@ class Ladder {
     // The queried window is the last 24 h (to a minute ahead of now, as a
     // dashboard's "last 24 h" would be); the data fills it but for a minute
     // at the start and two at the end, so clock steps cannot push rows out.
-    const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                               std::chrono::system_clock::now().time_since_epoch()).count();
+    const int64_t now_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
     window_.to_ms = now_ms + 60000;
     window_.from_ms = window_.to_ms - kDayMs;
     GeneratorOptions g;
@@ -351,8 +358,8 @@ class Ladder {
       Digest(&base);
       std::unique_ptr<BackgroundIngest> background;
       if (o_.under_ingest > 0) {
-        background = std::make_unique<BackgroundIngest>(o_, t_, signals_, window_, kUnderIngestFirstPayload + first_payload_,
-                                                        background_payload_);
+        background = std::make_unique<BackgroundIngest>(o_, t_, signals_, window_,
+                                                        kUnderIngestFirstPayload + first_payload_, background_payload_);
       }
       bool all_passed = true;
       for (size_t k = 0; k < signals_.size(); ++k) {
@@ -481,8 +488,11 @@ class Ladder {
       auto h = FetchDeepHealth(t_.api);
       if (h.ok()) {
         bool rows_in = true;
-        for (Signal s : signals_) rows_in = rows_in && (!t_.spawned || h->rows[static_cast<int>(s)] >= accepted_[static_cast<int>(s)]);
-        same = last && last->database_bytes == h->database_bytes && last->wal_bytes == h->wal_bytes && rows_in ? same + 1 : 1;
+        for (Signal s : signals_)
+          rows_in = rows_in && (!t_.spawned || h->rows[static_cast<int>(s)] >= accepted_[static_cast<int>(s)]);
+        same = last && last->database_bytes == h->database_bytes && last->wal_bytes == h->wal_bytes && rows_in
+                   ? same + 1
+                   : 1;
         last = *h;
         if (same >= o_.digest_polls) {
           r->digested = true;
@@ -498,7 +508,8 @@ class Ladder {
       r->wal_bytes = last->wal_bytes;
     }
     std::printf("  digested in %.1f s%s: database %s B, WAL %s B\n", r->digest_wait_s,
-                r->digested ? "" : " (TIMED OUT, probing anyway)", Human(static_cast<double>(r->database_bytes)).c_str(),
+                r->digested ? "" : " (TIMED OUT, probing anyway)",
+                Human(static_cast<double>(r->database_bytes)).c_str(),
                 Human(static_cast<double>(r->wal_bytes)).c_str());
   }
 
@@ -530,7 +541,8 @@ class Ladder {
       samples.push_back(c.samples);
       const Spread sp = SpreadOf(c.samples.samples_ms);
       std::printf("  %-8s %-18s median %8.1f ms [%.1f .. %.1f]%s%s\n", SignalName(s), c.name.c_str(), sp.median, sp.min,
-                  sp.max, c.samples.timeouts ? " TIMEOUT" : "", c.check == "skipped" ? "" : (" check " + c.check).c_str());
+                  sp.max, c.samples.timeouts ? " TIMEOUT" : "",
+                  c.check == "skipped" ? "" : (" check " + c.check).c_str());
       r->calls.push_back(std::move(c));
     }
     r->pass = LevelPasses(names, samples, o_.pass_median_s * 1000, &r->fail_reason);
@@ -557,7 +569,7 @@ class Ladder {
   std::string trace_id_;
   uint64_t first_payload_ = 0;
   uint64_t background_payload_ = 0;  // next payload of the background ingest
-  uint64_t sent_ = 0;  // payloads sent per signal
+  uint64_t sent_ = 0;                // payloads sent per signal
   std::array<uint64_t, kSignalCount> accepted_ = {0, 0, 0};
   std::vector<uint64_t> before_;  // accepted per signal before this level's fill
 };
@@ -800,7 +812,6 @@ void PrintTable(const std::vector<RunResult>& runs) {
   }
 }
 
-
 }  // namespace
 
 // ---- the command ----------------------------------------------------------------------
@@ -819,7 +830,8 @@ int RunProbeBench(const ProbeBenchOptions& o) {
   // A ladder per signal on a server of its own, or one mixed ladder.
   std::vector<std::vector<Signal>> groups;
   if (o.mixed) groups.push_back(signals);
-  else for (Signal s : signals) groups.push_back({s});
+  else
+    for (Signal s : signals) groups.push_back({s});
 
   Target external;
   if (o.spawn.empty()) {
@@ -839,15 +851,17 @@ int RunProbeBench(const ProbeBenchOptions& o) {
   std::vector<std::string> server_args = o.server_args;
   bool has_query_timeout = false;
   for (const auto& a : server_args) has_query_timeout = has_query_timeout || a.rfind("--query-timeout-ms", 0) == 0;
-  if (!has_query_timeout) server_args.push_back("--query-timeout-ms=" + std::to_string(std::llround(o.timeout_s * 1000)));
+  if (!has_query_timeout)
+    server_args.push_back("--query-timeout-ms=" + std::to_string(std::llround(o.timeout_s * 1000)));
   const std::string work_parent = o.work_dir.empty() ? DefaultWorkParent() : o.work_dir;
 
   const Machine machine = DescribeMachine();
   const std::string started_at = UtcNowIso8601();
-  std::printf("sightline bench probe: %s%s, levels %s, batch %zu, %d probes per call, timeout %.0f s, %s%s x %d run%s\n",
-              o.signal.c_str(), o.mixed ? " (mixed)" : "", o.levels.c_str(), o.batch, o.probes, o.timeout_s,
-              o.spawn.empty() ? o.api.c_str() : ("spawned " + o.spawn).c_str(), o.check ? ", --check" : "", o.repeat,
-              o.repeat == 1 ? "" : "s");
+  std::printf(
+      "sightline bench probe: %s%s, levels %s, batch %zu, %d probes per call, timeout %.0f s, %s%s x %d run%s\n",
+      o.signal.c_str(), o.mixed ? " (mixed)" : "", o.levels.c_str(), o.batch, o.probes, o.timeout_s,
+      o.spawn.empty() ? o.api.c_str() : ("spawned " + o.spawn).c_str(), o.check ? ", --check" : "", o.repeat,
+      o.repeat == 1 ? "" : "s");
   std::fflush(stdout);
 
   std::vector<RunResult> runs;
@@ -922,7 +936,8 @@ int RunProbeBench(const ProbeBenchOptions& o) {
 void AddProbeCommand(CLI::App* bench) {
   auto o = std::make_shared<ProbeBenchOptions>();
   auto* probe = bench->add_subcommand(
-      "probe", "Read probe ladder: fill to each level, wait for digestion, time the dashboard calls; find the read cliff");
+      "probe",
+      "Read probe ladder: fill to each level, wait for digestion, time the dashboard calls; find the read cliff");
   probe->add_option("--spawn", o->spawn, "Start a fresh `sightline serve` with this engine per signal (per ladder)")
       ->check(CLI::IsMember({"duckdb", "sqlite"}));
   probe->add_option("--endpoint", o->endpoint, "OTLP/HTTP base URL of a running server (loopback only)")
@@ -948,7 +963,9 @@ void AddProbeCommand(CLI::App* bench) {
   probe->add_option("--timeout", o->timeout_s, "Client timeout of a call, seconds (spawned: also --query-timeout-ms)")
       ->check(CLI::Range(0.1, 3600.0))
       ->capture_default_str();
-  probe->add_option("--pass-median", o->pass_median_s, "A level passes when every call's median is at most this, seconds")
+  probe
+      ->add_option("--pass-median", o->pass_median_s,
+                   "A level passes when every call's median is at most this, seconds")
       ->check(CLI::Range(0.001, 3600.0))
       ->capture_default_str();
   probe->add_option("--digest-timeout", o->digest_timeout_s, "Most seconds to wait for stable database/WAL sizes")
@@ -963,7 +980,8 @@ void AddProbeCommand(CLI::App* bench) {
   probe->add_option("--under-ingest", o->under_ingest, "Background ingest, items/s, while probing (0 = none)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  probe->add_option("--under-ingest-batch", o->under_ingest_batch, "Items per background request (an SDK fleet's shape)")
+  probe
+      ->add_option("--under-ingest-batch", o->under_ingest_batch, "Items per background request (an SDK fleet's shape)")
       ->check(CLI::Range(size_t{1}, kMaxGeneratorBatch))
       ->capture_default_str();
   probe->add_option("--repeat", o->repeat, "Whole ladders (fresh servers each); medians with min/max")

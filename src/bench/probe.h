@@ -34,12 +34,12 @@ struct ProbeBenchOptions {
   size_t batch = 16384;
   int connections = 4;
   int probes = 3;
-  double timeout_s = 6;         // client timeout of one call; also the spawned server's --query-timeout-ms
-  double pass_median_s = 5;     // a call's median must be at most this
+  double timeout_s = 6;      // client timeout of one call; also the spawned server's --query-timeout-ms
+  double pass_median_s = 5;  // a call's median must be at most this
   double digest_timeout_s = 300;
   double digest_interval_s = 1;
-  int digest_polls = 3;         // equal consecutive deep-health readings that count as digested
-  double under_ingest = 0;      // background items/s while probing (0 = none)
+  int digest_polls = 3;     // equal consecutive deep-health readings that count as digested
+  double under_ingest = 0;  // background items/s while probing (0 = none)
   size_t under_ingest_batch = 100;
   int repeat = 1;
   bool check = false;

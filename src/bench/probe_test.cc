@@ -43,15 +43,17 @@ CallSamples Samples(std::vector<double> ms, std::vector<int> status) {
 TEST(ProbeRule, PassesWhenEveryMedianIsWithinTheLimit) {
   std::string reason = "stale";
   // One slow sample does not fail a call whose median is fast.
-  EXPECT_TRUE(LevelPasses({"a", "b"}, {Samples({100, 4900, 5800}, {200, 200, 200}), Samples({5000, 1, 2}, {200, 200, 200})},
-                          5000, &reason));
+  EXPECT_TRUE(LevelPasses({"a", "b"},
+                          {Samples({100, 4900, 5800}, {200, 200, 200}), Samples({5000, 1, 2}, {200, 200, 200})}, 5000,
+                          &reason));
   EXPECT_EQ(reason, "");
 }
 
 TEST(ProbeRule, FailsOnASlowMedianNamingTheCall) {
   std::string reason;
-  EXPECT_FALSE(LevelPasses({"fast", "slow"}, {Samples({1, 2, 3}, {200, 200, 200}), Samples({5001, 5002, 1}, {200, 200, 200})},
-                           5000, &reason));
+  EXPECT_FALSE(LevelPasses({"fast", "slow"},
+                           {Samples({1, 2, 3}, {200, 200, 200}), Samples({5001, 5002, 1}, {200, 200, 200})}, 5000,
+                           &reason));
   EXPECT_NE(reason.find("slow"), std::string::npos) << reason;
   EXPECT_NE(reason.find("median"), std::string::npos) << reason;
 }

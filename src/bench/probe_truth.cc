@@ -174,8 +174,10 @@ void ProbeTruth::AddMetrics(const MetricRequest& request) {
       }
       auto metric = series_.find(def.name);
       if (metric == series_.end()) metric = series_.emplace(std::string(def.name), std::map<SeriesKey, Labels>{}).first;
-      auto entry = metric->second.emplace(SeriesKey{std::string(s.resource->service_name), std::move(attributes)},
-                                          std::move(labels)).first;
+      auto entry =
+          metric->second
+              .emplace(SeriesKey{std::string(s.resource->service_name), std::move(attributes)}, std::move(labels))
+              .first;
       it->second.key = &entry->first;
       it->second.points = nullptr;
       if (def.kind != MetricKind::kHistogram) {
@@ -245,7 +247,8 @@ std::string ProbeTruth::CheckEndpointSeries(std::string_view json) const {
   for (const auto& [key, t] : endpoints_) groups.push_back({t.count, key});
   std::stable_sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   std::vector<std::string> want;
-  for (size_t i = 0; i < groups.size() && i < o_.top; ++i) want.push_back(groups[i].second.first + " " + groups[i].second.second);
+  for (size_t i = 0; i < groups.size() && i < o_.top; ++i)
+    want.push_back(groups[i].second.first + " " + groups[i].second.second);
   if (groups.size() > o_.top) want.push_back("other");
   std::vector<std::string> got;
   simdjson::dom::array series;

@@ -34,9 +34,9 @@
 namespace sightline::bench {
 
 struct ProbeTruthOptions {
-  int64_t from_ns = 0, to_ns = 0;  // the queried range [from, to)
-  size_t page = 50;                 // limit= of the list calls
-  size_t top = 10;                  // endpoints/series top=
+  int64_t from_ns = 0, to_ns = 0;         // the queried range [from, to)
+  size_t page = 50;                       // limit= of the list calls
+  size_t top = 10;                        // endpoints/series top=
   size_t exact_percentile_rows = 100000;  // per signal: entry spans, metric points
   int severity_min = 17;
   std::string word;      // logs q=
@@ -99,7 +99,7 @@ class ProbeTruth {
 
   ProbeTruthOptions o_;
   uint64_t entry_spans_ = 0, log_rows_ = 0, metric_points_ = 0;
-  std::map<std::pair<std::string, std::string>, EndpointTally> endpoints_;  // (service, endpoint)
+  std::map<std::pair<std::string, std::string>, EndpointTally> endpoints_;            // (service, endpoint)
   std::map<std::tuple<std::string, std::string, std::string>, uint64_t> exceptions_;  // (type, message, service)
   NewestPage logs_[3];
   // metric name -> (service, point attributes as "k=v\n..." in sent order) ->

@@ -60,10 +60,10 @@ SpanRequest Spans() {
       Span(&kServiceA, "GET /x", "/x", 2, false, 2000, 10, false),
       Span(&kServiceA, "GET /x", "/x", 2, false, 2001, 30, true, "E1"),
       Span(&kServiceA, "GET /x", "/x", 2, false, 2002, 20, false),
-      Span(&kServiceB, "work", "", 1, false, 2003, 5, false),          // a root without a route: endpoint = name
-      Span(&kServiceB, "SELECT", "", 3, true, 2004, 1, false, "E1"),   // a child: not an entry; its exception counts
-      Span(&kServiceA, "GET /x", "/x", 2, false, 500, 1, false),       // before the range
-      Span(&kServiceA, "GET /x", "/x", 2, false, 100000, 1, false),    // at `to`: outside [from, to)
+      Span(&kServiceB, "work", "", 1, false, 2003, 5, false),         // a root without a route: endpoint = name
+      Span(&kServiceB, "SELECT", "", 3, true, 2004, 1, false, "E1"),  // a child: not an entry; its exception counts
+      Span(&kServiceA, "GET /x", "/x", 2, false, 500, 1, false),      // before the range
+      Span(&kServiceA, "GET /x", "/x", 2, false, 100000, 1, false),   // at `to`: outside [from, to)
   };
   return r;
 }
@@ -115,17 +115,21 @@ TEST(ProbeTruth, EndpointSeriesNamesTheTopGroupsThenOtherWithBucketP95s) {
   t.AddSpans(Spans());
   // 1 s buckets: every in-range span starts in bucket 1 (2000..2004 ms).
   // "a /x": p95 of 10, 20, 30 ms = 29; "other" ("b work"): 5.
-  EXPECT_EQ(t.CheckEndpointSeries(
-                R"({"step_ms":1000,"series":[{"name":"a /x","values":[null,29,null]},{"name":"other","values":[null,5,null]}]})"),
-            "ok");
-  const std::string wrong_value =
-      t.CheckEndpointSeries(R"({"step_ms":1000,"series":[{"name":"a /x","values":[null,30,null]},{"name":"other","values":[null,5,null]}]})");
+  EXPECT_EQ(
+      t.CheckEndpointSeries(
+          R"({"step_ms":1000,"series":[{"name":"a /x","values":[null,29,null]},{"name":"other","values":[null,5,null]}]})"),
+      "ok");
+  const std::string wrong_value = t.CheckEndpointSeries(
+      R"({"step_ms":1000,"series":[{"name":"a /x","values":[null,30,null]},{"name":"other","values":[null,5,null]}]})");
   EXPECT_NE(wrong_value.find("bucket 1 p95"), std::string::npos) << wrong_value;
-  EXPECT_NE(t.CheckEndpointSeries(
-                R"({"step_ms":1000,"series":[{"name":"a /x","values":[29,null,null]},{"name":"other","values":[null,5,null]}]})"),
-            "ok");  // the right value in the wrong bucket
-  EXPECT_NE(t.CheckEndpointSeries(R"({"step_ms":1000,"series":[{"name":"b work","values":[null,5]},{"name":"other","values":[null,29]}]})"),
-            "ok");
+  EXPECT_NE(
+      t.CheckEndpointSeries(
+          R"({"step_ms":1000,"series":[{"name":"a /x","values":[29,null,null]},{"name":"other","values":[null,5,null]}]})"),
+      "ok");  // the right value in the wrong bucket
+  EXPECT_NE(
+      t.CheckEndpointSeries(
+          R"({"step_ms":1000,"series":[{"name":"b work","values":[null,5]},{"name":"other","values":[null,29]}]})"),
+      "ok");
   EXPECT_NE(t.CheckEndpointSeries(R"({"step_ms":1000,"series":[{"name":"a /x","values":[null,29]}]})"), "ok");
 }
 
@@ -198,13 +202,16 @@ TEST(ProbeTruth, MetricNamesAndGroupValues) {
   const Attribute user[] = {{"cpu.mode", "user"}}, system[] = {{"cpu.mode", "system"}};
   const MetricSeries series[] = {
       {1, &kServiceA, &cpu, user}, {2, &kServiceB, &cpu, system}, {3, &kServiceA, &mem, {}},
-      {4, &kServiceA, &late, {}},
-      {5, &kServiceC, &cpu, user},  // cpu of service c shares cpu.mode=user with a's
+      {4, &kServiceA, &late, {}},  {5, &kServiceC, &cpu, user},  // cpu of service c shares cpu.mode=user with a's
   };
   MetricRequest b;
   // (series, ms, value)
-  for (auto [id, ms, value] : {std::tuple<int, int64_t, double>{1, 2000, 0.5}, {2, 2000, 0.25}, {3, 3000, 7},
-                               {4, 200000, 1}, {5, 2500, 0.75}, {1, 3100, 0.125}}) {
+  for (auto [id, ms, value] : {std::tuple<int, int64_t, double>{1, 2000, 0.5},
+                               {2, 2000, 0.25},
+                               {3, 3000, 7},
+                               {4, 200000, 1},
+                               {5, 2500, 0.75},
+                               {1, 3100, 0.125}}) {
     MetricPoint& p = b.rows.emplace_back();
     p.series = &series[id - 1];
     p.time_ns = ms * kMs;
@@ -215,22 +222,22 @@ TEST(ProbeTruth, MetricNamesAndGroupValues) {
   EXPECT_EQ(t.metric_points(), 5u);
   EXPECT_EQ(t.CheckMetricList(R"({"metrics":[{"name":"cpu"},{"name":"mem"}]})"), "ok");
   EXPECT_NE(t.CheckMetricList(R"({"metrics":[{"name":"cpu"},{"name":"mem"},{"name":"late"}]})"), "ok");
-  EXPECT_EQ(t.CheckMetricGroups(R"({"series":[{"labels":{"cpu.mode":"user"}},{"labels":{"cpu.mode":"system"}}]})", "cpu",
-                                "cpu.mode"),
+  EXPECT_EQ(t.CheckMetricGroups(R"({"series":[{"labels":{"cpu.mode":"user"}},{"labels":{"cpu.mode":"system"}}]})",
+                                "cpu", "cpu.mode"),
             "ok");
   EXPECT_NE(t.CheckMetricGroups(R"({"series":[{"labels":{"cpu.mode":"user"}}]})", "cpu", "cpu.mode"), "ok");
-  EXPECT_NE(t.CheckMetricGroups(R"({"series":[{"labels":{"service.name":"a"}},{"labels":{"service.name":"b"}}]})", "cpu",
-                                "service.name"),
+  EXPECT_NE(t.CheckMetricGroups(R"({"series":[{"labels":{"service.name":"a"}},{"labels":{"service.name":"b"}}]})",
+                                "cpu", "service.name"),
             "ok");  // c is missing
-  EXPECT_EQ(t.CheckMetricGroups(
-                R"({"series":[{"labels":{"service.name":"a"}},{"labels":{"service.name":"b"}},{"labels":{"service.name":"c"}}]})",
-                "cpu", "service.name"),
-            "ok");
+  EXPECT_EQ(
+      t.CheckMetricGroups(
+          R"({"series":[{"labels":{"service.name":"a"}},{"labels":{"service.name":"b"}},{"labels":{"service.name":"c"}}]})",
+          "cpu", "service.name"),
+      "ok");
   // Means pooled over the group's points, 1 s buckets from 1000 ms: user has
   // 0.5 and 0.75 in bucket 1 (mean 0.625) and 0.125 in bucket 2; system 0.25 in bucket 1.
-  const std::string means =
-      R"({"step_ms":1000,"series":[{"labels":{"cpu.mode":"user"},"values":[null,0.625,0.125]},)"
-      R"({"labels":{"cpu.mode":"system"},"values":[null,0.25,null]}]})";
+  const std::string means = R"({"step_ms":1000,"series":[{"labels":{"cpu.mode":"user"},"values":[null,0.625,0.125]},)"
+                            R"({"labels":{"cpu.mode":"system"},"values":[null,0.25,null]}]})";
   EXPECT_EQ(t.CheckMetricGroups(means, "cpu", "cpu.mode", /*avg=*/true), "ok");
   std::string wrong_mean = means;
   wrong_mean.replace(wrong_mean.find("0.125"), 5, "0.3125");
@@ -239,7 +246,6 @@ TEST(ProbeTruth, MetricNamesAndGroupValues) {
   missing_bucket.replace(missing_bucket.find("null,0.25"), 9, "0.25,null");
   EXPECT_NE(t.CheckMetricGroups(missing_bucket, "cpu", "cpu.mode", true), "ok");
 }
-
 
 TEST(ProbeTruth, MetricMeansPoolAcrossRequestsUntilTheExactLimit) {
   const MetricDef cpu{"cpu", "", "1", MetricKind::kGauge, false};
@@ -382,9 +388,11 @@ class TruthAgainstDecodedAnswers : public ::testing::Test {
       uint32_t items = 0;
       Rejections rejected;
       ASSERT_TRUE(DecodeSpans(gen_->BuildRaw(Signal::kSpans, i, &items), PayloadFormat::kProtobuf,
-                              &spans_.emplace_back(), &rejected).ok());
+                              &spans_.emplace_back(), &rejected)
+                      .ok());
       ASSERT_TRUE(DecodeLogs(gen_->BuildRaw(Signal::kLogs, i, &items), PayloadFormat::kProtobuf, 1,
-                             &logs_.emplace_back(), &rejected).ok());
+                             &logs_.emplace_back(), &rejected)
+                      .ok());
       ASSERT_EQ(rejected.count, 0);
     }
   }

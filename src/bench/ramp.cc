@@ -176,8 +176,8 @@ StepResult RampRunner::RunStep(Signal signal, const StepLoad& load) {
   return r;
 }
 
-PhaseResult RampRunner::RunPhase(Signal signal, const std::string& name, std::vector<double> ladder,
-                                 int bisect_steps, const std::function<StepLoad(double)>& load_of) {
+PhaseResult RampRunner::RunPhase(Signal signal, const std::string& name, std::vector<double> ladder, int bisect_steps,
+                                 const std::function<StepLoad(double)>& load_of) {
   PhaseResult phase;
   phase.name = name;
   RampSearch search(std::move(ladder), bisect_steps);
@@ -198,12 +198,13 @@ PhaseResult RampRunner::RunPhase(Signal signal, const std::string& name, std::ve
     search.Record(r.verdict.pass);
     double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
     double eta = EtaSeconds(i, elapsed, search.MaxRemaining(), guess_s);
-    std::printf("  %-7s %-5s step %d/%d%s  batch %zu @ %g req/s (%s items/s): %.2f req/s, %s items/s, errors %.1f%%, "
-                "p99 %.0f ms  %s%s%s  phase ETA %.0f s\n",
-                SignalName(signal), name.c_str(), i, i + search.MaxRemaining(), bisecting ? " (bisect)" : "",
-                load.batch, load.rate, Human(load.rate * static_cast<double>(load.batch)).c_str(), r.achieved_rps,
-                Human(r.accepted_items_per_s).c_str(), r.verdict.error_pct, r.latency.p99, r.verdict.pass ? "PASS" : "FAIL",
-                r.verdict.pass ? "" : ": ", r.verdict.fail_reason.c_str(), eta);
+    std::printf(
+        "  %-7s %-5s step %d/%d%s  batch %zu @ %g req/s (%s items/s): %.2f req/s, %s items/s, errors %.1f%%, "
+        "p99 %.0f ms  %s%s%s  phase ETA %.0f s\n",
+        SignalName(signal), name.c_str(), i, i + search.MaxRemaining(), bisecting ? " (bisect)" : "", load.batch,
+        load.rate, Human(load.rate * static_cast<double>(load.batch)).c_str(), r.achieved_rps,
+        Human(r.accepted_items_per_s).c_str(), r.verdict.error_pct, r.latency.p99, r.verdict.pass ? "PASS" : "FAIL",
+        r.verdict.pass ? "" : ": ", r.verdict.fail_reason.c_str(), eta);
     std::fflush(stdout);
     phase.steps.push_back(std::move(r));
   }
@@ -234,8 +235,9 @@ SignalResult RampRunner::RunSignal(Signal signal, const Target& target) {
     out.phases.push_back(std::move(p));
   }
   if (HasPhase(o_, "rate")) {
-    out.phases.push_back(RunPhase(signal, "rate", o_.rates, o_.bisect_steps,
-                                  [&](double rate) { return StepLoad{rate_batch, rate, conns}; }));
+    out.phases.push_back(RunPhase(signal, "rate", o_.rates, o_.bisect_steps, [&](double rate) {
+      return StepLoad{rate_batch, rate, conns};
+    }));
   }
   if (HasPhase(o_, "fleet")) {
     out.phases.push_back(RunPhase(signal, "fleet", o_.fleet_rates, 0, [&](double rate) {
@@ -253,7 +255,6 @@ SignalResult RampRunner::RunSignal(Signal signal, const Target& target) {
 }
 
 // ---- output --------------------------------------------------------------------
-
 
 void WriteDoubles(JsonWriter* w, const char* key, const std::vector<double>& v) {
   w->Key(key);
@@ -416,14 +417,13 @@ void PrintSummary(const std::vector<SignalResult>& signals) {
         break;
       }
       if (p.best < 0) {
-        std::printf("%-8s %-8s %-6s %6zu %10s %12s %10s  %s\n", SignalName(s.signal), s.engine.c_str(),
-                    p.name.c_str(), p.steps.size(), "-", "-", "-", fail.c_str());
+        std::printf("%-8s %-8s %-6s %6zu %10s %12s %10s  %s\n", SignalName(s.signal), s.engine.c_str(), p.name.c_str(),
+                    p.steps.size(), "-", "-", "-", fail.c_str());
         continue;
       }
       const StepResult& b = p.steps[static_cast<size_t>(p.best)];
-      std::printf("%-8s %-8s %-6s %6zu %10zu %12g %10s  %s\n", SignalName(s.signal), s.engine.c_str(),
-                  p.name.c_str(), p.steps.size(), b.batch, b.target_rps, Human(b.accepted_items_per_s).c_str(),
-                  fail.c_str());
+      std::printf("%-8s %-8s %-6s %6zu %10zu %12g %10s  %s\n", SignalName(s.signal), s.engine.c_str(), p.name.c_str(),
+                  p.steps.size(), b.batch, b.target_rps, Human(b.accepted_items_per_s).c_str(), fail.c_str());
     }
     std::printf("%-8s max %s items/s over passing steps, SDK fleet %s items/s%s%s\n", SignalName(s.signal),
                 Human(s.max_items_per_s).c_str(), Human(s.fleet_max_items_per_s).c_str(),
@@ -457,8 +457,8 @@ Status Validate(RampBenchOptions* o, std::vector<Signal>* signals) {
     std::vector<double>* values;
     const char* name;
   };
-  for (Ladder l : {Ladder{&o->batches, "--batches"}, Ladder{&o->rates, "--rates"},
-                   Ladder{&o->fleet_rates, "--fleet-rates"}}) {
+  for (Ladder l :
+       {Ladder{&o->batches, "--batches"}, Ladder{&o->rates, "--rates"}, Ladder{&o->fleet_rates, "--fleet-rates"}}) {
     auto n = NormalizeLadder(*l.values, l.name);
     if (!n.ok()) return n.status();
     *l.values = std::move(n.value());
@@ -612,7 +612,9 @@ void AddRampCommand(CLI::App* bench) {
   ramp->add_option("--connections", o->connections, "Connections of the batch and rate phases")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
-  ramp->add_option("--format", o->format, "proto or json")->check(CLI::IsMember({"proto", "json"}))->capture_default_str();
+  ramp->add_option("--format", o->format, "proto or json")
+      ->check(CLI::IsMember({"proto", "json"}))
+      ->capture_default_str();
   ramp->add_option("--gzip-level", o->gzip_level, "gzip level of the bodies (0 = send uncompressed)")
       ->check(CLI::Range(0, 12))
       ->capture_default_str();

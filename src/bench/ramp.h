@@ -23,10 +23,10 @@ namespace sightline::bench {
 
 struct RampBenchOptions {
   std::string endpoint = "http://127.0.0.1:4318";
-  std::string api;     // API base URL for RSS readings of an external server ("" = none)
-  std::string token;   // "" = $SIGHTLINE_INGEST_TOKEN; spawned servers get a fresh one
+  std::string api;               // API base URL for RSS readings of an external server ("" = none)
+  std::string token;             // "" = $SIGHTLINE_INGEST_TOKEN; spawned servers get a fresh one
   std::string signal = "spans";  // spans | logs | metrics | all (each in turn)
-  std::string spawn;   // "" | duckdb | sqlite
+  std::string spawn;             // "" | duckdb | sqlite
   std::vector<std::string> server_args;
   std::vector<std::string> phases = {"batch", "rate", "fleet"};
   std::vector<double> batches = {100, 1000, 4096, 16384};
@@ -36,8 +36,8 @@ struct RampBenchOptions {
   double fleet_batch = 100;
   std::vector<double> fleet_rates = {50, 100, 200, 400, 800, 1600, 3200};
   double step_duration_s = 5;
-  double warmup_s = 2;    // at the start of each phase, at its first step's load
-  int connections = 8;    // batch and rate phases; the fleet's follow its rate
+  double warmup_s = 2;  // at the start of each phase, at its first step's load
+  int connections = 8;  // batch and rate phases; the fleet's follow its rate
   std::string format = "proto";
   int gzip_level = 1;
   uint64_t seed = 1;

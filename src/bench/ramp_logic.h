@@ -25,7 +25,7 @@ struct StepCounts {
   uint64_t requests = 0;     // sent, answered or not
   uint64_t ok_requests = 0;  // answered 2xx
   double target_rps = 0;
-  double achieved_rps = 0;   // 2xx requests per second of the step
+  double achieved_rps = 0;  // 2xx requests per second of the step
 };
 
 struct StepVerdict {

@@ -21,38 +21,78 @@ double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 constexpr RawType kI = RawType::kInt64, kD = RawType::kDouble, kT = RawType::kText;
 
 constexpr RawColumn kSpanColumns[] = {
-    {"project_id", kI}, {"trace_id_high", kI}, {"trace_id_low", kI}, {"span_id", kI}, {"parent_span_id", kI},
-    {"trace_state", kT}, {"flags", kI}, {"name", kT}, {"kind", kI}, {"start_time_ns", kI}, {"end_time_ns", kI},
-    {"duration_ns", kI}, {"status_code", kI}, {"status_message", kT}, {"service_name", kT}, {"http_route", kT},
-    {"http_method", kT}, {"http_status_code", kI}, {"db_system", kT}, {"exception_type", kT},
-    {"exception_message", kT}, {"attributes", kT}, {"events", kT}, {"links", kT}, {"dropped_attributes_count", kI},
-    {"dropped_events_count", kI}, {"dropped_links_count", kI}, {"resource_id", kI}, {"endpoint", kT},
-    {"is_entry", kI}, {"has_exception", kI},
+    {"project_id", kI},
+    {"trace_id_high", kI},
+    {"trace_id_low", kI},
+    {"span_id", kI},
+    {"parent_span_id", kI},
+    {"trace_state", kT},
+    {"flags", kI},
+    {"name", kT},
+    {"kind", kI},
+    {"start_time_ns", kI},
+    {"end_time_ns", kI},
+    {"duration_ns", kI},
+    {"status_code", kI},
+    {"status_message", kT},
+    {"service_name", kT},
+    {"http_route", kT},
+    {"http_method", kT},
+    {"http_status_code", kI},
+    {"db_system", kT},
+    {"exception_type", kT},
+    {"exception_message", kT},
+    {"attributes", kT},
+    {"events", kT},
+    {"links", kT},
+    {"dropped_attributes_count", kI},
+    {"dropped_events_count", kI},
+    {"dropped_links_count", kI},
+    {"resource_id", kI},
+    {"endpoint", kT},
+    {"is_entry", kI},
+    {"has_exception", kI},
 };
 constexpr RawColumn kResourceColumns[] = {
-    {"project_id", kI}, {"resource_id", kI}, {"resource_attributes", kT},
+    {"project_id", kI}, {"resource_id", kI},   {"resource_attributes", kT},
     {"scope_name", kT}, {"scope_version", kT}, {"scope_attributes", kT},
 };
 constexpr RawColumn kLogColumns[] = {
-    {"project_id", kI}, {"time_ns", kI}, {"observed_time_ns", kI}, {"severity_number", kI}, {"severity_text", kT},
-    {"body", kT}, {"body_type", kI}, {"trace_id_high", kI}, {"trace_id_low", kI}, {"span_id", kI}, {"flags", kI},
-    {"service_name", kT}, {"attributes", kT}, {"dropped_attributes_count", kI}, {"resource_id", kI},
+    {"project_id", kI},
+    {"time_ns", kI},
+    {"observed_time_ns", kI},
+    {"severity_number", kI},
+    {"severity_text", kT},
+    {"body", kT},
+    {"body_type", kI},
+    {"trace_id_high", kI},
+    {"trace_id_low", kI},
+    {"span_id", kI},
+    {"flags", kI},
+    {"service_name", kT},
+    {"attributes", kT},
+    {"dropped_attributes_count", kI},
+    {"resource_id", kI},
 };
 constexpr RawColumn kMetricSeriesColumns[] = {
-    {"project_id", kI}, {"series_id", kI}, {"metric_name", kT}, {"metric_type", kI}, {"unit", kT},
-    {"description", kT}, {"temporality", kI}, {"is_monotonic", kI}, {"service_name", kT},
-    {"resource_attributes", kT}, {"scope_name", kT}, {"scope_version", kT}, {"attributes", kT},
+    {"project_id", kI},  {"series_id", kI},     {"metric_name", kT},  {"metric_type", kI},  {"unit", kT},
+    {"description", kT}, {"temporality", kI},   {"is_monotonic", kI}, {"service_name", kT}, {"resource_attributes", kT},
+    {"scope_name", kT},  {"scope_version", kT}, {"attributes", kT},
 };
 constexpr RawColumn kMetricPointColumns[] = {
-    {"project_id", kI}, {"series_id", kI}, {"time_ns", kI}, {"start_time_ns", kI}, {"value", kD},
-    {"int_value", kI}, {"count", kI}, {"sum", kD}, {"min", kD}, {"max", kD}, {"bucket_counts", kT},
-    {"explicit_bounds", kT}, {"exp_histogram", kT}, {"quantiles", kT}, {"exemplars", kT}, {"flags", kI},
+    {"project_id", kI},    {"series_id", kI}, {"time_ns", kI},       {"start_time_ns", kI},
+    {"value", kD},         {"int_value", kI}, {"count", kI},         {"sum", kD},
+    {"min", kD},           {"max", kD},       {"bucket_counts", kT}, {"explicit_bounds", kT},
+    {"exp_histogram", kT}, {"quantiles", kT}, {"exemplars", kT},     {"flags", kI},
 };
 
 const RawTable kTables[] = {
-    {"spans", kSpanColumns},           {"span_resources", kResourceColumns},
-    {"logs", kLogColumns},             {"log_resources", kResourceColumns},
-    {"metric_points", kMetricPointColumns}, {"metric_series", kMetricSeriesColumns},
+    {"spans", kSpanColumns},
+    {"span_resources", kResourceColumns},
+    {"logs", kLogColumns},
+    {"log_resources", kResourceColumns},
+    {"metric_points", kMetricPointColumns},
+    {"metric_series", kMetricSeriesColumns},
 };
 //! Per signal: the table of its rows, then the table of its resources / series.
 const RawTable& MainTable(Signal s) { return kTables[2 * static_cast<int>(s)]; }
@@ -100,8 +140,7 @@ std::string_view StringAttribute(const AttributeList<6>& list, std::string_view 
 }
 
 //! A resource row the first time the request's resource appears.
-void AddResource(const Resource& r, const Scope& scope, int64_t project_id, std::set<uint32_t>* known,
-                 RawRows* out) {
+void AddResource(const Resource& r, const Scope& scope, int64_t project_id, std::set<uint32_t>* known, RawRows* out) {
   if (!known->insert(r.id).second) return;
   out->Int(project_id);
   out->Int(r.id);
@@ -112,8 +151,7 @@ void AddResource(const Resource& r, const Scope& scope, int64_t project_id, std:
   out->EndRow();
 }
 
-void AddRows(const SpanRequest& request, int64_t project_id, std::set<uint32_t>* known, RawRows* main,
-             RawRows* keyed) {
+void AddRows(const SpanRequest& request, int64_t project_id, std::set<uint32_t>* known, RawRows* main, RawRows* keyed) {
   std::string json;
   for (const SpanRow& s : request.rows) {
     AddResource(*s.resource, request.scope, project_id, known, keyed);
@@ -178,8 +216,7 @@ void AddRows(const SpanRequest& request, int64_t project_id, std::set<uint32_t>*
   }
 }
 
-void AddRows(const LogRequest& request, int64_t project_id, std::set<uint32_t>* known, RawRows* main,
-             RawRows* keyed) {
+void AddRows(const LogRequest& request, int64_t project_id, std::set<uint32_t>* known, RawRows* main, RawRows* keyed) {
   for (const LogRow& r : request.rows) {
     AddResource(*r.resource, request.scope, project_id, known, keyed);
     main->Int(project_id);
@@ -338,13 +375,16 @@ Result<RawAppendResult> RunRawAppend(const RawAppendOptions& options, const Payl
       RawEngine* e = engine->get();
       switch (s) {
         case Signal::kSpans:
-          st = AppendSignal(e, options, pool, s, requests, [&](uint64_t i) { return gen.Spans(i); }, &r);
+          st = AppendSignal(
+              e, options, pool, s, requests, [&](uint64_t i) { return gen.Spans(i); }, &r);
           break;
         case Signal::kLogs:
-          st = AppendSignal(e, options, pool, s, requests, [&](uint64_t i) { return gen.Logs(i); }, &r);
+          st = AppendSignal(
+              e, options, pool, s, requests, [&](uint64_t i) { return gen.Logs(i); }, &r);
           break;
         case Signal::kMetrics:
-          st = AppendSignal(e, options, pool, s, requests, [&](uint64_t i) { return gen.Metrics(i); }, &r);
+          st = AppendSignal(
+              e, options, pool, s, requests, [&](uint64_t i) { return gen.Metrics(i); }, &r);
           break;
       }
       MutexLock lock(&mu);

@@ -24,7 +24,7 @@
 namespace sightline::bench {
 
 struct RawAppendOptions {
-  std::string engine = "duckdb";  // duckdb | sqlite
+  std::string engine = "duckdb";    // duckdb | sqlite
   RawEngineOptions engine_options;  // data_dir: created; must not hold a database yet
   int64_t project_id = 1;
   //! Transactions per signal: the requests are split into this many

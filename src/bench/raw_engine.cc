@@ -78,7 +78,9 @@ std::string CreateTableSql(const RawTable& table, const char* int64, const char*
   for (size_t i = 0; i < table.columns.size(); ++i) {
     const RawColumn& c = table.columns[i];
     sql += std::string(i > 0 ? ", " : "") + c.name + " " +
-           (c.type == RawType::kInt64 ? int64 : c.type == RawType::kDouble ? float64 : text);
+           (c.type == RawType::kInt64    ? int64
+            : c.type == RawType::kDouble ? float64
+                                         : text);
   }
   return sql + ")";
 }
@@ -337,8 +339,8 @@ using SqliteStatement = std::unique_ptr<sqlite3_stmt, StatementFinalizer>;
 
 Result<SqliteConnection> OpenSqlite(const std::string& path) {
   sqlite3* raw = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                                 nullptr);
+  const int rc =
+      sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   SqliteConnection db(raw);
   if (rc != SQLITE_OK) return Status::IoError("sqlite: cannot open " + path + ": " + sqlite3_errstr(rc));
   sqlite3_busy_timeout(db.get(), kSqliteBusyTimeoutMs);

@@ -293,7 +293,11 @@ void ReadIngest(const std::string& path, element doc, Model* model) {
 
 void ReadRamp(const std::string& path, element doc, Model* model) {
   for (element s : Items(doc, "signals")) {
-    RampSeries r{path, Str(s, "engine"), Str(s, "signal"), {}, NumOr(s, "max_items_per_s", 0),
+    RampSeries r{path,
+                 Str(s, "engine"),
+                 Str(s, "signal"),
+                 {},
+                 NumOr(s, "max_items_per_s", 0),
                  NumOr(s, "fleet_max_items_per_s", 0)};
     for (element p : Items(s, "phases")) {
       RampPhase phase{Str(p, "phase"), {}, static_cast<int>(NumOr(p, "best", -1))};
@@ -431,7 +435,7 @@ Status ReadInput(const ReportInput& in, simdjson::dom::parser* parser, Model* mo
 //! ladder (nothing failed), or below its first level (everything failed).
 struct Cliff {
   enum Kind { kAt, kBeyond, kBelow, kNone } kind = kNone;
-  double rows = 0;     // the cliff, the top of the ladder, or its first level
+  double rows = 0;                   // the cliff, the top of the ladder, or its first level
   double slowest_ms = std::nan("");  // the slowest call's median at `rows`
 };
 
@@ -488,9 +492,9 @@ std::vector<std::string> EnginesOf(const Model& m) {
   for (const ProbeSeries& p : m.probes) add(p.engine);
   std::vector<std::string> present;
   for (const std::string& e : engines) {
-    bool seen = std::any_of(m.capacity.begin(), m.capacity.end(),
-                            [&](const auto& kv) { return kv.first.second == e; }) ||
-                std::any_of(m.probes.begin(), m.probes.end(), [&](const ProbeSeries& p) { return p.engine == e; });
+    bool seen =
+        std::any_of(m.capacity.begin(), m.capacity.end(), [&](const auto& kv) { return kv.first.second == e; }) ||
+        std::any_of(m.probes.begin(), m.probes.end(), [&](const ProbeSeries& p) { return p.engine == e; });
     if (seen) present.push_back(e);
   }
   return present;
@@ -505,23 +509,26 @@ const ProbeSeries* ProbeOf(const Model& m, const std::string& signal, const std:
 }
 
 void RenderHeader(const Model& m, std::string* md) {
-  *md += "# Sightline benchmark report\n\nInputs, in the order given:\n\n"
-         "| file | benchmark | started at | machine |\n|---|---|---|---|\n";
+  *md +=
+      "# Sightline benchmark report\n\nInputs, in the order given:\n\n"
+      "| file | benchmark | started at | machine |\n|---|---|---|---|\n";
   for (const InputInfo& in : m.inputs) {
     *md += fmt::format("| `{}` | {} | {} | {} |\n", in.path, in.kind, in.started_at.empty() ? "-" : in.started_at,
                        in.machine.empty() ? "-" : in.machine);
   }
-  *md += "\nPublished figures are DESIGN.md's baselines: the SQLite-vs-DuckDB comparison (2 vCPU, 8 GB) and, for "
-         "OLTP, the SQLite reference (2 vCPU, 3.7 GB). Ratios are ours ÷ published.\n";
+  *md +=
+      "\nPublished figures are DESIGN.md's baselines: the SQLite-vs-DuckDB comparison (2 vCPU, 8 GB) and, for "
+      "OLTP, the SQLite reference (2 vCPU, 3.7 GB). Ratios are ours ÷ published.\n";
 }
 
 void RenderThroughput(const Model& m, std::string* md, std::vector<std::pair<std::string, std::string>>* charts) {
   if (m.capacity.empty()) return;
-  *md += "\n## Ingest throughput vs the published baseline\n\n"
-         "Best = the highest of every ingest run's median and every ramp's `max_items_per_s`; fleet = batch-100 "
-         "(SDK-shaped) requests: ingest runs with `batch` <= 100 and ramps' `fleet_max_items_per_s`.\n\n"
-         "| signal | engine | best items/s | published | ours/published | fleet items/s | published fleet | "
-         "ours/published | best from |\n|---|---|---:|---:|---:|---:|---:|---:|---|\n";
+  *md +=
+      "\n## Ingest throughput vs the published baseline\n\n"
+      "Best = the highest of every ingest run's median and every ramp's `max_items_per_s`; fleet = batch-100 "
+      "(SDK-shaped) requests: ingest runs with `batch` <= 100 and ramps' `fleet_max_items_per_s`.\n\n"
+      "| signal | engine | best items/s | published | ours/published | fleet items/s | published fleet | "
+      "ours/published | best from |\n|---|---|---:|---:|---:|---:|---:|---:|---|\n";
   BarChart chart{"Best ingest rate vs published", "items/s", {}, false, nullptr};
   for (const char* sig : kSignals) {
     for (const std::string& engine : EnginesOf(m)) {
@@ -531,8 +538,8 @@ void RenderThroughput(const Model& m, std::string* md, std::vector<std::pair<std
       auto pub = PublishedWrite(sig, engine);
       auto pub_fleet = PublishedFleet(sig, engine);
       *md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | `{}` |\n", sig, engine, Commas(c.best),
-                         pub ? Commas(*pub) : "-", pub ? Ratio(c.best, *pub) : "-",
-                         c.fleet > 0 ? Commas(c.fleet) : "-", pub_fleet ? Commas(*pub_fleet) : "-",
+                         pub ? Commas(*pub) : "-", pub ? Ratio(c.best, *pub) : "-", c.fleet > 0 ? Commas(c.fleet) : "-",
+                         pub_fleet ? Commas(*pub_fleet) : "-",
                          c.fleet > 0 && pub_fleet ? Ratio(c.fleet, *pub_fleet) : "-", c.best_from);
       chart.bars.push_back({sig, engine + " ours", c.best, false, engine, ""});
       if (pub) chart.bars.push_back({sig, engine + " published", *pub, true, engine, ""});
@@ -544,8 +551,9 @@ void RenderThroughput(const Model& m, std::string* md, std::vector<std::pair<std
 
 void RenderIngestRuns(const Model& m, std::string* md) {
   if (m.ingest.empty()) return;
-  *md += "\n## Ingest runs (`bench ingest`)\n\n| file | engine | signal | batch | items/s median [min .. max] | "
-         "p99 | raw engine items/s | ours/raw |\n|---|---|---|---:|---:|---:|---:|---:|\n";
+  *md +=
+      "\n## Ingest runs (`bench ingest`)\n\n| file | engine | signal | batch | items/s median [min .. max] | "
+      "p99 | raw engine items/s | ours/raw |\n|---|---|---|---:|---:|---:|---:|---:|\n";
   for (const IngestRow& r : m.ingest) {
     *md += fmt::format("| `{}` | {} | {} | {} | {} [{} .. {}] | {} | {} | {} |\n", r.path, r.engine, r.signal,
                        Commas(r.batch), Commas(r.rate.median), Commas(r.rate.min), Commas(r.rate.max), Ms(r.p99_ms),
@@ -555,20 +563,27 @@ void RenderIngestRuns(const Model& m, std::string* md) {
 
 void RenderRamps(const Model& m, std::string* md, std::vector<std::pair<std::string, std::string>>* charts) {
   if (m.ramps.empty()) return;
-  *md += "\n## Throughput ramps (`bench ramp`)\n\nA step passes at < 5% errors and >= 70% of its target rate; "
-         "**bold** = the phase's best step.\n";
+  *md +=
+      "\n## Throughput ramps (`bench ramp`)\n\nA step passes at < 5% errors and >= 70% of its target rate; "
+      "**bold** = the phase's best step.\n";
   for (const RampSeries& r : m.ramps) {
     *md += fmt::format("\n### {} on {} (`{}`)\n\nmax {} items/s; fleet (batch 100) max {}\n", r.signal, r.engine,
                        r.path, Commas(r.max_items),
                        r.fleet_max_items > 0 ? Commas(r.fleet_max_items) + " items/s" : "not measured");
     for (const RampPhase& p : r.phases) {
-      *md += fmt::format("\n**{}** phase\n\n| step | batch | target req/s | achieved req/s | target items/s | "
-                         "accepted items/s | errors | p99 | server RSS | server cores | verdict |\n"
-                         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
-                         p.phase);
-      LineChart chart{fmt::format("{} on {}: {} ramp", r.signal, r.engine, p.phase), "step (batch × target req/s)",
-                      "items/s", {}, {{"target items/s", {}, true}, {"accepted items/s", {}, false}}, false,
-                      std::nullopt, ""};
+      *md += fmt::format(
+          "\n**{}** phase\n\n| step | batch | target req/s | achieved req/s | target items/s | "
+          "accepted items/s | errors | p99 | server RSS | server cores | verdict |\n"
+          "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
+          p.phase);
+      LineChart chart{fmt::format("{} on {}: {} ramp", r.signal, r.engine, p.phase),
+                      "step (batch × target req/s)",
+                      "items/s",
+                      {},
+                      {{"target items/s", {}, true}, {"accepted items/s", {}, false}},
+                      false,
+                      std::nullopt,
+                      ""};
       for (size_t i = 0; i < p.steps.size(); ++i) {
         const RampStep& s = p.steps[i];
         std::string b = static_cast<int>(i) == p.best ? "**" : "";
@@ -589,16 +604,23 @@ void RenderRamps(const Model& m, std::string* md, std::vector<std::pair<std::str
 
 void RenderProbes(const Model& m, std::string* md, std::vector<std::pair<std::string, std::string>>* charts) {
   if (m.probes.empty()) return;
-  *md += "\n## Read latency per level (`bench probe`)\n\nMedian of the probes per call; a level passes when every "
-         "call's median is <= 5 s and none timed out.\n";
+  *md +=
+      "\n## Read latency per level (`bench probe`)\n\nMedian of the probes per call; a level passes when every "
+      "call's median is <= 5 s and none timed out.\n";
   for (const ProbeSeries& p : m.probes) {
     *md += fmt::format("\n### {} on {} (`{}`)\n\n| rows |", p.signal, p.engine, p.path);
     for (const std::string& call : p.calls) *md += " " + call + " |";
     *md += " verdict |\n|---:|";
     for (size_t i = 0; i < p.calls.size(); ++i) *md += "---:|";
     *md += "---|\n";
-    LineChart chart{fmt::format("{} on {}: read latency per level", p.signal, p.engine), "rows stored",
-                    "median ms (log)", {}, {}, true, 5000.0, "5 s limit"};
+    LineChart chart{fmt::format("{} on {}: read latency per level", p.signal, p.engine),
+                    "rows stored",
+                    "median ms (log)",
+                    {},
+                    {},
+                    true,
+                    5000.0,
+                    "5 s limit"};
     for (const std::string& call : p.calls) chart.series.push_back({call, {}, false});
     for (double level : p.levels) {
       *md += "| " + Rows(level) + " |";
@@ -621,8 +643,9 @@ void RenderProbes(const Model& m, std::string* md, std::vector<std::pair<std::st
     *md += fmt::format("\n![{} {} read latency]({})\n", p.engine, p.signal, name);
   }
 
-  *md += "\n## Read cliffs vs the published baseline\n\nThe cliff is the last level that passed; in brackets the "
-         "slowest call's median there.\n\n| signal | engine | our cliff | published cliff |\n|---|---|---|---|\n";
+  *md +=
+      "\n## Read cliffs vs the published baseline\n\nThe cliff is the last level that passed; in brackets the "
+      "slowest call's median there.\n\n| signal | engine | our cliff | published cliff |\n|---|---|---|---|\n";
   BarChart chart{"Read cliff (rows)", "rows (log)", {}, true, RowsTick};
   for (const char* sig : kSignals) {
     for (const std::string& engine : EnginesOf(m)) {
@@ -645,11 +668,12 @@ void RenderProbes(const Model& m, std::string* md, std::vector<std::pair<std::st
 
 void RenderOltp(const Model& m, std::string* md) {
   for (const OltpRun& r : m.oltp) {
-    *md += fmt::format("\n## SQLite OLTP (`bench oltp`, `{}`)\n\n{} rows, database {} after the bulk insert. "
-                       "`uncached` runs with a small page cache, no mmap and the file dropped from the OS cache "
-                       "before each phase.\n\n| phase | cache | ops/s | p50 µs | p95 µs | p99 µs | p999 µs | "
-                       "published ops/s | ours/published |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n",
-                       r.path, Commas(r.rows), Bytes(r.database_bytes));
+    *md += fmt::format(
+        "\n## SQLite OLTP (`bench oltp`, `{}`)\n\n{} rows, database {} after the bulk insert. "
+        "`uncached` runs with a small page cache, no mmap and the file dropped from the OS cache "
+        "before each phase.\n\n| phase | cache | ops/s | p50 µs | p95 µs | p99 µs | p999 µs | "
+        "published ops/s | ours/published |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n",
+        r.path, Commas(r.rows), Bytes(r.database_bytes));
     for (const OltpRow& p : r.phases) {
       auto pub = PublishedOltpOpsPerS(p.phase, p.cache);
       *md += fmt::format("| {} | {} | {} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {} | {} |\n", p.phase, p.cache,
@@ -661,11 +685,12 @@ void RenderOltp(const Model& m, std::string* md) {
 
 void RenderFleet(const Model& m, std::string* md) {
   if (m.capacity.empty() && m.probes.empty()) return;
-  *md += "\n## Fleet consumption: 10 services × (50 spans/s, 200 log records/s, 10 metric points/s)\n\n"
-         "Share = the fleet's rate ÷ our measured rate (fleet-shaped batch-100 capacity, and the best one). "
-         "Hours to the read cliff = cliff rows ÷ rows per hour.\n\n"
-         "| signal | fleet rate | engine | share of fleet-shape capacity | share of best capacity | "
-         "hours to our read cliff | hours to the published cliff |\n|---|---:|---|---:|---:|---|---|\n";
+  *md +=
+      "\n## Fleet consumption: 10 services × (50 spans/s, 200 log records/s, 10 metric points/s)\n\n"
+      "Share = the fleet's rate ÷ our measured rate (fleet-shaped batch-100 capacity, and the best one). "
+      "Hours to the read cliff = cliff rows ÷ rows per hour.\n\n"
+      "| signal | fleet rate | engine | share of fleet-shape capacity | share of best capacity | "
+      "hours to our read cliff | hours to the published cliff |\n|---|---:|---|---:|---:|---|---|\n";
   for (const char* sig : kSignals) {
     double demand = FleetDemandPerS(sig), per_hour = demand * 3600;
     for (const std::string& engine : EnginesOf(m)) {

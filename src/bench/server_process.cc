@@ -65,18 +65,12 @@ Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(const SpawnOptions& 
     if (!api_port.ok()) return api_port.status();
     if (*otlp_port == *api_port) continue;
 
-    std::vector<std::string> args = {"sightline",
-                                     "--log-level",
-                                     "warn",
-                                     "serve",
-                                     "--data",
-                                     data_dir,
-                                     "--storage",
-                                     options.engine,
-                                     "--otlp-http",
-                                     "127.0.0.1:" + std::to_string(*otlp_port),
-                                     "--listen",
-                                     "127.0.0.1:" + std::to_string(*api_port)};
+    std::vector<std::string> args = {"sightline",   "--log-level",
+                                     "warn",        "serve",
+                                     "--data",      data_dir,
+                                     "--storage",   options.engine,
+                                     "--otlp-http", "127.0.0.1:" + std::to_string(*otlp_port),
+                                     "--listen",    "127.0.0.1:" + std::to_string(*api_port)};
     args.insert(args.end(), options.extra_args.begin(), options.extra_args.end());
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
@@ -118,8 +112,8 @@ Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(const SpawnOptions& 
     server->otlp_ = HttpEndpoint{"127.0.0.1", *otlp_port};
     server->api_ = HttpEndpoint{"127.0.0.1", *api_port};
     server->log_path_ = log_path;
-    auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                       std::chrono::duration<double>(options.ready_timeout_s));
+    auto deadline = Clock::now() +
+                    std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.ready_timeout_s));
     bool exited = false;
     while (Clock::now() < deadline) {
       int wstatus = 0;
@@ -171,8 +165,8 @@ Status ServerProcess::Stop(double timeout_s, double* shutdown_seconds) {
     ::waitpid(pid_, &wstatus, 0);
     st = Status::DeadlineExceeded("server did not stop within " + std::to_string(timeout_s) + " s of SIGTERM; killed");
   } else if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
-    st = Status::Internal("server exited with status " + std::to_string(WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1) +
-                          " (log " + log_path_ + ")");
+    st = Status::Internal("server exited with status " +
+                          std::to_string(WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1) + " (log " + log_path_ + ")");
   }
   *shutdown_seconds = std::chrono::duration<double>(Clock::now() - started).count();
   pid_ = -1;

@@ -23,7 +23,7 @@ namespace sightline::bench {
 
 struct SpawnOptions {
   std::string engine = "duckdb";
-  std::string work_dir;                 // holds data/ and server.log; must exist
+  std::string work_dir;  // holds data/ and server.log; must exist
   std::string token;
   std::vector<std::string> extra_args;  // appended to `serve ...`
   double ready_timeout_s = 60;

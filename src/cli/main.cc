@@ -20,12 +20,15 @@ namespace sightline {
 namespace {
 
 void AddStoreOptions(CLI::App* cmd, std::string* data, std::string* storage, StoreOptions* store) {
-  cmd->add_option("--data", *data, "Data directory (engine files, state.sqlite)")->envname("SIGHTLINE_DATA")->capture_default_str();
+  cmd->add_option("--data", *data, "Data directory (engine files, state.sqlite)")
+      ->envname("SIGHTLINE_DATA")
+      ->capture_default_str();
   cmd->add_option("--storage", *storage, "Telemetry engine: duckdb or sqlite")
       ->envname("SIGHTLINE_STORAGE")
       ->check(CLI::IsMember({"duckdb", "sqlite"}))
       ->capture_default_str();
-  cmd->add_option("--duckdb-memory-limit", store->memory_limit, "DuckDB memory_limit, e.g. 2GB (default: DuckDB's, 80% of RAM)")
+  cmd->add_option("--duckdb-memory-limit", store->memory_limit,
+                  "DuckDB memory_limit, e.g. 2GB (default: DuckDB's, 80% of RAM)")
       ->envname("SIGHTLINE_DUCKDB_MEMORY_LIMIT");
   cmd->add_option("--duckdb-checkpoint-threshold", store->checkpoint_threshold,
                   "DuckDB checkpoint_threshold: WAL size that triggers a checkpoint. Small values re-compress "
@@ -67,8 +70,9 @@ int Serve(ServerOptions options) {
                 s.minted_admin_password().c_str());
   }
   if (s.minted_token().empty()) {
-    std::printf("  Ingest tokens are stored hashed; mint one with: sightline token create --project default --data %s\n",
-                data.c_str());
+    std::printf(
+        "  Ingest tokens are stored hashed; mint one with: sightline token create --project default --data %s\n",
+        data.c_str());
   }
   std::fflush(stdout);
 
@@ -158,17 +162,22 @@ int main(int argc, char** argv) {
   serve->add_option("--otlp-http", so.otlp_http, "OTLP/HTTP listen address HOST:PORT")
       ->envname("SIGHTLINE_OTLP_HTTP")
       ->capture_default_str();
-  serve->add_option("--listen", so.listen, "API and UI listen address HOST:PORT")->envname("SIGHTLINE_LISTEN")->capture_default_str();
-  serve->add_option("--max-body-bytes", so.ingest.max_body_bytes,
-                    "Largest OTLP body accepted, compressed and decompressed (413 above)")
+  serve->add_option("--listen", so.listen, "API and UI listen address HOST:PORT")
+      ->envname("SIGHTLINE_LISTEN")
+      ->capture_default_str();
+  serve
+      ->add_option("--max-body-bytes", so.ingest.max_body_bytes,
+                   "Largest OTLP body accepted, compressed and decompressed (413 above)")
       ->envname("SIGHTLINE_MAX_BODY_BYTES")
       ->capture_default_str();
-  serve->add_option("--max-inflight-bytes", so.gate.max_inflight_bytes,
-                    "Ingest memory budget: bytes held by admitted requests, bodies + decoded batches (503 above)")
+  serve
+      ->add_option("--max-inflight-bytes", so.gate.max_inflight_bytes,
+                   "Ingest memory budget: bytes held by admitted requests, bodies + decoded batches (503 above)")
       ->envname("SIGHTLINE_MAX_INFLIGHT_BYTES")
       ->capture_default_str();
-  serve->add_option("--max-inflight-requests", so.gate.max_inflight_requests,
-                    "Concurrent ingest requests admitted (503 above)")
+  serve
+      ->add_option("--max-inflight-requests", so.gate.max_inflight_requests,
+                   "Concurrent ingest requests admitted (503 above)")
       ->envname("SIGHTLINE_MAX_INFLIGHT_REQUESTS")
       ->capture_default_str();
   serve->add_option("--body-timeout-ms", so.http.body_timeout_ms, "A request body must arrive within this (408 after)")
@@ -177,11 +186,14 @@ int main(int argc, char** argv) {
   serve->add_option("--header-timeout-ms", so.http.header_timeout_ms, "Request headers / keep-alive idle timeout")
       ->envname("SIGHTLINE_HEADER_TIMEOUT_MS")
       ->capture_default_str();
-  serve->add_option("--io-threads", so.io_threads, "Network threads")->envname("SIGHTLINE_IO_THREADS")->capture_default_str();
+  serve->add_option("--io-threads", so.io_threads, "Network threads")
+      ->envname("SIGHTLINE_IO_THREADS")
+      ->capture_default_str();
   serve->add_option("--decode-threads", so.ingest.decode_threads, "Decode threads (0 = one per core)")
       ->envname("SIGHTLINE_DECODE_THREADS")
       ->capture_default_str();
-  serve->add_option("--shutdown-timeout-ms", so.shutdown_timeout_ms, "On SIGTERM, wait this long for in-flight requests")
+  serve
+      ->add_option("--shutdown-timeout-ms", so.shutdown_timeout_ms, "On SIGTERM, wait this long for in-flight requests")
       ->envname("SIGHTLINE_SHUTDOWN_TIMEOUT_MS")
       ->capture_default_str();
   serve->add_option("--max-group-rows", so.writer.max_group_rows, "Most rows one group commit takes")
@@ -193,15 +205,18 @@ int main(int argc, char** argv) {
   serve->add_option("--read-connections", so.read_connections, "Engine read connections (concurrent dashboard queries)")
       ->envname("SIGHTLINE_READ_CONNECTIONS")
       ->capture_default_str();
-  serve->add_option("--admin-password", so.admin_password,
-                    "Password of the UI user 'admin' (set on every start that gives it; else generated once)")
+  serve
+      ->add_option("--admin-password", so.admin_password,
+                   "Password of the UI user 'admin' (set on every start that gives it; else generated once)")
       ->envname("SIGHTLINE_ADMIN_PASSWORD");
-  serve->add_option("--ingest-token", so.ingest_token,
-                    "Token of the 'default' project, set on first start (stored hashed; for automation)")
+  serve
+      ->add_option("--ingest-token", so.ingest_token,
+                   "Token of the 'default' project, set on first start (stored hashed; for automation)")
       ->envname("SIGHTLINE_INGEST_TOKEN");
-  serve->add_option("--auth-cache-ttl-ms", so.auth.token_cache_ttl_ms,
-                    "How long a valid token is trusted without asking the state store: the most a revoked token "
-                    "keeps working (0 = ask every time)")
+  serve
+      ->add_option("--auth-cache-ttl-ms", so.auth.token_cache_ttl_ms,
+                   "How long a valid token is trusted without asking the state store: the most a revoked token "
+                   "keeps working (0 = ask every time)")
       ->envname("SIGHTLINE_AUTH_CACHE_TTL_MS")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();

@@ -11,8 +11,8 @@ namespace sightline {
 //! One field of StableHash's input: bytes, or a 64-bit integer.
 class HashField {
  public:
-  HashField(std::string_view bytes) : bytes_(bytes) {}  // NOLINT: implicit by design
-  HashField(const char* bytes) : bytes_(bytes) {}       // NOLINT
+  HashField(std::string_view bytes) : bytes_(bytes) {}    // NOLINT: implicit by design
+  HashField(const char* bytes) : bytes_(bytes) {}         // NOLINT
   HashField(const std::string& bytes) : bytes_(bytes) {}  // NOLINT
   static HashField Int(int64_t value);
 

@@ -60,8 +60,14 @@ void JsonWriter::Uint(uint64_t v) {
 
 void JsonWriter::Double(double v) {
   Sep();
-  if (std::isnan(v)) { out_->append("\"NaN\""); return; }
-  if (std::isinf(v)) { out_->append(v > 0 ? "\"Infinity\"" : "\"-Infinity\""); return; }
+  if (std::isnan(v)) {
+    out_->append("\"NaN\"");
+    return;
+  }
+  if (std::isinf(v)) {
+    out_->append(v > 0 ? "\"Infinity\"" : "\"-Infinity\"");
+    return;
+  }
   char buf[32];
   auto r = std::to_chars(buf, buf + sizeof(buf), v);  // shortest round-trip form
   out_->append(buf, r.ptr);

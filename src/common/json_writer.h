@@ -13,10 +13,24 @@ class JsonWriter {
  public:
   explicit JsonWriter(std::string* out) : out_(out) {}
 
-  void BeginObject() { Sep(); out_->push_back('{'); first_ = true; }
-  void EndObject() { out_->push_back('}'); first_ = false; }
-  void BeginArray() { Sep(); out_->push_back('['); first_ = true; }
-  void EndArray() { out_->push_back(']'); first_ = false; }
+  void BeginObject() {
+    Sep();
+    out_->push_back('{');
+    first_ = true;
+  }
+  void EndObject() {
+    out_->push_back('}');
+    first_ = false;
+  }
+  void BeginArray() {
+    Sep();
+    out_->push_back('[');
+    first_ = true;
+  }
+  void EndArray() {
+    out_->push_back(']');
+    first_ = false;
+  }
   //! Writes "key": ; the next value call follows without a comma.
   void Key(std::string_view key);
   void String(std::string_view s);
@@ -31,7 +45,10 @@ class JsonWriter {
 
  private:
   void Sep() {
-    if (after_key_) { after_key_ = false; return; }
+    if (after_key_) {
+      after_key_ = false;
+      return;
+    }
     if (!first_) out_->push_back(',');
     first_ = false;
   }

@@ -114,9 +114,8 @@ TEST(JsonWriterTest, KeyValuePairsAndNestingPlaceCommas) {
   w.Key("last");
   w.Int(0);
   w.EndObject();
-  EXPECT_EQ(out,
-            R"({"s":"v","i":-42,"u":42,"b":true,"f":false,"n":null,)"
-            R"("arr":[1,{"x":[],"y":{}},"z",[2,3]],"raw":{"pre":[1,2]},"last":0})");
+  EXPECT_EQ(out, R"({"s":"v","i":-42,"u":42,"b":true,"f":false,"n":null,)"
+                 R"("arr":[1,{"x":[],"y":{}},"z",[2,3]],"raw":{"pre":[1,2]},"last":0})");
   google::protobuf::Value v = ParseJson(out);
   const auto& fields = v.struct_value().fields();
   EXPECT_EQ(fields.size(), 9u);
@@ -168,8 +167,8 @@ TEST(JsonWriterTest, IntegerExtremes) {
 }
 
 TEST(JsonWriterTest, DoublesUseTheShortestRoundTripForm) {
-  const double values[] = {0.0,    -0.0,   1.0,    0.1,     -2.5,   1e300,  1e-300,
-                           123456789.125, 5e-324, std::numeric_limits<double>::max(), 1.0 / 3.0};
+  const double values[] = {
+      0.0, -0.0, 1.0, 0.1, -2.5, 1e300, 1e-300, 123456789.125, 5e-324, std::numeric_limits<double>::max(), 1.0 / 3.0};
   for (double d : values) {
     std::string out;
     JsonWriter w(&out);

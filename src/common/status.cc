@@ -48,18 +48,18 @@ int HttpStatusFor(StatusCode code) {
 
 int GrpcCodeFor(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return 0;                  // OK
-    case StatusCode::kCancelled: return 1;           // CANCELLED
-    case StatusCode::kInvalidArgument: return 3;     // INVALID_ARGUMENT
-    case StatusCode::kUnsupportedMedia: return 3;    // INVALID_ARGUMENT
-    case StatusCode::kDeadlineExceeded: return 4;    // DEADLINE_EXCEEDED
-    case StatusCode::kNotFound: return 5;            // NOT_FOUND
-    case StatusCode::kPayloadTooLarge: return 8;     // RESOURCE_EXHAUSTED
-    case StatusCode::kResourceExhausted: return 8;   // RESOURCE_EXHAUSTED
-    case StatusCode::kInternal: return 13;           // INTERNAL
-    case StatusCode::kIoError: return 13;            // INTERNAL
-    case StatusCode::kUnavailable: return 14;        // UNAVAILABLE
-    case StatusCode::kUnauthenticated: return 16;    // UNAUTHENTICATED
+    case StatusCode::kOk: return 0;                 // OK
+    case StatusCode::kCancelled: return 1;          // CANCELLED
+    case StatusCode::kInvalidArgument: return 3;    // INVALID_ARGUMENT
+    case StatusCode::kUnsupportedMedia: return 3;   // INVALID_ARGUMENT
+    case StatusCode::kDeadlineExceeded: return 4;   // DEADLINE_EXCEEDED
+    case StatusCode::kNotFound: return 5;           // NOT_FOUND
+    case StatusCode::kPayloadTooLarge: return 8;    // RESOURCE_EXHAUSTED
+    case StatusCode::kResourceExhausted: return 8;  // RESOURCE_EXHAUSTED
+    case StatusCode::kInternal: return 13;          // INTERNAL
+    case StatusCode::kIoError: return 13;           // INTERNAL
+    case StatusCode::kUnavailable: return 14;       // UNAVAILABLE
+    case StatusCode::kUnauthenticated: return 16;   // UNAUTHENTICATED
   }
   return 2;  // UNKNOWN
 }

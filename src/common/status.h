@@ -50,9 +50,7 @@ class [[nodiscard]] Status {
   StatusCode code() const { return code_; }
   const std::string& message() const { return message_; }
   //! True when sending the same data again later may succeed.
-  bool retryable() const {
-    return code_ == StatusCode::kUnavailable || code_ == StatusCode::kResourceExhausted;
-  }
+  bool retryable() const { return code_ == StatusCode::kUnavailable || code_ == StatusCode::kResourceExhausted; }
   std::string ToString() const;
 
  private:
@@ -114,10 +112,10 @@ int GrpcCodeFor(StatusCode code);
 
 }  // namespace sightline
 
-#define SL_RETURN_IF_ERROR(expr)               \
-  do {                                         \
-    ::sightline::Status _st = (expr);          \
-    if (!_st.ok()) return _st;                 \
+#define SL_RETURN_IF_ERROR(expr)      \
+  do {                                \
+    ::sightline::Status _st = (expr); \
+    if (!_st.ok()) return _st;        \
   } while (0)
 
 #define SL_STATUS_CONCAT_INNER(a, b) a##b

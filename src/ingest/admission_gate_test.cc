@@ -135,7 +135,7 @@ TEST(AdmissionGateTest, MovedTicketsReleaseOnce) {
   EXPECT_TRUE(b.valid());
   EXPECT_EQ(b.bytes(), 30u);
   EXPECT_EQ(a.Grow(1).code(), StatusCode::kInternal);  // NOLINT(bugprone-use-after-move)
-  { AdmissionGate::Ticket sink = std::move(a); }  // NOLINT(bugprone-use-after-move): releasing nothing
+  { AdmissionGate::Ticket sink = std::move(a); }       // NOLINT(bugprone-use-after-move): releasing nothing
   EXPECT_EQ(gate.GetStats().inflight_requests, 1);
   EXPECT_EQ(gate.GetStats().inflight_bytes, 30u);
 

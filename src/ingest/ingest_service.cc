@@ -34,9 +34,7 @@ Admission IngestService::Admit(const ExportHeaders& h) {
   // Errors before the body is read use JSON unless the client asked for protobuf.
   auto format = ParseContentType(h.content_type);
   PayloadFormat reply_format = format.ok() ? *format : PayloadFormat::kJson;
-  auto refuse = [&](const Status& st) {
-    return Admission{nullptr, Finish(h.signal, reply_format, started, st, {})};
-  };
+  auto refuse = [&](const Status& st) { return Admission{nullptr, Finish(h.signal, reply_format, started, st, {})}; };
   auto project = Authenticate(h.authorization);
   if (!project.ok()) return refuse(project.status());
   if (!format.ok()) return refuse(format.status());
@@ -126,9 +124,8 @@ Result<IngestService::Decoded> IngestService::Decode(AdmittedExport* a, std::str
     SL_RETURN_IF_ERROR(a->ticket_.Grow(body.size()));
   }
   Decoded out;
-  int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                       std::chrono::system_clock::now().time_since_epoch())
-                       .count();
+  int64_t now_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   const PayloadFormat format = a->format_;
   switch (a->signal_) {
     case Signal::kSpans: {
@@ -172,7 +169,9 @@ void PutVarint(std::string* out, uint64_t v) {
   out->push_back(static_cast<char>(v));
 }
 
-void PutTag(std::string* out, int field, int wire_type) { PutVarint(out, static_cast<uint64_t>(field << 3 | wire_type)); }
+void PutTag(std::string* out, int field, int wire_type) {
+  PutVarint(out, static_cast<uint64_t>(field << 3 | wire_type));
+}
 
 const char* RejectedField(Signal signal) {
   switch (signal) {

@@ -44,9 +44,9 @@ struct IngestOptions {
 //! What a transport knows of an export request before its body.
 struct ExportHeaders {
   Signal signal = Signal::kSpans;
-  std::string_view authorization;     // "Bearer <ingest token>"
-  std::string_view content_type;      // selects protobuf or JSON
-  std::string_view content_encoding;  // gzip, zstd, identity or ""
+  std::string_view authorization;          // "Bearer <ingest token>"
+  std::string_view content_type;           // selects protobuf or JSON
+  std::string_view content_encoding;       // gzip, zstd, identity or ""
   std::optional<uint64_t> content_length;  // nullopt when unknown (chunked)
 };
 

@@ -61,7 +61,7 @@ struct ResourceTable {
   StringColumn resource_attributes;  // JSON
   StringColumn scope_name;
   StringColumn scope_version;
-  StringColumn scope_attributes;     // JSON
+  StringColumn scope_attributes;  // JSON
 
   size_t rows() const { return resource_id.size(); }
   size_t ByteSize() const;
@@ -86,17 +86,18 @@ struct SpanBatch {
   StringColumn status_message;
   StringColumn service_name;
   // Promoted hot attributes ("" / 0 when absent).
-  StringColumn http_route;   // http.route, else url.path/http.target
-  StringColumn http_method;  // http.request.method or http.method
+  StringColumn http_route;                // http.route, else url.path/http.target
+  StringColumn http_method;               // http.request.method or http.method
   std::vector<int32_t> http_status_code;  // http.response.status_code or http.status_code
   StringColumn db_system;
-  StringColumn exception_type;     // from the first "exception" event
+  StringColumn exception_type;  // from the first "exception" event
   StringColumn exception_message;
   // Full fidelity, JSON text.
-  StringColumn attributes;           // {"key": value, ...}
+  StringColumn attributes;  // {"key": value, ...}
   // '' when the span has none (stored as NULL, like the other optional texts above).
-  StringColumn events;               // [{"time_unix_nano":..,"name":..,"attributes":{..},"dropped_attributes_count":..}]
-  StringColumn links;                // [{"trace_id":..,"span_id":..,"trace_state":..,"attributes":{..},"dropped_attributes_count":..,"flags":..}]
+  StringColumn events;  // [{"time_unix_nano":..,"name":..,"attributes":{..},"dropped_attributes_count":..}]
+  StringColumn
+      links;  // [{"trace_id":..,"span_id":..,"trace_state":..,"attributes":{..},"dropped_attributes_count":..,"flags":..}]
   std::vector<uint32_t> dropped_attributes_count;
   std::vector<uint32_t> dropped_events_count;
   std::vector<uint32_t> dropped_links_count;
@@ -113,14 +114,14 @@ struct LogBatch {
   std::vector<int64_t> observed_time_ns;  // observed time, else receive time
   std::vector<int32_t> severity_number;
   StringColumn severity_text;
-  StringColumn body;                 // string bodies as is; other AnyValue kinds as JSON
-  std::vector<uint8_t> body_type;    // AnyValueType below
+  StringColumn body;                    // string bodies as is; other AnyValue kinds as JSON
+  std::vector<uint8_t> body_type;       // AnyValueType below
   std::vector<uint64_t> trace_id_high;  // as in SpanBatch; 0 and 0 when absent
   std::vector<uint64_t> trace_id_low;
-  std::vector<uint64_t> span_id;        // 0 when absent
+  std::vector<uint64_t> span_id;  // 0 when absent
   std::vector<uint32_t> flags;
   StringColumn service_name;
-  StringColumn attributes;           // JSON
+  StringColumn attributes;  // JSON
   std::vector<uint32_t> dropped_attributes_count;
   std::vector<int64_t> resource_id;  // a row of `resources`
   ResourceTable resources;
@@ -131,11 +132,22 @@ struct LogBatch {
 
 //! AnyValue kinds (logs.body_type): how to read the body column.
 enum class AnyValueType : uint8_t {
-  kEmpty = 0, kString = 1, kBool = 2, kInt = 3, kDouble = 4, kArray = 5, kKvList = 6, kBytes = 7,
+  kEmpty = 0,
+  kString = 1,
+  kBool = 2,
+  kInt = 3,
+  kDouble = 4,
+  kArray = 5,
+  kKvList = 6,
+  kBytes = 7,
 };
 
 enum class MetricType : int32_t {
-  kGauge = 1, kSum = 2, kHistogram = 3, kExponentialHistogram = 4, kSummary = 5,
+  kGauge = 1,
+  kSum = 2,
+  kHistogram = 3,
+  kExponentialHistogram = 4,
+  kSummary = 5,
 };
 const char* MetricTypeName(MetricType t);
 
@@ -156,13 +168,13 @@ struct MetricBatch {
   StringColumn resource_attributes;  // JSON
   StringColumn scope_name;
   StringColumn scope_version;
-  StringColumn attributes;           // point attributes, JSON
+  StringColumn attributes;  // point attributes, JSON
 
   // Points.
   std::vector<int64_t> point_series_id;
   std::vector<int64_t> time_ns;
   std::vector<int64_t> start_time_ns;
-  std::vector<double> value;     // gauge/sum value (ints converted); NaN for distributions
+  std::vector<double> value;       // gauge/sum value (ints converted); NaN for distributions
   std::vector<int64_t> int_value;  // exact value when the point was an int
   std::vector<uint8_t> is_int;
   std::vector<uint64_t> count;   // histogram / exp histogram / summary count

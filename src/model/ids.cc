@@ -2,8 +2,8 @@
 
 namespace sightline {
 
-int64_t ResourceId(std::string_view resource_attributes, std::string_view scope_name,
-                   std::string_view scope_version, std::string_view scope_attributes) {
+int64_t ResourceId(std::string_view resource_attributes, std::string_view scope_name, std::string_view scope_version,
+                   std::string_view scope_attributes) {
   return static_cast<int64_t>(StableHash({resource_attributes, scope_name, scope_version, scope_attributes}));
 }
 

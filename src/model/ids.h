@@ -18,8 +18,8 @@ namespace sightline {
 //! resource_id of span_resources / log_resources: the resource attributes
 //! JSON, the scope name and version and the scope attributes JSON, as stored.
 //! The project is not part of it; rows are keyed by (project_id, resource_id).
-int64_t ResourceId(std::string_view resource_attributes, std::string_view scope_name,
-                   std::string_view scope_version, std::string_view scope_attributes);
+int64_t ResourceId(std::string_view resource_attributes, std::string_view scope_name, std::string_view scope_version,
+                   std::string_view scope_attributes);
 
 //! What identifies a metric series besides its point attributes: the same
 //! for every point of one OTLP Metric. Views; the strings must outlive it.

@@ -52,8 +52,8 @@ Status GunzipLibdeflate(std::string_view in, size_t max_out, std::string* out) {
       size_t base = out->size();
       out->resize(base + guess);
       size_t in_used = 0, out_used = 0;
-      libdeflate_result r = libdeflate_gzip_decompress_ex(d, in.data(), in.size(), out->data() + base, guess,
-                                                          &in_used, &out_used);
+      libdeflate_result r =
+          libdeflate_gzip_decompress_ex(d, in.data(), in.size(), out->data() + base, guess, &in_used, &out_used);
       if (r == LIBDEFLATE_SUCCESS) {
         out->resize(base + out_used);
         in.remove_prefix(in_used);
@@ -106,10 +106,8 @@ Status Decompress(ContentEncoding encoding, std::string_view in, size_t max_out,
       if (in.size() > max_out) return TooLarge(max_out);
       out->assign(in);
       return Status::Ok();
-    case ContentEncoding::kGzip:
-      return GunzipLibdeflate(in, max_out, out);
-    case ContentEncoding::kZstd:
-      return Unzstd(in, max_out, out);
+    case ContentEncoding::kGzip: return GunzipLibdeflate(in, max_out, out);
+    case ContentEncoding::kZstd: return Unzstd(in, max_out, out);
   }
   return Status::Internal("unknown encoding");
 }

@@ -83,14 +83,14 @@ class BitWriter {
 std::string GzipZeroBomb(uint64_t matches, uint64_t* size) {
   std::string gz = {'\x1f', '\x8b', '\x08', '\0', '\0', '\0', '\0', '\0', '\0', '\xff'};
   BitWriter bw(&gz);
-  bw.Bits(1, 1);         // BFINAL
-  bw.Bits(1, 2);         // BTYPE = fixed Huffman
-  bw.Code(0x30, 8);      // literal 0x00
+  bw.Bits(1, 1);     // BFINAL
+  bw.Bits(1, 2);     // BTYPE = fixed Huffman
+  bw.Code(0x30, 8);  // literal 0x00
   for (uint64_t i = 0; i < matches; ++i) {
-    bw.Code(0xc5, 8);    // length symbol 285 = 258 bytes, no extra bits
-    bw.Code(0, 5);       // distance symbol 0 = 1 byte back
+    bw.Code(0xc5, 8);  // length symbol 285 = 258 bytes, no extra bits
+    bw.Code(0, 5);     // distance symbol 0 = 1 byte back
   }
-  bw.Code(0, 7);         // end of block (symbol 256)
+  bw.Code(0, 7);  // end of block (symbol 256)
   bw.Flush();
   *size = 1 + 258 * matches;
   static const std::string zeros(kMiB, '\0');
@@ -150,10 +150,10 @@ TEST(ParseContentEncodingTest, KnownEncodings) {
     const char* header;
     ContentEncoding want;
   } cases[] = {
-      {"", ContentEncoding::kIdentity},     {"identity", ContentEncoding::kIdentity},
-      {"gzip", ContentEncoding::kGzip},     {"GZIP", ContentEncoding::kGzip},
-      {" gzip ", ContentEncoding::kGzip},   {"x-gzip", ContentEncoding::kGzip},
-      {"zstd", ContentEncoding::kZstd},     {"ZStd\t", ContentEncoding::kZstd},
+      {"", ContentEncoding::kIdentity},         {"identity", ContentEncoding::kIdentity},
+      {"gzip", ContentEncoding::kGzip},         {"GZIP", ContentEncoding::kGzip},
+      {" gzip ", ContentEncoding::kGzip},       {"x-gzip", ContentEncoding::kGzip},
+      {"zstd", ContentEncoding::kZstd},         {"ZStd\t", ContentEncoding::kZstd},
       {"Identity", ContentEncoding::kIdentity},
   };
   for (const auto& c : cases) {

@@ -220,8 +220,7 @@ const std::string& FirstString(const KeyValues& attrs, std::initializer_list<std
   return kEmpty;
 }
 
-bool AppendSpan(const otlp_trace::Span& span, Context& ctx, IdReader* ids, SpanBatch* out,
-                Rejections* rejected) {
+bool AppendSpan(const otlp_trace::Span& span, Context& ctx, IdReader* ids, SpanBatch* out, Rejections* rejected) {
   // Validate ids before touching any column so a rejected span leaves no partial row.
   // Per-thread scratch, so the JSON text costs no malloc per span.
   thread_local std::string events_json, links_json;
@@ -303,7 +302,8 @@ bool AppendSpan(const otlp_trace::Span& span, Context& ctx, IdReader* ids, SpanB
   out->http_route.Append(FirstString(attrs, {"http.route", "url.path", "http.target"}));
   out->http_method.Append(FirstString(attrs, {"http.request.method", "http.method"}));
   int64_t status = 0;
-  if (!FindIntAttribute(attrs, "http.response.status_code", &status)) FindIntAttribute(attrs, "http.status_code", &status);
+  if (!FindIntAttribute(attrs, "http.response.status_code", &status))
+    FindIntAttribute(attrs, "http.status_code", &status);
   out->http_status_code.push_back(static_cast<int32_t>(status));
   out->db_system.Append(FirstString(attrs, {"db.system", "db.system.name"}));
   const otlp_trace::Span::Event* exception = nullptr;
@@ -361,13 +361,14 @@ Status DecodeLogs(std::string_view body, PayloadFormat format, int64_t receive_t
     for (const auto& sl : rl.scope_logs()) {
       ctx.SetScope(sl.scope());
       for (const auto& rec : sl.log_records()) {
-        if (!ids.ToInts(rec.trace_id(), 16, &trace_high, &trace_low) || !ids.ToInts(rec.span_id(), 8, &unused, &span_id)) {
+        if (!ids.ToInts(rec.trace_id(), 16, &trace_high, &trace_low) ||
+            !ids.ToInts(rec.span_id(), 8, &unused, &span_id)) {
           rejected->Add("log record with an invalid trace_id or span_id (want 16/8 bytes or empty)");
           continue;
         }
         out->time_ns.push_back(ToSigned(rec.time_unix_nano()));
         out->observed_time_ns.push_back(rec.observed_time_unix_nano() ? ToSigned(rec.observed_time_unix_nano())
-                                                                       : receive_time_ns);
+                                                                      : receive_time_ns);
         out->severity_number.push_back(static_cast<int32_t>(rec.severity_number()));
         out->severity_text.Append(rec.severity_text());
         const auto& b = rec.body();
@@ -481,8 +482,9 @@ class PointWriter {
 
   void Number(const otlp_metrics::NumberDataPoint& p) {
     bool is_int = p.value_case() == otlp_metrics::NumberDataPoint::kAsInt;
-    out_->value.push_back(is_int ? static_cast<double>(p.as_int())
-                                 : p.value_case() == otlp_metrics::NumberDataPoint::kAsDouble ? p.as_double() : kNaN);
+    out_->value.push_back(is_int                                                       ? static_cast<double>(p.as_int())
+                          : p.value_case() == otlp_metrics::NumberDataPoint::kAsDouble ? p.as_double()
+                                                                                       : kNaN);
     out_->int_value.push_back(is_int ? p.as_int() : 0);
     out_->is_int.push_back(is_int ? 1 : 0);
     out_->count.push_back(0);
@@ -650,8 +652,8 @@ Status DecodeMetrics(std::string_view body, PayloadFormat format, MetricBatch* o
           case otlp_metrics::Metric::kSum:
             for (const auto& p : m.sum().data_points()) {
               if (!points.Accept(p)) continue;
-              int64_t id = series.Intern(m, MetricType::kSum, m.sum().aggregation_temporality(),
-                                         m.sum().is_monotonic(), ctx, p.attributes());
+              int64_t id = series.Intern(m, MetricType::kSum, m.sum().aggregation_temporality(), m.sum().is_monotonic(),
+                                         ctx, p.attributes());
               points.Begin(id, p);
               points.Number(p);
             }
@@ -663,8 +665,8 @@ Status DecodeMetrics(std::string_view body, PayloadFormat format, MetricBatch* o
                 continue;
               }
               if (!points.Accept(p)) continue;
-              int64_t id = series.Intern(m, MetricType::kHistogram, m.histogram().aggregation_temporality(), false,
-                                         ctx, p.attributes());
+              int64_t id = series.Intern(m, MetricType::kHistogram, m.histogram().aggregation_temporality(), false, ctx,
+                                         p.attributes());
               points.Begin(id, p);
               points.Histogram(p);
             }
@@ -672,9 +674,9 @@ Status DecodeMetrics(std::string_view body, PayloadFormat format, MetricBatch* o
           case otlp_metrics::Metric::kExponentialHistogram:
             for (const auto& p : m.exponential_histogram().data_points()) {
               if (!points.Accept(p)) continue;
-              int64_t id = series.Intern(m, MetricType::kExponentialHistogram,
-                                         m.exponential_histogram().aggregation_temporality(), false, ctx,
-                                         p.attributes());
+              int64_t id =
+                  series.Intern(m, MetricType::kExponentialHistogram,
+                                m.exponential_histogram().aggregation_temporality(), false, ctx, p.attributes());
               points.Begin(id, p);
               points.Exponential(p);
             }

@@ -118,10 +118,10 @@ Strings PerRow(const Batch& b, StringColumn ResourceTable::*col) {
   }
   return v;
 }
-#define EXPECT_SAME_RESOURCES(a, b)                                                                 \
-  for (auto col : {&ResourceTable::resource_attributes, &ResourceTable::scope_name,               \
-                   &ResourceTable::scope_version, &ResourceTable::scope_attributes}) {             \
-    EXPECT_EQ(PerRow(a, col), PerRow(b, col));                                                     \
+#define EXPECT_SAME_RESOURCES(a, b)                                                                                \
+  for (auto col : {&ResourceTable::resource_attributes, &ResourceTable::scope_name, &ResourceTable::scope_version, \
+                   &ResourceTable::scope_attributes}) {                                                            \
+    EXPECT_EQ(PerRow(a, col), PerRow(b, col));                                                                     \
   }
 
 #define EXPECT_SAME_COLUMN(a, b, col) EXPECT_EQ(Column((a).col), Column((b).col)) << "column " #col
@@ -210,12 +210,30 @@ void ExpectSameMetrics(const MetricBatch& a, const MetricBatch& b) {
 //! Every column of a span batch has one entry per row (a rejected span leaves no partial row).
 void ExpectSpanColumnsAligned(const SpanBatch& b) {
   size_t n = b.rows();
-  for (size_t s : {b.trace_id_high.size(), b.trace_id_low.size(), b.span_id.size(), b.parent_span_id.size(), b.trace_state.size(),
-                   b.flags.size(), b.name.size(), b.kind.size(), b.end_time_ns.size(), b.status_code.size(),
-                   b.status_message.size(), b.service_name.size(), b.http_route.size(), b.http_method.size(),
-                   b.http_status_code.size(), b.db_system.size(), b.exception_type.size(),
-                   b.exception_message.size(), b.attributes.size(), b.events.size(), b.links.size(),
-                   b.dropped_attributes_count.size(), b.dropped_events_count.size(), b.dropped_links_count.size(),
+  for (size_t s : {b.trace_id_high.size(),
+                   b.trace_id_low.size(),
+                   b.span_id.size(),
+                   b.parent_span_id.size(),
+                   b.trace_state.size(),
+                   b.flags.size(),
+                   b.name.size(),
+                   b.kind.size(),
+                   b.end_time_ns.size(),
+                   b.status_code.size(),
+                   b.status_message.size(),
+                   b.service_name.size(),
+                   b.http_route.size(),
+                   b.http_method.size(),
+                   b.http_status_code.size(),
+                   b.db_system.size(),
+                   b.exception_type.size(),
+                   b.exception_message.size(),
+                   b.attributes.size(),
+                   b.events.size(),
+                   b.links.size(),
+                   b.dropped_attributes_count.size(),
+                   b.dropped_events_count.size(),
+                   b.dropped_links_count.size(),
                    b.resource_id.size()}) {
     EXPECT_EQ(s, n);
   }
@@ -229,10 +247,10 @@ void ExpectMetricColumnsAligned(const MetricBatch& b) {
     EXPECT_EQ(c, s);
   }
   size_t n = b.rows();
-  for (size_t c : {b.point_series_id.size(), b.start_time_ns.size(), b.value.size(), b.int_value.size(),
-                   b.is_int.size(), b.count.size(), b.sum.size(), b.min.size(), b.max.size(),
-                   b.bucket_counts.size(), b.explicit_bounds.size(), b.exp_histogram.size(), b.quantiles.size(),
-                   b.exemplars.size(), b.flags.size()}) {
+  for (size_t c :
+       {b.point_series_id.size(), b.start_time_ns.size(), b.value.size(), b.int_value.size(), b.is_int.size(),
+        b.count.size(), b.sum.size(), b.min.size(), b.max.size(), b.bucket_counts.size(), b.explicit_bounds.size(),
+        b.exp_histogram.size(), b.quantiles.size(), b.exemplars.size(), b.flags.size()}) {
     EXPECT_EQ(c, n);
   }
 }
@@ -290,8 +308,8 @@ TEST(ParseContentTypeTest, ProtobufAndJsonWithParametersAndCase) {
 }
 
 TEST(ParseContentTypeTest, OtherTypesAreUnsupportedMedia) {
-  for (const char* h : {"", "text/plain", "application/xml", "application/jsonx", "application/grpc",
-                        "json", "application/x-protobufs", ";application/json"}) {
+  for (const char* h : {"", "text/plain", "application/xml", "application/jsonx", "application/grpc", "json",
+                        "application/x-protobufs", ";application/json"}) {
     auto r = ParseContentType(h);
     ASSERT_FALSE(r.ok()) << h;
     EXPECT_EQ(r.status().code(), StatusCode::kUnsupportedMedia) << h;
@@ -551,11 +569,10 @@ void ExpectTraceRequestColumns(const SpanBatch& b) {
   EXPECT_EQ(Column(b.db_system), (Strings{"", "postgresql", ""}));
   EXPECT_EQ(Column(b.exception_type), (Strings{"ValueError", "", ""}));
   EXPECT_EQ(Column(b.exception_message), (Strings{"bad \"value\"\n", "", ""}));
-  EXPECT_EQ(Column(b.attributes),
-            (Strings{kSpan1Attributes,
-                     R"({"db.system":"postgresql","http.method":"POST","http.status_code":"404",)"
-                     R"("url.path":"/fallback","http.target":"/ignored"})",
-                     "{}"}));
+  EXPECT_EQ(Column(b.attributes), (Strings{kSpan1Attributes,
+                                           R"({"db.system":"postgresql","http.method":"POST","http.status_code":"404",)"
+                                           R"("url.path":"/fallback","http.target":"/ignored"})",
+                                           "{}"}));
   EXPECT_EQ(Column(b.events), (Strings{kSpan1Events, "", ""}));
   EXPECT_EQ(Column(b.links), (Strings{kSpan1Links, "", ""}));
   EXPECT_EQ(b.dropped_attributes_count, (std::vector<uint32_t>{3, 0, 0}));
@@ -612,8 +629,7 @@ TEST(DecodeSpansTest, EmptyRequestsDecodeToNoRows) {
   Rejections rejected;
   EXPECT_EQ(Spans("", PayloadFormat::kProtobuf, &rejected).rows(), 0u);
   EXPECT_EQ(Spans("{}", PayloadFormat::kJson, &rejected).rows(), 0u);
-  EXPECT_EQ(Spans(R"({"resourceSpans":[{"scopeSpans":[{"spans":[]}]}]})", PayloadFormat::kJson, &rejected).rows(),
-            0u);
+  EXPECT_EQ(Spans(R"({"resourceSpans":[{"scopeSpans":[{"spans":[]}]}]})", PayloadFormat::kJson, &rejected).rows(), 0u);
   EXPECT_EQ(rejected.count, 0);
 }
 
@@ -778,8 +794,8 @@ TEST(DecodeSpansTest, FirstRejectionReasonIsKept) {
 }
 
 std::string OneJsonSpan(const std::string& trace_id, const std::string& span_id, const std::string& extra = "") {
-  return R"({"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":")" + trace_id + R"(","spanId":")" + span_id +
-         "\"" + extra + "}]}]}]}";
+  return R"({"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":")" + trace_id + R"(","spanId":")" + span_id + "\"" +
+         extra + "}]}]}]}";
 }
 
 TEST(DecodeSpansTest, JsonIdsThatAreNotHexAreRejectedItems) {
@@ -791,22 +807,22 @@ TEST(DecodeSpansTest, JsonIdsThatAreNotHexAreRejectedItems) {
     std::string trace, span, extra;
     bool item_level;
   } cases[] = {
-      {"zzf92f3577b34da6a3ce929d0e0e4736", kSpan1, "", true},    // base64 letters, not hex
-      {"4bf92f3577b34da6a3ce929d0e0e47+/", kSpan1, "", true},    // base64 symbols
-      {"S/kvNXezTaajzpKdDg5HNg==", kSpan1, "", true},            // the id in base64, not hex
-      {"00000000000000000000000000000000", kSpan1, "", true},    // all zero
+      {"zzf92f3577b34da6a3ce929d0e0e4736", kSpan1, "", true},      // base64 letters, not hex
+      {"4bf92f3577b34da6a3ce929d0e0e47+/", kSpan1, "", true},      // base64 symbols
+      {"S/kvNXezTaajzpKdDg5HNg==", kSpan1, "", true},              // the id in base64, not hex
+      {"00000000000000000000000000000000", kSpan1, "", true},      // all zero
       {"4bf92f3577b34da6a3ce929d0e0e4736aaaa", kSpan1, "", true},  // 36 hex chars
       {kTrace1, "00f067aa0ba902bz", "", true},
       {kTrace1, "0000000000000000", "", true},
-      {kTrace1, "APBnqgupArc=", "", true},                       // span id in base64
-      {kTrace1, kTrace1, "", true},                              // a trace id as span id
+      {kTrace1, "APBnqgupArc=", "", true},  // span id in base64
+      {kTrace1, kTrace1, "", true},         // a trace id as span id
       {kTrace1, kSpan1, R"(,"parentSpanId":"xyz0aa0ba902b7gh")", true},
       {kTrace1, kSpan1, R"(,"links":[{"traceId":"nothexnothexnothexnothexnothexno"}])", true},
-      {"zz" + std::string(30, '0') + "1", kSpan1, "", false},    // 33 chars
-      {"4bf92f3577b34da6a3ce929d0e0e473", kSpan1, "", false},    // 31 chars
-      {"4bf92f3577b34da6a3ce929d0e0e47", kSpan1, "", false},     // 30 chars
-      {"4bf92f3577b34da6 3ce929d0e0e4736", kSpan1, "", false},   // a space
-      {kTrace1, "00f067aa0ba902", "", false},                    // 14 chars
+      {"zz" + std::string(30, '0') + "1", kSpan1, "", false},   // 33 chars
+      {"4bf92f3577b34da6a3ce929d0e0e473", kSpan1, "", false},   // 31 chars
+      {"4bf92f3577b34da6a3ce929d0e0e47", kSpan1, "", false},    // 30 chars
+      {"4bf92f3577b34da6 3ce929d0e0e4736", kSpan1, "", false},  // a space
+      {kTrace1, "00f067aa0ba902", "", false},                   // 14 chars
   };
   for (const auto& c : cases) {
     std::string body = OneJsonSpan(c.trace, c.span, c.extra);
@@ -828,8 +844,8 @@ TEST(DecodeSpansTest, JsonIdsThatAreNotHexAreRejectedItems) {
 
 TEST(DecodeSpansTest, JsonIdsAreCaseInsensitiveAndStoredLowercase) {
   Rejections rejected;
-  SpanBatch b = Spans(OneJsonSpan("4BF92F3577B34DA6A3CE929D0E0E4736", "00F067AA0BA902B7"), PayloadFormat::kJson,
-                      &rejected);
+  SpanBatch b =
+      Spans(OneJsonSpan("4BF92F3577B34DA6A3CE929D0E0E4736", "00F067AA0BA902B7"), PayloadFormat::kJson, &rejected);
   ASSERT_EQ(b.rows(), 1u) << rejected.message;
   EXPECT_EQ(TraceIds(b)[0], kTrace1);
   EXPECT_EQ(SpanIds(b.span_id)[0], kSpan1);
@@ -870,9 +886,9 @@ TEST(DecodeSpansTest, JsonUnknownFieldsAreIgnored) {
 
 TEST(DecodeSpansTest, EnumsByNameAreAlsoAccepted) {
   Rejections rejected;
-  SpanBatch b = Spans(
-      OneJsonSpan(kTrace1, kSpan1, R"(,"kind":"SPAN_KIND_CONSUMER","status":{"code":"STATUS_CODE_ERROR"})"),
-      PayloadFormat::kJson, &rejected);
+  SpanBatch b =
+      Spans(OneJsonSpan(kTrace1, kSpan1, R"(,"kind":"SPAN_KIND_CONSUMER","status":{"code":"STATUS_CODE_ERROR"})"),
+            PayloadFormat::kJson, &rejected);
   ASSERT_EQ(b.rows(), 1u);
   EXPECT_EQ(b.kind[0], 5);
   EXPECT_EQ(b.status_code[0], 2);
@@ -889,8 +905,8 @@ TEST(DecodeSpansTest, MalformedProtobufIsInvalidArgument) {
     EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << "truncated to " << keep;
     EXPECT_EQ(b.rows(), 0u);
   }
-  for (std::string garbage : {std::string("\xff\xff\xff\xff"), std::string("\x0a\x05\x01"),
-                              std::string("\x0f"), std::string("not a protobuf at all")}) {
+  for (std::string garbage : {std::string("\xff\xff\xff\xff"), std::string("\x0a\x05\x01"), std::string("\x0f"),
+                              std::string("not a protobuf at all")}) {
     SpanBatch b;
     Rejections rejected;
     EXPECT_EQ(DecodeSpans(garbage, PayloadFormat::kProtobuf, &b, &rejected).code(), StatusCode::kInvalidArgument);
@@ -1082,12 +1098,13 @@ TEST(DecodeLogsTest, JsonNonHexTraceIdRejectsTheRecord) {
 
 TEST(DecodeLogsTest, MalformedBodiesAreInvalidArgument) {
   std::string pb = LogsRequest().SerializeAsString();
-  for (auto [body, format] : {std::pair<std::string, PayloadFormat>{pb.substr(0, pb.size() - 1),
-                                                                    PayloadFormat::kProtobuf},
-                              {std::string("\x12\x03" "abc\xff"), PayloadFormat::kProtobuf},
-                              {R"({"resourceLogs":[{"scopeLogs":[{"logRecords":[{"body":{"intValue":"x"}}]}]}]})",
-                               PayloadFormat::kJson},
-                              {"{\"resourceLogs\":", PayloadFormat::kJson}}) {
+  for (auto [body, format] :
+       {std::pair<std::string, PayloadFormat>{pb.substr(0, pb.size() - 1), PayloadFormat::kProtobuf},
+        {std::string("\x12\x03"
+                     "abc\xff"),
+         PayloadFormat::kProtobuf},
+        {R"({"resourceLogs":[{"scopeLogs":[{"logRecords":[{"body":{"intValue":"x"}}]}]}]})", PayloadFormat::kJson},
+        {"{\"resourceLogs\":", PayloadFormat::kJson}}) {
     LogBatch b;
     Rejections rejected;
     EXPECT_EQ(DecodeLogs(body, format, kReceiveNs, &b, &rejected).code(), StatusCode::kInvalidArgument) << body;
@@ -1164,8 +1181,7 @@ ExportMetricsServiceRequest MetricsRequest() {
   auto* exp = sm->add_metrics();
   exp->set_name("latency.exp");
   exp->set_unit("ms");
-  exp->mutable_exponential_histogram()->set_aggregation_temporality(
-      otlp_metrics::AGGREGATION_TEMPORALITY_CUMULATIVE);
+  exp->mutable_exponential_histogram()->set_aggregation_temporality(otlp_metrics::AGGREGATION_TEMPORALITY_CUMULATIVE);
   auto* e1 = exp->mutable_exponential_histogram()->add_data_points();
   e1->set_start_time_unix_nano(kT0);
   e1->set_time_unix_nano(kT1);
@@ -1243,8 +1259,8 @@ void ExpectMetricsRequestColumns(const MetricBatch& b) {
   ASSERT_EQ(b.series_rows(), 7u);
   ASSERT_EQ(b.rows(), 8u);
   // Series: two for the gauge (q=a, q=b), one sum, two histogram, one each for the rest.
-  EXPECT_EQ(Column(b.metric_name), (Strings{"queue.depth", "queue.depth", "requests", "latency", "latency",
-                                            "latency.exp", "rpc.duration"}));
+  EXPECT_EQ(Column(b.metric_name),
+            (Strings{"queue.depth", "queue.depth", "requests", "latency", "latency", "latency.exp", "rpc.duration"}));
   EXPECT_EQ(b.metric_type, (std::vector<int32_t>{1, 1, 2, 3, 3, 4, 5}));
   EXPECT_EQ(Column(b.unit), (Strings{"{item}", "{item}", "1", "ms", "ms", "ms", "s"}));
   EXPECT_EQ(Column(b.description), (Strings{"Items waiting", "Items waiting", "", "", "", "", ""}));
@@ -1254,8 +1270,8 @@ void ExpectMetricsRequestColumns(const MetricBatch& b) {
   EXPECT_EQ(Column(b.resource_attributes), Strings(7, R"({"service.name":"billing"})"));
   EXPECT_EQ(Column(b.scope_name), Strings(7, "meter"));
   EXPECT_EQ(Column(b.scope_version), Strings(7, "2.0"));
-  EXPECT_EQ(Column(b.attributes), (Strings{R"({"q":"a"})", R"({"q":"b"})", "{}", "{}", R"({"route":"/x"})", "{}",
-                                           "{}"}));
+  EXPECT_EQ(Column(b.attributes),
+            (Strings{R"({"q":"a"})", R"({"q":"b"})", "{}", "{}", R"({"route":"/x"})", "{}", "{}"}));
   std::set<int64_t> distinct(b.series_id.begin(), b.series_id.end());
   EXPECT_EQ(distinct.size(), 7u);
 
@@ -1284,8 +1300,8 @@ void ExpectMetricsRequestColumns(const MetricBatch& b) {
                      R"([{"time_unix_nano":1700000002000000000,"value":9,)"
                      R"("trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"00f067aa0ba902b7",)"
                      R"("filtered_attributes":{"user":"u"}}])",
-                     R"([{"time_unix_nano":0,"value":1.5,"trace_id":"","span_id":"","filtered_attributes":{}}])",
-                     "", "", "", ""}));
+                     R"([{"time_unix_nano":0,"value":1.5,"trace_id":"","span_id":"","filtered_attributes":{}}])", "",
+                     "", "", ""}));
   EXPECT_EQ(b.flags, (std::vector<uint32_t>{0, 1, 0, 0, 0, 0, 0, 0}));
 }
 
@@ -1348,9 +1364,15 @@ TEST(DecodeMetricsTest, SeriesAndResourceIdsFollowFromTheStoredColumns) {
   MetricBatch metrics = Metrics(MetricsRequest().SerializeAsString(), PayloadFormat::kProtobuf, &rejected);
   ASSERT_GT(metrics.series_rows(), 1u);
   for (size_t i = 0; i < metrics.series_rows(); ++i) {
-    SeriesMetric m{metrics.project_id,         metrics.metric_name.Get(i),         metrics.metric_type[i],
-                   metrics.unit.Get(i),        metrics.temporality[i],            metrics.is_monotonic[i] != 0,
-                   metrics.resource_attributes.Get(i), metrics.scope_name.Get(i), metrics.scope_version.Get(i)};
+    SeriesMetric m{metrics.project_id,
+                   metrics.metric_name.Get(i),
+                   metrics.metric_type[i],
+                   metrics.unit.Get(i),
+                   metrics.temporality[i],
+                   metrics.is_monotonic[i] != 0,
+                   metrics.resource_attributes.Get(i),
+                   metrics.scope_name.Get(i),
+                   metrics.scope_version.Get(i)};
     EXPECT_EQ(SeriesIdHasher(m).Id(metrics.attributes.Get(i)), metrics.series_id[i]) << i;
   }
   SpanBatch spans = Spans(TraceRequest().SerializeAsString(), PayloadFormat::kProtobuf, &rejected);
@@ -1583,12 +1605,12 @@ TEST(DecodeMetricsTest, NonFiniteValuesSurviveAsJsonStrings) {
 
 TEST(DecodeMetricsTest, MalformedBodiesAreInvalidArgument) {
   std::string pb = MetricsRequest().SerializeAsString();
-  for (auto [body, format] : {std::pair<std::string, PayloadFormat>{pb.substr(0, pb.size() / 2),
-                                                                    PayloadFormat::kProtobuf},
-                              {R"({"resourceMetrics":[{"scopeMetrics":[{"metrics":[{"gauge":{"dataPoints":)"
-                               R"([{"asInt":"1.5"}]}}]}]}]})",
-                               PayloadFormat::kJson},
-                              {"nope", PayloadFormat::kJson}}) {
+  for (auto [body, format] :
+       {std::pair<std::string, PayloadFormat>{pb.substr(0, pb.size() / 2), PayloadFormat::kProtobuf},
+        {R"({"resourceMetrics":[{"scopeMetrics":[{"metrics":[{"gauge":{"dataPoints":)"
+         R"([{"asInt":"1.5"}]}}]}]}]})",
+         PayloadFormat::kJson},
+        {"nope", PayloadFormat::kJson}}) {
     MetricBatch b;
     Rejections rejected;
     EXPECT_EQ(DecodeMetrics(body, format, &b, &rejected).code(), StatusCode::kInvalidArgument) << body;
@@ -1669,7 +1691,7 @@ TEST(EncodeResponseTest, FullSuccessIsAnEmptyMessage) {
 TEST(EncodeResponseTest, PartialSuccessProtobufParsesBack) {
   WireShapes shapes;
   Rejections rejected;
-  rejected.count = 300;  // a two-byte varint
+  rejected.count = 300;                                               // a two-byte varint
   rejected.message = std::string(200, 'm') + " \"quoted\" \xc3\xa9";  // a two-byte length
   for (Signal s : {Signal::kSpans, Signal::kLogs, Signal::kMetrics}) {
     std::string body = IngestService::EncodeResponse(s, PayloadFormat::kProtobuf, rejected);
@@ -1712,11 +1734,16 @@ TEST(EncodeResponseTest, PartialSuccessJsonUsesTheSignalsFieldName) {
 TEST(EncodeErrorTest, ProtobufIsAGoogleRpcStatus) {
   WireShapes shapes;
   const std::pair<Status, int> cases[] = {
-      {Status::InvalidArgument("bad body"), 3},       {Status::Unauthenticated("who"), 16},
-      {Status::NotFound("nf"), 5},                    {Status::PayloadTooLarge(std::string(300, 'x')), 8},
-      {Status::UnsupportedMedia("type"), 3},          {Status::Unavailable("busy"), 14},
-      {Status::DeadlineExceeded("slow"), 4},          {Status::Cancelled("gone"), 1},
-      {Status::Internal("bug"), 13},                  {Status::IoError("disk"), 13},
+      {Status::InvalidArgument("bad body"), 3},
+      {Status::Unauthenticated("who"), 16},
+      {Status::NotFound("nf"), 5},
+      {Status::PayloadTooLarge(std::string(300, 'x')), 8},
+      {Status::UnsupportedMedia("type"), 3},
+      {Status::Unavailable("busy"), 14},
+      {Status::DeadlineExceeded("slow"), 4},
+      {Status::Cancelled("gone"), 1},
+      {Status::Internal("bug"), 13},
+      {Status::IoError("disk"), 13},
       {Status(StatusCode::kResourceExhausted, "rate"), 8},
   };
   for (const auto& [status, code] : cases) {

@@ -103,7 +103,8 @@ Result<double> ParseDouble(const std::string& name, const std::string& v) {
 
 Result<MsRange> ParseRange(const ApiParams& p) {
   int64_t now_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
   constexpr double kMaxMs = 9223372036854.0;  // keeps ns arithmetic inside int64
   auto ms = [&](const char* name, int64_t def) -> Result<int64_t> {
     auto v = p.Get(name);
@@ -130,8 +131,8 @@ Result<int64_t> ParseStep(const ApiParams& p, const MsRange& r) {
     if (span / *step > 2000) return Status::InvalidArgument("step_ms gives more than 2000 buckets over the range");
     return *step;
   }
-  static const int64_t kNice[] = {1000,    2000,    5000,     10000,    15000,    30000,   60000,
-                                  120000,  300000,  600000,   900000,   1800000,  3600000, 7200000,
+  static const int64_t kNice[] = {1000,     2000,     5000,     10000,    15000,    30000,   60000,
+                                  120000,   300000,   600000,   900000,   1800000,  3600000, 7200000,
                                   10800000, 21600000, 43200000, 86400000, 604800000};
   int64_t want = std::max<int64_t>(1, span / 60);
   for (int64_t n : kNice) {

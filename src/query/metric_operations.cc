@@ -186,8 +186,8 @@ Result<std::string> MetricSeries(const Call& call) {
   query.range = range->ns();
   query.buckets = BucketsOf(*range, *step);
   for (const auto& s : all) {
-    bool keep = std::all_of(filters->begin(), filters->end(),
-                            [&](const AttrFilter& f) { return s.Label(f.key) == f.value; });
+    bool keep =
+        std::all_of(filters->begin(), filters->end(), [&](const AttrFilter& f) { return s.Label(f.key) == f.value; });
     if (!keep) continue;
     bool histogram = s.info->type == MetricType::kHistogram;
     if (quantile && !histogram) continue;
@@ -202,7 +202,8 @@ Result<std::string> MetricSeries(const Call& call) {
     if (s.info->temporality == 1) query.delta_series_ids.push_back(s.info->series_id);
   }
   if (!all.empty() && chosen.empty() && (quantile || agg == "rate")) {
-    return Status::InvalidArgument(quantile ? "percentiles need a histogram metric" : "rate needs a monotonic sum metric");
+    return Status::InvalidArgument(quantile ? "percentiles need a histogram metric"
+                                            : "rate needs a monotonic sum metric");
   }
   const int64_t n = query.buckets.count;
   std::vector<std::vector<double>> values(group_keys.size(), std::vector<double>(n, NAN));

@@ -19,8 +19,8 @@
 #include "common/testing/temp_dir.h"
 #include "query/query_service.h"
 #include "storage/memory/memory_store.h"
-#include "storage/testing/read_dataset.h"
 #include "storage/telemetry_store.h"
+#include "storage/testing/read_dataset.h"
 
 namespace sightline {
 namespace {

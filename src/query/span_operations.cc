@@ -81,7 +81,8 @@ Result<std::string> Endpoints(const Call& call) {
   std::string sort = p.Get("sort").value_or("count");
   std::string order = p.Get("order").value_or(sort == "endpoint" ? "asc" : "desc");
   static const std::set<std::string> kSorts = {"count", "error_rate", "p50", "p95", "p99", "endpoint"};
-  if (!kSorts.count(sort)) return Status::InvalidArgument("sort must be one of count, error_rate, p50, p95, p99, endpoint");
+  if (!kSorts.count(sort))
+    return Status::InvalidArgument("sort must be one of count, error_rate, p50, p95, p99, endpoint");
   if (order != "asc" && order != "desc") return Status::InvalidArgument("order must be asc or desc");
   auto limit = IntParam(p, "limit", 50, 1, 1000);
   if (!limit.ok()) return limit.status();
@@ -227,7 +228,8 @@ Result<std::string> Traces(const Call& call) {
     if (code < 0) return Status::InvalidArgument("status must be error, ok or unset");
     f.status_code = code;
   }
-  for (auto [name, bound] : {std::pair{"min_duration_ms", &f.min_duration_ns}, std::pair{"max_duration_ms", &f.max_duration_ns}}) {
+  for (auto [name, bound] :
+       {std::pair{"min_duration_ms", &f.min_duration_ns}, std::pair{"max_duration_ms", &f.max_duration_ns}}) {
     if (auto v = p.Get(name)) {
       auto d = ParseDouble(name, *v);
       if (!d.ok()) return d.status();

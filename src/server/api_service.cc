@@ -26,7 +26,9 @@ std::string CookieValue(const std::string& header, const std::string& name) {
   return "";
 }
 
-HttpResponse Json(int status, std::string body) { return HttpResponse{status, "application/json", std::move(body), {}, false}; }
+HttpResponse Json(int status, std::string body) {
+  return HttpResponse{status, "application/json", std::move(body), {}, false};
+}
 
 }  // namespace
 
@@ -70,9 +72,9 @@ HttpResponse ApiService::Login(const ApiRequest& request) {
   w.String(username);
   w.EndObject();
   HttpResponse r = Json(200, std::move(body));
-  r.headers.emplace_back("Set-Cookie", std::string(kCookie) + "=" + *session +
-                                           "; Path=/; HttpOnly; SameSite=Strict; Max-Age=" +
-                                           std::to_string(options_.session_ttl_seconds));
+  r.headers.emplace_back(
+      "Set-Cookie", std::string(kCookie) + "=" + *session +
+                        "; Path=/; HttpOnly; SameSite=Strict; Max-Age=" + std::to_string(options_.session_ttl_seconds));
   return r;
 }
 

@@ -93,12 +93,7 @@ class HttpServer::Impl {
  public:
   Impl(asio::io_context* ioc, IngestService* ingest, ApiService* api, asio::thread_pool* query_pool,
        SimpleRoutes routes, HttpServerOptions options)
-      : ioc_(ioc),
-        ingest_(ingest),
-        api_(api),
-        query_pool_(query_pool),
-        routes_(std::move(routes)),
-        options_(options) {}
+      : ioc_(ioc), ingest_(ingest), api_(api), query_pool_(query_pool), routes_(std::move(routes)), options_(options) {}
 
   Result<int> Listen(const std::string& host_port, bool api_port) {
     std::string host;
@@ -193,8 +188,11 @@ class HttpServer::Impl {
           }
         } else if (api_port && api_ != nullptr && path.starts_with("/api/v1/")) {
           const auto& req = parser.get();
-          ApiRequest ar{std::string(req.method_string()), path, query,
-                        std::string(req[http::field::cookie]), std::string(req[http::field::authorization]),
+          ApiRequest ar{std::string(req.method_string()),
+                        path,
+                        query,
+                        std::string(req[http::field::cookie]),
+                        std::string(req[http::field::authorization]),
                         req.body()};
           ApiCall call = api_->Prepare(ar);
           // Not a ?: expression: g++ 12 destroys temporaries twice around a
@@ -206,7 +204,8 @@ class HttpServer::Impl {
           }
         } else {
           auto r = routes_(std::string(parser.get().method_string()), path, query, api_port);
-          res = r ? std::move(*r) : HttpResponse{404, "application/json", JsonError("no such path: " + path), {}, false};
+          res =
+              r ? std::move(*r) : HttpResponse{404, "application/json", JsonError("no such path: " + path), {}, false};
         }
       }
       bool ok = co_await Write(stream, res, version, keep_alive && !res.close);
@@ -287,7 +286,8 @@ class HttpServer::Impl {
 
     auto response = co_await AwaitCallback<std::shared_ptr<HttpResponse>>([&](auto done) {
       asio::post(*query_pool_, [this, &call, shared, started, timeout_ms, done] {
-        auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+        auto elapsed =
+            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
         auto reader = api_->store()->AcquireReader(std::max<int64_t>(0, timeout_ms - elapsed.count()));
         if (!reader.ok()) {
           done(std::make_shared<HttpResponse>(ApiService::JsonError(503, reader.status().message())));
@@ -417,10 +417,10 @@ class HttpServer::Impl {
                        true);
     }
     if (ec == beast::error::timeout) {
-      co_return ToHttp(ingest_->Fail(**admitted, Status::DeadlineExceeded("request body not received within " +
-                                                                          std::to_string(options_.body_timeout_ms) +
-                                                                          " ms")),
-                       true);
+      co_return ToHttp(
+          ingest_->Fail(**admitted, Status::DeadlineExceeded("request body not received within " +
+                                                             std::to_string(options_.body_timeout_ms) + " ms")),
+          true);
     }
     if (ec) {
       co_return ToHttp(ingest_->Fail(**admitted, Status::InvalidArgument("cannot read request body: " + ec.message())),
@@ -453,7 +453,9 @@ HttpServer::HttpServer(asio::io_context* ioc, IngestService* ingest, ApiService*
 
 HttpServer::~HttpServer() = default;
 
-Result<int> HttpServer::Listen(const std::string& host_port, bool api_port) { return impl_->Listen(host_port, api_port); }
+Result<int> HttpServer::Listen(const std::string& host_port, bool api_port) {
+  return impl_->Listen(host_port, api_port);
+}
 
 void HttpServer::StopAccepting() { impl_->StopAccepting(); }
 

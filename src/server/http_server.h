@@ -25,7 +25,6 @@
 
 namespace sightline {
 
-
 //! A non-ingest route: GET path → response, or nullopt for 404.
 using SimpleRoutes = std::function<std::optional<HttpResponse>(const std::string& method, const std::string& path,
                                                                const std::string& query, bool api_port)>;

@@ -52,8 +52,9 @@ Status Server::Open() {
       auto known = FindToken(state_.get(), options_.ingest_token);
       if (!known.ok()) return known.status();
       if (!known->has_value()) {
-        spdlog::warn("SIGHTLINE_INGEST_TOKEN ignored: it only applies on first start, and it is not (or no longer) "
-                     "a token of the default project; mint one with `sightline token create`");
+        spdlog::warn(
+            "SIGHTLINE_INGEST_TOKEN ignored: it only applies on first start, and it is not (or no longer) "
+            "a token of the default project; mint one with `sightline token create`");
       }
     }
   } else if (first_start) {
@@ -92,15 +93,16 @@ Status Server::Open() {
     writers_[s]->Start();
   }
   gate_ = std::make_unique<AdmissionGate>(options_.gate);
-  ingest_ = std::make_unique<IngestService>(options_.ingest, auth_.get(), gate_.get(),
-                                            std::array<SignalWriter*, kSignalCount>{writers_[0].get(), writers_[1].get(),
-                                                                                    writers_[2].get()},
-                                            &metrics_);
+  ingest_ = std::make_unique<IngestService>(
+      options_.ingest, auth_.get(), gate_.get(),
+      std::array<SignalWriter*, kSignalCount>{writers_[0].get(), writers_[1].get(), writers_[2].get()}, &metrics_);
   api_ = std::make_unique<ApiService>(options_.api, auth_.get(), state_.get(), store_.get());
   query_pool_ = std::make_unique<boost::asio::thread_pool>(std::max(1, options_.read_connections));
   http_ = std::make_unique<HttpServer>(
       &ioc_, ingest_.get(), api_.get(), query_pool_.get(),
-      [this](const std::string& m, const std::string& p, const std::string& q, bool api) { return Route(m, p, q, api); },
+      [this](const std::string& m, const std::string& p, const std::string& q, bool api) {
+        return Route(m, p, q, api);
+      },
       options_.http);
   auto otlp = http_->Listen(options_.otlp_http, /*api_port=*/false);
   if (!otlp.ok()) return otlp.status();
@@ -238,8 +240,11 @@ std::string Server::PrometheusText() {
   gauge("sightline_storage_wal_bytes", "Engine write-ahead log size.", s.wal_bytes);
   out += "# HELP sightline_storage_rows Rows stored per signal.\n# TYPE sightline_storage_rows gauge\n";
   const char* names[] = {"spans", "logs", "metric_points"};
-  for (int i = 0; i < kSignalCount; ++i) out += fmt::format("sightline_storage_rows{{table=\"{}\"}} {}\n", names[i], s.rows[i]);
-  out += "# HELP sightline_writer_queue_rows Rows decoded and waiting for commit.\n# TYPE sightline_writer_queue_rows gauge\n";
+  for (int i = 0; i < kSignalCount; ++i)
+    out += fmt::format("sightline_storage_rows{{table=\"{}\"}} {}\n", names[i], s.rows[i]);
+  out +=
+      "# HELP sightline_writer_queue_rows Rows decoded and waiting for commit.\n# TYPE sightline_writer_queue_rows "
+      "gauge\n";
   for (int i = 0; i < kSignalCount; ++i) {
     out += fmt::format("sightline_writer_queue_rows{{signal=\"{}\"}} {}\n", SignalName(Signal(i)),
                        writers_[i]->GetStats().queued_rows);
@@ -247,9 +252,11 @@ std::string Server::PrometheusText() {
   gauge("sightline_read_pool_in_use", "Engine read connections leased to dashboard queries.",
         static_cast<uint64_t>(s.read_connections_in_use));
   gauge("sightline_gate_inflight_bytes", "Bytes held by admitted ingest requests.", g.inflight_bytes);
-  gauge("sightline_gate_inflight_requests", "Admitted ingest requests in flight.", static_cast<uint64_t>(g.inflight_requests));
-  out += "# HELP sightline_gate_rejections_total Requests refused with 503 by the admission gate.\n"
-         "# TYPE sightline_gate_rejections_total counter\n";
+  gauge("sightline_gate_inflight_requests", "Admitted ingest requests in flight.",
+        static_cast<uint64_t>(g.inflight_requests));
+  out +=
+      "# HELP sightline_gate_rejections_total Requests refused with 503 by the admission gate.\n"
+      "# TYPE sightline_gate_rejections_total counter\n";
   out += fmt::format("sightline_gate_rejections_total{{reason=\"bytes\"}} {}\n", g.rejected_bytes);
   out += fmt::format("sightline_gate_rejections_total{{reason=\"requests\"}} {}\n", g.rejected_requests);
   gauge("sightline_process_resident_memory_bytes", "Resident set size.", ProcessRssBytes());
@@ -280,7 +287,8 @@ std::optional<HttpResponse> Server::Route(const std::string& method, const std::
   bool hashed = asset != nullptr && path.starts_with("/assets/");
   if (asset == nullptr) asset = FindUiAsset("/index.html");
   if (asset == nullptr) return std::nullopt;
-  HttpResponse r{200, asset->content_type, std::string(reinterpret_cast<const char*>(asset->data), asset->size), {}, false};
+  HttpResponse r{
+      200, asset->content_type, std::string(reinterpret_cast<const char*>(asset->data), asset->size), {}, false};
   r.headers.emplace_back("Cache-Control", hashed ? "public, max-age=31536000, immutable" : "no-cache");
   return r;
 }

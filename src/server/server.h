@@ -45,9 +45,9 @@ struct ServerOptions {
   int shutdown_timeout_ms = 30000;
   ApiOptions api;
   AuthOptions auth;
-  int read_connections = 4;  // query pool and engine read connections
+  int read_connections = 4;    // query pool and engine read connections
   std::string admin_password;  // SIGHTLINE_ADMIN_PASSWORD: sets the UI admin's password
-  std::string ingest_token;  // SIGHTLINE_INGEST_TOKEN: the default project's token on first start
+  std::string ingest_token;    // SIGHTLINE_INGEST_TOKEN: the default project's token on first start
 };
 
 class Server {

@@ -9,8 +9,8 @@ void RegisterBuiltinStateStores() {
   static std::once_flag once;
   std::call_once(once, [] {
     // The location is the data directory: `sqlite:///var/lib/sightline` or just the path.
-    StateStoreRegistry::Instance().Register(
-        "sqlite", [](const std::string& data_dir) { return OpenSqliteStateStore(data_dir); });
+    StateStoreRegistry::Instance().Register("sqlite",
+                                            [](const std::string& data_dir) { return OpenSqliteStateStore(data_dir); });
   });
 }
 

@@ -174,9 +174,8 @@ Row ToRow(const SpanGroup& g) {
 }
 
 Row ToRow(const TraceSummary& t) {
-  return {{"trace", Hex(t.trace_id)}, {"service", t.service},  {"name", t.name},
-          {"start", t.start_ns},      {"end", t.end_ns},       {"spans", t.span_count},
-          {"error", int64_t{t.error}}};
+  return {{"trace", Hex(t.trace_id)}, {"service", t.service},  {"name", t.name},           {"start", t.start_ns},
+          {"end", t.end_ns},          {"spans", t.span_count}, {"error", int64_t{t.error}}};
 }
 
 Row ToRow(const SpanRecord& s) {
@@ -199,14 +198,23 @@ Row ToRow(const SpanRecord& s) {
 }
 
 Row ToRow(const LogRecord& l) {
-  return {{"time", l.time_ns},        {"severity", int64_t{l.severity_number}}, {"severity_text", l.severity_text},
-          {"body", l.body},           {"service", l.service},                    {"trace", Hex(l.trace_id)},
-          {"span", Hex64(l.span_id)}, {"attributes", l.attributes}};
+  return {{"time", l.time_ns},
+          {"severity", int64_t{l.severity_number}},
+          {"severity_text", l.severity_text},
+          {"body", l.body},
+          {"service", l.service},
+          {"trace", Hex(l.trace_id)},
+          {"span", Hex64(l.span_id)},
+          {"attributes", l.attributes}};
 }
 
 Row ToRow(const ExceptionGroup& g) {
-  return {{"type", g.type},       {"message", g.message}, {"service", g.service},
-          {"count", g.count},     {"first", g.first_ns},  {"last", g.last_ns},
+  return {{"type", g.type},
+          {"message", g.message},
+          {"service", g.service},
+          {"count", g.count},
+          {"first", g.first_ns},
+          {"last", g.last_ns},
           {"sample", Hex(g.sample_trace_id)}};
 }
 
@@ -228,24 +236,21 @@ Row ToRow(const MetricCatalogRow& m) {
 }
 
 Row ToRow(const MetricSeriesInfo& s) {
-  return {{"series", s.series_id},          {"type", int64_t{static_cast<int32_t>(s.type)}},
-          {"temporality", int64_t{s.temporality}}, {"monotonic", int64_t{s.monotonic}},
-          {"service", s.service},           {"attributes", s.attributes}};
+  return {{"series", s.series_id},
+          {"type", int64_t{static_cast<int32_t>(s.type)}},
+          {"temporality", int64_t{s.temporality}},
+          {"monotonic", int64_t{s.monotonic}},
+          {"service", s.service},
+          {"attributes", s.attributes}};
 }
 
 //! The fields a MetricSeriesQuery::Want asks for (the others are unspecified).
 Row ToRow(const MetricBucket& b, Want want) {
   Row r = {{"series", b.series_id}, {"bucket", b.bucket}};
   switch (want) {
-    case Want::kStats:
-      r.insert(r.end(), {{"count", b.count}, {"sum", b.sum}, {"min", b.min}, {"max", b.max}});
-      break;
-    case Want::kLast:
-      r.insert(r.end(), {{"last", b.last}, {"sum", b.sum}});
-      break;
-    case Want::kHistograms:
-      r.insert(r.end(), {{"counts", b.counts}, {"bounds", b.bounds}});
-      break;
+    case Want::kStats: r.insert(r.end(), {{"count", b.count}, {"sum", b.sum}, {"min", b.min}, {"max", b.max}}); break;
+    case Want::kLast: r.insert(r.end(), {{"last", b.last}, {"sum", b.sum}}); break;
+    case Want::kHistograms: r.insert(r.end(), {{"counts", b.counts}, {"bounds", b.bounds}}); break;
   }
   return r;
 }
@@ -293,7 +298,8 @@ std::vector<Row> Rows(const std::vector<LogPage>& pages) {
       out.push_back(ToRow(l));
       out.back().insert(out.back().begin(), {"page", static_cast<int64_t>(p)});
     }
-    out.push_back({{"page", static_cast<int64_t>(p)}, {"next_cursor", std::string(pages[p].next_cursor ? "set" : "none")}});
+    out.push_back(
+        {{"page", static_cast<int64_t>(p)}, {"next_cursor", std::string(pages[p].next_cursor ? "set" : "none")}});
   }
   return out;
 }
@@ -482,8 +488,8 @@ std::vector<Named<TraceSearchQuery>> SearchQueries() {
 std::vector<Named<TraceQuery>> TraceQueries() {
   std::vector<Named<TraceQuery>> out;
   const std::pair<const char*, TraceId> traces[] = {
-      {"trace 1", kTrace1}, {"trace 2", kTrace2}, {"trace 3", kTrace3}, {"trace 4", kTrace4},
-      {"trace 5", kTrace5}, {"trace 6", kTrace6}, {"trace 7", kTrace7}, {"trace 8", kTrace8},
+      {"trace 1", kTrace1},       {"trace 2", kTrace2},    {"trace 3", kTrace3}, {"trace 4", kTrace4},
+      {"trace 5", kTrace5},       {"trace 6", kTrace6},    {"trace 7", kTrace7}, {"trace 8", kTrace8},
       {"missing", kTraceMissing}, {"absent id", TraceId{}}};
   for (const auto& [name, id] : traces) {
     out.push_back({std::string(name), {kProjectA, id}});
@@ -501,10 +507,8 @@ ExceptionQuery Exceptions(SpanFilter filter, int64_t limit = 50) {
 
 std::vector<Named<ExceptionQuery>> ExceptionQueries() {
   std::vector<Named<ExceptionQuery>> out = {
-      {"every group", Exceptions(Spans())},
-      {"limit 2", Exceptions(Spans(), 2)},
-      {"limit 3 cuts a tie", Exceptions(Spans(), 3)},
-      {"empty range", Exceptions(Spans(kProjectA, kEmptyRange))},
+      {"every group", Exceptions(Spans())},           {"limit 2", Exceptions(Spans(), 2)},
+      {"limit 3 cuts a tie", Exceptions(Spans(), 3)}, {"empty range", Exceptions(Spans(kProjectA, kEmptyRange))},
       {"project B", Exceptions(Spans(kProjectB))},
   };
   ExceptionQuery q = Exceptions(Spans());
@@ -636,8 +640,8 @@ std::vector<Named<LogVolumeQuery>> VolumeQueries() {
   };
 }
 
-MetricSeriesQuery Aggregate(std::vector<int64_t> ids, Want want, int64_t project = kProjectA,
-                            TimeRange range = kRange, Buckets buckets = kTenSeconds) {
+MetricSeriesQuery Aggregate(std::vector<int64_t> ids, Want want, int64_t project = kProjectA, TimeRange range = kRange,
+                            Buckets buckets = kTenSeconds) {
   MetricSeriesQuery q;
   q.project_id = project;
   q.range = range;
@@ -655,8 +659,8 @@ MetricSeriesQuery Histograms(std::vector<int64_t> ids, std::vector<int64_t> delt
 
 std::vector<Named<MetricSeriesQuery>> AggregateQueries() {
   const std::vector<int64_t> gauges = {kSeriesTempCore0, kSeriesTempCore1};
-  const std::vector<int64_t> sums = {kSeriesRequests200, kSeriesRequestsCheckout, kSeriesQueueDepth,
-                                     kSeriesRequests500, kSeriesRequests404};
+  const std::vector<int64_t> sums = {kSeriesRequests200, kSeriesRequestsCheckout, kSeriesQueueDepth, kSeriesRequests500,
+                                     kSeriesRequests404};
   const std::vector<int64_t> histograms = {kSeriesLatencyFrontend, kSeriesLatencyCheckout};
   return {
       {"gauges, stats", Aggregate(gauges, Want::kStats)},
@@ -700,8 +704,7 @@ Result<std::unique_ptr<TelemetryStore>> OpenMemory(const std::string&) { return 
 
 //! An engine of the StoreRegistry (duckdb, sqlite; clickhouse when it
 //! registers) in its own data directory.
-std::function<Result<std::unique_ptr<TelemetryStore>>(const std::string&)> Registered(
-    std::string name) {
+std::function<Result<std::unique_ptr<TelemetryStore>>(const std::string&)> Registered(std::string name) {
   return [name](const std::string& data_dir) {
     RegisterBuiltinStores();
     StoreOptions options;
@@ -898,7 +901,8 @@ TEST_F(ReadReferenceTest, GroupSpansByServiceAndEndpoint) {
       {{"worker", "checkout-job"}, 2, 0, {MsD(5), MsD(5), MsD(5)}},
       {{"worker", "cron tick"}, 1, 0, {MsD(7), MsD(7), MsD(7)}},
   };
-  EXPECT_TRUE(SameAnswer<SpanGroups>(expected, reader_->GroupSpans(Grouped(EntrySpans(), {D::kService, D::kEndpoint}))));
+  EXPECT_TRUE(
+      SameAnswer<SpanGroups>(expected, reader_->GroupSpans(Grouped(EntrySpans(), {D::kService, D::kEndpoint}))));
 }
 
 // Every span: frontend adds a2 6, b2 3 and c4 2 ms: 2 3 6 10 20 30 40, so p50
@@ -917,10 +921,8 @@ TEST_F(ReadReferenceTest, GroupSpansOfEverySpan) {
 // e2 (7 and 5 ms: p95 5 + 0.95 * 2); bucket 3 f1. Only p95 is asked for.
 TEST_F(ReadReferenceTest, GroupSpansByBucketAndLabel) {
   const SpanGroups expected = {
-      {{"0", "-1"}, 1, 0, {kNaN, MsD(5), kNaN}},
-      {{"0", "0"}, 4, 1, {kNaN, MsD(38.5), kNaN}},
-      {{"0", "1"}, 4, 1, {kNaN, MsD(38.5), kNaN}},
-      {{"2", "-1"}, 2, 0, {kNaN, MsD(6.9), kNaN}},
+      {{"0", "-1"}, 1, 0, {kNaN, MsD(5), kNaN}},   {{"0", "0"}, 4, 1, {kNaN, MsD(38.5), kNaN}},
+      {{"0", "1"}, 4, 1, {kNaN, MsD(38.5), kNaN}}, {{"2", "-1"}, 2, 0, {kNaN, MsD(6.9), kNaN}},
       {{"3", "-1"}, 1, 0, {kNaN, MsD(15), kNaN}},
   };
   EXPECT_TRUE(SameAnswer<SpanGroups>(expected, reader_->GroupSpans(LatencyChart({false, true, false}))));
@@ -1068,8 +1070,8 @@ TEST_F(ReadReferenceTest, GetTraceReturnsEveryColumnOfASpan) {
   EXPECT_EQ(t1.spans[0].trace_state, "congo=t61rcWkgMzE");
   EXPECT_EQ(t1.spans[0].parent_span_id, 0u);
   EXPECT_EQ(t1.spans[0].events, "");
-  const LogRecord l1 = {At(1000), 9, "INFO", "request started", "frontend", kTrace1, kSpanA1,
-                        R"({"http.request.method":"GET"})"};
+  const LogRecord l1 = {At(1000),   9,       "INFO",  "request started",
+                        "frontend", kTrace1, kSpanA1, R"({"http.request.method":"GET"})"};
   EXPECT_TRUE(SameRows({ToRow(l1)}, {ToRow(t1.logs[1])}));
 }
 
@@ -1113,7 +1115,8 @@ TEST_F(ReadReferenceTest, GroupExceptions) {
       {"ÄrgerError", "kaputt ✗", "naïve-svc", 1, At(30000), At(30000), kTrace6},
   };
   EXPECT_TRUE(SameAnswer<ExceptionGroups>(expected, reader_->GroupExceptions(Exceptions(Spans()))));
-  EXPECT_TRUE(SameAnswer<ExceptionGroups>(ExceptionGroups{expected[0], expected[1]}, reader_->GroupExceptions(Exceptions(Spans(), 2))));
+  EXPECT_TRUE(SameAnswer<ExceptionGroups>(ExceptionGroups{expected[0], expected[1]},
+                                          reader_->GroupExceptions(Exceptions(Spans(), 2))));
   ExceptionQuery worker = Exceptions(Spans());
   worker.filter.service = "worker";
   EXPECT_TRUE(SameAnswer<ExceptionGroups>(ExceptionGroups{expected[2]}, reader_->GroupExceptions(worker)));
@@ -1127,8 +1130,10 @@ TEST_F(ReadReferenceTest, ExceptionSpans) {
       {kTrace3, kSpanC2, "checkout", "POST /api/pay", At(5010), Ms(20)},
       {kTrace1, kSpanA3, "checkout", "POST /api/pay", At(1002), Ms(10)},
   };
-  EXPECT_TRUE(SameAnswer<SpanRefs>(payment, reader_->ExceptionSpans(ExceptionSpansOf("PaymentError", "card declined ✗"))));
-  EXPECT_TRUE(SameAnswer<SpanRefs>(SpanRefs{payment[0]}, reader_->ExceptionSpans(ExceptionSpansOf("PaymentError", "card declined ✗", 1))));
+  EXPECT_TRUE(
+      SameAnswer<SpanRefs>(payment, reader_->ExceptionSpans(ExceptionSpansOf("PaymentError", "card declined ✗"))));
+  EXPECT_TRUE(SameAnswer<SpanRefs>(SpanRefs{payment[0]},
+                                   reader_->ExceptionSpans(ExceptionSpansOf("PaymentError", "card declined ✗", 1))));
   // "" is an absent type: b2 and c4 (which start together: by trace id), and
   // no span without an exception.
   const SpanRefs no_type = {
@@ -1172,7 +1177,8 @@ TEST_F(ReadReferenceTest, LogPagesSplitTiesWithoutLosingRecords) {
   ASSERT_TRUE(pages.ok());
   ASSERT_EQ(pages.value().size(), 4u);
   EXPECT_THAT(Bodies(pages.value()[0].records), ElementsAre("last one", "Grüße aus Köln", "σφάλμα trace"));
-  EXPECT_THAT(Bodies(pages.value()[1].records), ElementsAre("ΣΦΆΛΜΑ κρίσιμο", "promo 50Xyoff", R"(promo 50%_off\path)"));
+  EXPECT_THAT(Bodies(pages.value()[1].records),
+              ElementsAre("ΣΦΆΛΜΑ κρίσιμο", "promo 50Xyoff", R"(promo 50%_off\path)"));
   EXPECT_THAT(Bodies(pages.value()[2].records), ElementsAre("", "échec mineur", "ÉCHEC du paiement"));
   EXPECT_THAT(Bodies(pages.value()[3].records), ElementsAre("Payment FAILED for order 42", "request started"));
   EXPECT_FALSE(pages.value()[3].next_cursor.has_value());
@@ -1301,15 +1307,18 @@ TEST_F(ReadReferenceTest, FindSeries) {
 TEST_F(ReadReferenceTest, AggregateGauges) {
   const std::vector<int64_t> gauges = {kSeriesTempCore0, kSeriesTempCore1};
   const MetricBuckets stats = {Stats(kSeriesTempCore0, 0, 2, 85, 40, 45), Stats(kSeriesTempCore0, 1, 1, 50, 50, 50),
-                               Stats(kSeriesTempCore0, 5, 1, -3.5, -3.5, -3.5), Stats(kSeriesTempCore1, 0, 3, 23, 7, 9)};
-  EXPECT_TRUE(SameAnswer<MetricBuckets>(stats, reader_->AggregateSeries(Aggregate(gauges, Want::kStats)), Want::kStats));
+                               Stats(kSeriesTempCore0, 5, 1, -3.5, -3.5, -3.5),
+                               Stats(kSeriesTempCore1, 0, 3, 23, 7, 9)};
+  EXPECT_TRUE(
+      SameAnswer<MetricBuckets>(stats, reader_->AggregateSeries(Aggregate(gauges, Want::kStats)), Want::kStats));
   // The newest point of bucket 1 has no value: last is the newest value, 50.
   const MetricBuckets last = {Last(kSeriesTempCore0, 0, 45, 85), Last(kSeriesTempCore0, 1, 50, 50),
                               Last(kSeriesTempCore0, 5, -3.5, -3.5), Last(kSeriesTempCore1, 0, 9, 23)};
   EXPECT_TRUE(SameAnswer<MetricBuckets>(last, reader_->AggregateSeries(Aggregate(gauges, Want::kLast)), Want::kLast));
   // From 1.5 s: 40 (1 s) is in bucket -1; 45 (2 s) and 9 (3 s) in 0; 50 (12 s) in 1.
   const MetricBuckets shifted = {Stats(kSeriesTempCore0, 0, 1, 45, 45, 45), Stats(kSeriesTempCore0, 1, 1, 50, 50, 50),
-                                 Stats(kSeriesTempCore0, 5, 1, -3.5, -3.5, -3.5), Stats(kSeriesTempCore1, 0, 1, 9, 9, 9)};
+                                 Stats(kSeriesTempCore0, 5, 1, -3.5, -3.5, -3.5),
+                                 Stats(kSeriesTempCore1, 0, 1, 9, 9, 9)};
   EXPECT_TRUE(SameAnswer<MetricBuckets>(
       shifted, reader_->AggregateSeries(Aggregate(gauges, Want::kStats, kProjectA, kRange, {At(1500), Ms(10'000), 6})),
       Want::kStats));
@@ -1322,11 +1331,11 @@ TEST_F(ReadReferenceTest, AggregateSums) {
                               Last(kSeriesRequests200, 2, 30, 30),     Last(kSeriesRequests200, 3, 60, 60),
                               Last(kSeriesRequestsCheckout, 0, 7, 12), Last(kSeriesRequestsCheckout, 1, 1, 1),
                               Last(kSeriesQueueDepth, 0, 10, 10),      Last(kSeriesQueueDepth, 1, -4, -4)};
-  EXPECT_TRUE(SameAnswer<MetricBuckets>(
-      last,
-      reader_->AggregateSeries(
-          Aggregate({kSeriesQueueDepth, kSeriesRequests200, kSeriesRequestsCheckout}, Want::kLast)),
-      Want::kLast));
+  EXPECT_TRUE(
+      SameAnswer<MetricBuckets>(last,
+                                reader_->AggregateSeries(Aggregate(
+                                    {kSeriesQueueDepth, kSeriesRequests200, kSeriesRequestsCheckout}, Want::kLast)),
+                                Want::kLast));
   // Series ids are per project: 11 of project A is a histogram (no values).
   EXPECT_THAT(Ok(reader_->AggregateSeries(Aggregate({kSeriesProjectB}, Want::kStats))), IsEmpty());
   EXPECT_TRUE(SameAnswer<MetricBuckets>(MetricBuckets{Stats(kSeriesProjectB, 0, 1, 99, 99, 99)},
@@ -1364,8 +1373,7 @@ TEST_F(ReadReferenceTest, AggregateHistograms) {
 
 TEST_F(ReadReferenceTest, InterruptCancelsOneOperationAndLeavesTheReaderUsable) {
   reader_->Interrupt();
-  EXPECT_EQ(reader_->GroupSpans(Grouped(Spans(), {SpanDimension::kService})).status().code(),
-            StatusCode::kCancelled);
+  EXPECT_EQ(reader_->GroupSpans(Grouped(Spans(), {SpanDimension::kService})).status().code(), StatusCode::kCancelled);
   EXPECT_TRUE(reader_->GroupSpans(Grouped(Spans(), {SpanDimension::kService})).ok());
 }
 
@@ -1393,7 +1401,8 @@ TEST(ReadConformanceDiffTest, ReportsTheRowsThatDiffer) {
   actual[1].percentiles_ns[1] *= 1 + 1e-6;
   ::testing::AssertionResult differ = SameAnswer<SpanGroups>(expected, actual);
   EXPECT_FALSE(differ);
-  EXPECT_THAT(differ.message(), ::testing::HasSubstr("  - {key0=\"frontend\", count=4, errors=1, p50=25000000, p95=38500000,"));
+  EXPECT_THAT(differ.message(),
+              ::testing::HasSubstr("  - {key0=\"frontend\", count=4, errors=1, p50=25000000, p95=38500000,"));
   EXPECT_THAT(differ.message(), ::testing::HasSubstr("    {key0=\"checkout\""));
   EXPECT_FALSE(SameAnswer<SpanGroups>(expected, Status::Internal("engine failed")));
 }

@@ -36,23 +36,23 @@ enum class ColumnType : uint8_t { kInt64, kDouble, kText };
 
 //! How a column's value is read from a batch, and when it is NULL.
 enum class SourceKind : uint8_t {
-  kConstant,        // `constant` on every row (project_id)
-  kInt64,           // int64_t[row]
-  kInt32,           // int32_t[row]
-  kUint32,          // uint32_t[row]
-  kUint8,           // uint8_t[row] (booleans as 0/1)
-  kUint64Clamped,   // uint64_t[row], values above INT64_MAX stored as INT64_MAX
-  kInt64Diff,       // int64_t a[row] - b[row] (duration_ns = end - start)
-  kDoubleNanNull,   // double[row]; NaN is NULL
-  kInt64IfFlag,     // int64_t a[row] when uint8_t b[row] != 0, else NULL
-  kId,              // uint64_t a[row] as int64 (same bits); NULL when a[row] and b[row] are 0
-  kText,            // StringColumn row as given ('' stays '')
-  kTextEmptyNull,   // StringColumn row; '' is NULL
+  kConstant,       // `constant` on every row (project_id)
+  kInt64,          // int64_t[row]
+  kInt32,          // int32_t[row]
+  kUint32,         // uint32_t[row]
+  kUint8,          // uint8_t[row] (booleans as 0/1)
+  kUint64Clamped,  // uint64_t[row], values above INT64_MAX stored as INT64_MAX
+  kInt64Diff,      // int64_t a[row] - b[row] (duration_ns = end - start)
+  kDoubleNanNull,  // double[row]; NaN is NULL
+  kInt64IfFlag,    // int64_t a[row] when uint8_t b[row] != 0, else NULL
+  kId,             // uint64_t a[row] as int64 (same bits); NULL when a[row] and b[row] are 0
+  kText,           // StringColumn row as given ('' stays '')
+  kTextEmptyNull,  // StringColumn row; '' is NULL
   // Derived at write time so dashboards filter and group on plain columns
   // instead of evaluating expressions over every row (DerivedText/DerivedInt).
-  kTextOrElse,      // StringColumn a[row], or b[row] when that is '' (spans.endpoint)
-  kIsEntry,         // 1 when int32_t kind a[row] is SERVER/CONSUMER or parent b[row] is 0 (spans.is_entry)
-  kAnyText,         // 1 when StringColumn a[row] or b[row] is not '' (spans.has_exception)
+  kTextOrElse,  // StringColumn a[row], or b[row] when that is '' (spans.endpoint)
+  kIsEntry,     // 1 when int32_t kind a[row] is SERVER/CONSUMER or parent b[row] is 0 (spans.is_entry)
+  kAnyText,     // 1 when StringColumn a[row] or b[row] is not '' (spans.has_exception)
 };
 
 //! One column of one batch: its schema and a view of its values. Holds
@@ -91,8 +91,7 @@ inline int64_t DerivedInt(const Column& c, size_t r) {
 namespace internal {
 
 inline Column Constant(const char* name, int64_t v) {
-  return {name, ColumnType::kInt64, SourceKind::kConstant, nullptr, nullptr,
-          std::numeric_limits<size_t>::max(), v};
+  return {name, ColumnType::kInt64, SourceKind::kConstant, nullptr, nullptr, std::numeric_limits<size_t>::max(), v};
 }
 inline Column Ints(const char* name, const std::vector<int64_t>& v) {
   return {name, ColumnType::kInt64, SourceKind::kInt64, v.data(), nullptr, v.size(), 0};
@@ -109,14 +108,14 @@ inline Column Ints(const char* name, const std::vector<uint8_t>& v) {
 inline Column Ints(const char* name, const std::vector<uint64_t>& v) {
   return {name, ColumnType::kInt64, SourceKind::kUint64Clamped, v.data(), nullptr, v.size(), 0};
 }
-inline Column Difference(const char* name, const std::vector<int64_t>& end,
-                         const std::vector<int64_t>& start) {
-  return {name, ColumnType::kInt64, SourceKind::kInt64Diff, end.data(), start.data(),
-          std::min(end.size(), start.size()), 0};
+inline Column Difference(const char* name, const std::vector<int64_t>& end, const std::vector<int64_t>& start) {
+  return {name,       ColumnType::kInt64, SourceKind::kInt64Diff,
+          end.data(), start.data(),       std::min(end.size(), start.size()),
+          0};
 }
 inline Column IntIfFlag(const char* name, const std::vector<int64_t>& v, const std::vector<uint8_t>& flag) {
-  return {name, ColumnType::kInt64, SourceKind::kInt64IfFlag, v.data(), flag.data(),
-          std::min(v.size(), flag.size()), 0};
+  return {name, ColumnType::kInt64, SourceKind::kInt64IfFlag, v.data(), flag.data(), std::min(v.size(), flag.size()),
+          0};
 }
 //! An id half: `other` is the trace id's other half (NULL only when both are
 //! 0), or `v` itself for a span id.
@@ -137,8 +136,14 @@ inline Column TextOrElse(const char* name, const StringColumn& a, const StringCo
 }
 inline Column IsEntry(const char* name, const std::vector<int32_t>& kind, const std::vector<uint64_t>& parent,
                       const char* backfill) {
-  return {name, ColumnType::kInt64, SourceKind::kIsEntry, kind.data(), parent.data(),
-          std::min(kind.size(), parent.size()), 0, backfill};
+  return {name,
+          ColumnType::kInt64,
+          SourceKind::kIsEntry,
+          kind.data(),
+          parent.data(),
+          std::min(kind.size(), parent.size()),
+          0,
+          backfill};
 }
 inline Column AnyText(const char* name, const StringColumn& a, const StringColumn& b, const char* backfill) {
   return {name, ColumnType::kInt64, SourceKind::kAnyText, &a, &b, std::min(a.size(), b.size()), 0, backfill};
@@ -353,7 +358,9 @@ inline Result<std::vector<std::string>> MigrationSql(const char* table, std::spa
   for (size_t i = actual.size(); i < expected.size(); ++i) {
     const Column& c = expected[i];
     if (c.backfill == nullptr) return mismatch;
-    const char* type = c.type == ColumnType::kText ? types.text : c.type == ColumnType::kDouble ? types.float64 : types.int64;
+    const char* type = c.type == ColumnType::kText     ? types.text
+                       : c.type == ColumnType::kDouble ? types.float64
+                                                       : types.int64;
     out.push_back(std::string("ALTER TABLE ") + table + " ADD COLUMN " + c.name + " " + type);
     update += std::string(i > actual.size() ? ", " : "") + c.name + " = " + c.backfill;
   }
@@ -497,8 +504,8 @@ using KeySet = std::unordered_set<RowKey, RowKeyHash>;
 //! Appends to `rows` the indexes of `keys` that are in neither `known` nor
 //! `pending`, and adds them to `pending` (so repeats later in the same write
 //! are skipped too).
-inline void SelectNewKeys(int64_t project_id, const std::vector<int64_t>& keys, const KeySet& known,
-                          KeySet* pending, std::vector<uint32_t>* rows) {
+inline void SelectNewKeys(int64_t project_id, const std::vector<int64_t>& keys, const KeySet& known, KeySet* pending,
+                          std::vector<uint32_t>* rows) {
   for (size_t i = 0; i < keys.size(); ++i) {
     RowKey key{project_id, keys[i]};
     if (known.count(key) != 0) continue;

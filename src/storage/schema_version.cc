@@ -42,8 +42,15 @@ int64_t ResourceIdOfRow(const RowView& r) {
 int64_t SeriesIdOfRow(const RowView& r) {
   const std::string name = r.GetString(2), unit = r.GetString(4), resource = r.GetString(7),
                     scope_name = r.GetString(8), scope_version = r.GetString(9);
-  SeriesMetric m{r.GetInt(0), name, static_cast<int32_t>(r.GetInt(3)), unit, static_cast<int32_t>(r.GetInt(5)),
-                 r.GetInt(6) != 0, resource, scope_name, scope_version};
+  SeriesMetric m{r.GetInt(0),
+                 name,
+                 static_cast<int32_t>(r.GetInt(3)),
+                 unit,
+                 static_cast<int32_t>(r.GetInt(5)),
+                 r.GetInt(6) != 0,
+                 resource,
+                 scope_name,
+                 scope_version};
   return SeriesIdHasher(m).Id(r.GetString(10));
 }
 
@@ -52,7 +59,9 @@ std::vector<KeyedTable> KeyedTables() {
   return {
       {kSpanResourcesTable, "resource_id", kSpansTable, resource, ResourceIdOfRow},
       {kLogResourcesTable, "resource_id", kLogsTable, resource, ResourceIdOfRow},
-      {kMetricSeriesTable, "series_id", kMetricPointsTable,
+      {kMetricSeriesTable,
+       "series_id",
+       kMetricPointsTable,
        {"metric_name", "metric_type", "unit", "temporality", "is_monotonic", "resource_attributes", "scope_name",
         "scope_version", "attributes"},
        SeriesIdOfRow},
@@ -73,8 +82,11 @@ Result<size_t> RecomputeKeys(SchemaSession* s, const KeyedTable& t) {
     std::pair<int64_t, int64_t> key{r.GetInt(0), r.GetInt(1)};
     for (size_t c = 0; c < t.inputs.size() + 2; ++c) {
       if (r.IsNull(static_cast<int>(c)) && missing.empty()) {
-        missing = std::string(c == 0 ? "project_id" : c == 1 ? t.key : t.inputs[c - 2]) + " is NULL in the row (project " +
-                  std::to_string(key.first) + ", " + t.key + " " + std::to_string(key.second) + ")";
+        missing = std::string(c == 0   ? "project_id"
+                              : c == 1 ? t.key
+                                       : t.inputs[c - 2]) +
+                  " is NULL in the row (project " + std::to_string(key.first) + ", " + t.key + " " +
+                  std::to_string(key.second) + ")";
       }
     }
     int64_t id = t.id(r);
@@ -83,11 +95,13 @@ Result<size_t> RecomputeKeys(SchemaSession* s, const KeyedTable& t) {
       conflict = "project " + std::to_string(key.first) + ", " + t.key + " " + std::to_string(key.second);
     }
   });
-  if (!read.ok()) return Status(read.code(), std::string("reading the id inputs of ") + t.table + ": " + read.message());
+  if (!read.ok())
+    return Status(read.code(), std::string("reading the id inputs of ") + t.table + ": " + read.message());
   if (!missing.empty()) {
     // The writer never stores NULL there: the id cannot be what an ingest of
     // the same data would give.
-    return Status::InvalidArgument(std::string(t.table) + "." + missing + ", so its new id cannot be computed; nothing "
+    return Status::InvalidArgument(std::string(t.table) + "." + missing +
+                                   ", so its new id cannot be computed; nothing "
                                    "was changed");
   }
   if (!conflict.empty()) {
@@ -239,7 +253,8 @@ Result<Found> FoundVersion(SchemaSession* s) {
     if (!exists.ok()) return exists.status();
     if (!*exists) continue;
     bool any = false;
-    SL_RETURN_IF_ERROR(s->Query(std::string("SELECT 1 FROM ") + table + " LIMIT 1", [&](const RowView&) { any = true; }));
+    SL_RETURN_IF_ERROR(
+        s->Query(std::string("SELECT 1 FROM ") + table + " LIMIT 1", [&](const RowView&) { any = true; }));
     if (any) return Found{1, false};
   }
   return Found{0, false};

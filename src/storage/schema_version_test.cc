@@ -185,7 +185,8 @@ class SchemaMigrationTest : public ::testing::TestWithParam<std::string> {
     Result<SqlResult> columns = store->ExecuteSql(std::string("SELECT * FROM ") + table + " LIMIT 0");
     EXPECT_TRUE(columns.ok()) << columns.status().ToString();
     std::string order;
-    for (size_t c = 1; columns.ok() && c <= columns->columns.size(); ++c) order += (c > 1 ? ", " : "") + std::to_string(c);
+    for (size_t c = 1; columns.ok() && c <= columns->columns.size(); ++c)
+      order += (c > 1 ? ", " : "") + std::to_string(c);
     Result<SqlResult> rows = store->ExecuteSql(std::string("SELECT * FROM ") + table + " ORDER BY " + order);
     EXPECT_TRUE(rows.ok()) << rows.status().ToString();
     return rows.ok() ? std::move(rows).value() : SqlResult();
@@ -243,8 +244,8 @@ TEST_P(SchemaMigrationTest, AVersion1DatabaseIsRefusedThenMigratedToTheIdsAFresh
   std::unique_ptr<TelemetryStore> store = Open(dir);
   ASSERT_NE(store, nullptr);
   EXPECT_EQ(store->schema_report().found_version, 2);
-  for (const char* table : {"spans", "span_resources", "logs", "log_resources", "metric_series", "metric_points",
-                            "schema_version"}) {
+  for (const char* table :
+       {"spans", "span_resources", "logs", "log_resources", "metric_series", "metric_points", "schema_version"}) {
     SCOPED_TRACE(table);
     SqlResult want = Rows(reference.get(), table), got = Rows(store.get(), table);
     EXPECT_EQ(got.columns, want.columns);
@@ -275,8 +276,9 @@ TEST_P(SchemaMigrationTest, TwoOldIdsOfOneIdentityBecomeOneRow) {
     std::unique_ptr<TelemetryStore> store = Open(dir);
     ASSERT_NE(store, nullptr);
     Write(store.get(), fresh);
-    Sql(store.get(), "INSERT INTO span_resources SELECT project_id, resource_id + 1, resource_attributes, scope_name, "
-                     "scope_version, scope_attributes FROM span_resources");
+    Sql(store.get(),
+        "INSERT INTO span_resources SELECT project_id, resource_id + 1, resource_attributes, scope_name, "
+        "scope_version, scope_attributes FROM span_resources");
     Sql(store.get(), "UPDATE spans SET resource_id = resource_id + 1 WHERE span_id % 2 = 0");
     Sql(store.get(), "UPDATE schema_version SET version = 1");
     ASSERT_TRUE(store->Close().ok());

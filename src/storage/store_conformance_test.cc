@@ -121,20 +121,90 @@ SpanBatch MakeSpans(int64_t project_id = kProject) {
     const char* scope_attributes;
   };
   const Row rows[] = {
-      {"0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331", "", "", 1, "GET /users/:id", 2,
-       1700000000000000000, 1700000000250000000, 0, "", "frontend", "/users/:id", "GET", 200, "", "", "",
-       R"({"http.route":"/users/:id","http.request.method":"GET"})", "[]", "[]", 0, 0, 0,
-       R"({"service.name":"frontend","host.name":"web-1"})", "io.opentelemetry.http", "1.2.3", "{}"},
-      {"0af7651916cd43dd8448eb211c80319c", "00f067aa0ba902b7", "b7ad6b7169203331", "vendor=opaque", 4294967295u,
-       "SELECT café ✓", 3, 1700000000010000000, 1700000000090000123, 2, "deadlock détecté", "users-db",
-       "/internal/q", "POST", 503, "postgresql", "java.sql.SQLException", "could not serialize ⚠",
+      {"0af7651916cd43dd8448eb211c80319c",
+       "b7ad6b7169203331",
+       "",
+       "",
+       1,
+       "GET /users/:id",
+       2,
+       1700000000000000000,
+       1700000000250000000,
+       0,
+       "",
+       "frontend",
+       "/users/:id",
+       "GET",
+       200,
+       "",
+       "",
+       "",
+       R"({"http.route":"/users/:id","http.request.method":"GET"})",
+       "[]",
+       "[]",
+       0,
+       0,
+       0,
+       R"({"service.name":"frontend","host.name":"web-1"})",
+       "io.opentelemetry.http",
+       "1.2.3",
+       "{}"},
+      {"0af7651916cd43dd8448eb211c80319c",
+       "00f067aa0ba902b7",
+       "b7ad6b7169203331",
+       "vendor=opaque",
+       4294967295u,
+       "SELECT café ✓",
+       3,
+       1700000000010000000,
+       1700000000090000123,
+       2,
+       "deadlock détecté",
+       "users-db",
+       "/internal/q",
+       "POST",
+       503,
+       "postgresql",
+       "java.sql.SQLException",
+       "could not serialize ⚠",
        R"({"db.system":"postgresql","retry":true,"n":3})",
        R"([{"time_unix_nano":1700000000050000000,"name":"exception","attributes":{"exception.type":"java.sql.SQLException"},"dropped_attributes_count":0}])",
        R"([{"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"00f067aa0ba902b8","trace_state":"","attributes":{},"dropped_attributes_count":0,"flags":1}])",
-       2147483648u, 5, 6, R"({"service.name":"users-db"})", "jdbc", "", R"({"scope.attr":1})"},
-      {"4bf92f3577b34da6a3ce929d0e0e4736", "53995c3f42cd8ad8", "00f067aa0ba902b7", "a=b", 0, "cache.get", 1,
-       1700000000020000000, 1700000000020000001, 1, "ok", "cache", "", "", 0, "redis", "", "", "{}", "[]", "[]",
-       1, 0, 0, "{}", "", "", ""},
+       2147483648u,
+       5,
+       6,
+       R"({"service.name":"users-db"})",
+       "jdbc",
+       "",
+       R"({"scope.attr":1})"},
+      {"4bf92f3577b34da6a3ce929d0e0e4736",
+       "53995c3f42cd8ad8",
+       "00f067aa0ba902b7",
+       "a=b",
+       0,
+       "cache.get",
+       1,
+       1700000000020000000,
+       1700000000020000001,
+       1,
+       "ok",
+       "cache",
+       "",
+       "",
+       0,
+       "redis",
+       "",
+       "",
+       "{}",
+       "[]",
+       "[]",
+       1,
+       0,
+       0,
+       "{}",
+       "",
+       "",
+       ""},
   };
   for (const Row& r : rows) {
     AppendTraceId(r.trace_id, &b.trace_id_high, &b.trace_id_low);
@@ -234,37 +304,128 @@ constexpr int64_t kSummarySeries = 42;
 constexpr int64_t kExpHistogramSeries = -1;
 constexpr int64_t kCounterSeries = 9000000000000000000;
 
-const SeriesSpec kGauge = {kGaugeSeries, "system.memory.usage", MetricType::kGauge, "By", "Memory in use", 0, 0,
-                           "node-agent", R"({"service.name":"node-agent","host.name":"h1"})", "hostmetrics",
-                           "0.9", R"({"state":"used"})"};
-const SeriesSpec kHistogram = {kHistogramSeries, "http.server.duration", MetricType::kHistogram, "ms",
-                               "Inbound request latency", 2, 0, "frontend", R"({"service.name":"frontend"})",
-                               "io.opentelemetry.http", "1.2.3", R"({"http.route":"/users/:id"})"};
-const SeriesSpec kSummary = {kSummarySeries, "rpc.latency", MetricType::kSummary, "s", "", 0, 0, "legacy", "{}",
-                             "", "", "{}"};
-const SeriesSpec kExpHistogram = {kExpHistogramSeries, "queue.wait", MetricType::kExponentialHistogram, "ms",
-                                  "Queue wait time", 1, 0, "worker", R"({"service.name":"worker"})", "queue", "2",
+const SeriesSpec kGauge = {kGaugeSeries,
+                           "system.memory.usage",
+                           MetricType::kGauge,
+                           "By",
+                           "Memory in use",
+                           0,
+                           0,
+                           "node-agent",
+                           R"({"service.name":"node-agent","host.name":"h1"})",
+                           "hostmetrics",
+                           "0.9",
+                           R"({"state":"used"})"};
+const SeriesSpec kHistogram = {kHistogramSeries,
+                               "http.server.duration",
+                               MetricType::kHistogram,
+                               "ms",
+                               "Inbound request latency",
+                               2,
+                               0,
+                               "frontend",
+                               R"({"service.name":"frontend"})",
+                               "io.opentelemetry.http",
+                               "1.2.3",
+                               R"({"http.route":"/users/:id"})"};
+const SeriesSpec kSummary = {
+    kSummarySeries, "rpc.latency", MetricType::kSummary, "s", "", 0, 0, "legacy", "{}", "", "", "{}"};
+const SeriesSpec kExpHistogram = {kExpHistogramSeries,
+                                  "queue.wait",
+                                  MetricType::kExponentialHistogram,
+                                  "ms",
+                                  "Queue wait time",
+                                  1,
+                                  0,
+                                  "worker",
+                                  R"({"service.name":"worker"})",
+                                  "queue",
+                                  "2",
                                   "{}"};
-const SeriesSpec kCounter = {kCounterSeries, "requests", MetricType::kSum, "1", "Requests served ✓", 2, 1,
-                             "frontend", R"({"service.name":"frontend"})", "", "", R"({"code":"200"})"};
+const SeriesSpec kCounter = {kCounterSeries,
+                             "requests",
+                             MetricType::kSum,
+                             "1",
+                             "Requests served ✓",
+                             2,
+                             1,
+                             "frontend",
+                             R"({"service.name":"frontend"})",
+                             "",
+                             "",
+                             R"({"code":"200"})"};
 
-const PointSpec kGaugeDouble = {kGaugeSeries, 1700000000000000000, 0, 1.5, 0, 0, 0, kNaN, kNaN, kNaN,
-                                "", "", "", "", "", 0};
-const PointSpec kGaugeInt = {kGaugeSeries, 1700000010000000000, 0, 42.0, 42, 1, 0, kNaN, kNaN, kNaN,
-                             "", "", "", "", R"([{"time_unix_nano":1700000010000000000,"as_int":42}])", 1};
-const PointSpec kHistogramPoint = {kHistogramSeries, 1700000020000000000, 1699999990000000000, kNaN, 0, 0, 10,
-                                   12.75, 0.25, 5.5, "[1,4,5]", "[1.0,5.0]", "", "", "", 0};
-const PointSpec kSummaryPoint = {kSummarySeries, 1700000030000000000, 1699999990000000000, kNaN, 0, 0, 4, 10.0,
-                                 kNaN, kNaN, "", "", "",
-                                 R"([{"quantile":0.5,"value":2.5},{"quantile":0.99,"value":4.0}])", "", 0};
+const PointSpec kGaugeDouble = {
+    kGaugeSeries, 1700000000000000000, 0, 1.5, 0, 0, 0, kNaN, kNaN, kNaN, "", "", "", "", "", 0};
+const PointSpec kGaugeInt = {kGaugeSeries,
+                             1700000010000000000,
+                             0,
+                             42.0,
+                             42,
+                             1,
+                             0,
+                             kNaN,
+                             kNaN,
+                             kNaN,
+                             "",
+                             "",
+                             "",
+                             "",
+                             R"([{"time_unix_nano":1700000010000000000,"as_int":42}])",
+                             1};
+const PointSpec kHistogramPoint = {kHistogramSeries,
+                                   1700000020000000000,
+                                   1699999990000000000,
+                                   kNaN,
+                                   0,
+                                   0,
+                                   10,
+                                   12.75,
+                                   0.25,
+                                   5.5,
+                                   "[1,4,5]",
+                                   "[1.0,5.0]",
+                                   "",
+                                   "",
+                                   "",
+                                   0};
+const PointSpec kSummaryPoint = {kSummarySeries,
+                                 1700000030000000000,
+                                 1699999990000000000,
+                                 kNaN,
+                                 0,
+                                 0,
+                                 4,
+                                 10.0,
+                                 kNaN,
+                                 kNaN,
+                                 "",
+                                 "",
+                                 "",
+                                 R"([{"quantile":0.5,"value":2.5},{"quantile":0.99,"value":4.0}])",
+                                 "",
+                                 0};
 const PointSpec kExpHistogramPoint = {
-    kExpHistogramSeries, 1700000040000000000, 1700000035000000000, kNaN, 0, 0, 3, 6.0, 1.0, 3.0, "", "",
+    kExpHistogramSeries,
+    1700000040000000000,
+    1700000035000000000,
+    kNaN,
+    0,
+    0,
+    3,
+    6.0,
+    1.0,
+    3.0,
+    "",
+    "",
     R"({"scale":2,"zero_count":0,"positive":{"offset":1,"bucket_counts":[1,2]},"negative":{"offset":0,"bucket_counts":[]}})",
-    "", "", 0};
-const PointSpec kGaugeLater = {kGaugeSeries, 1700000050000000000, 0, 2.25, 0, 0, 0, kNaN, kNaN, kNaN,
-                               "", "", "", "", "", 0};
-const PointSpec kCounterPoint = {kCounterSeries, 1700000060000000000, 1699999000000000000, -7.0, -7, 1, 0, kNaN,
-                                 kNaN, kNaN, "", "", "", "", "", 0};
+    "",
+    "",
+    0};
+const PointSpec kGaugeLater = {
+    kGaugeSeries, 1700000050000000000, 0, 2.25, 0, 0, 0, kNaN, kNaN, kNaN, "", "", "", "", "", 0};
+const PointSpec kCounterPoint = {
+    kCounterSeries, 1700000060000000000, 1699999000000000000, -7.0, -7, 1, 0, kNaN, kNaN, kNaN, "", "", "", "", "", 0};
 
 MetricBatch MakeMetrics(int64_t project_id, const std::vector<SeriesSpec>& series,
                         const std::vector<PointSpec>& points) {
@@ -319,9 +480,7 @@ Cell Int(int64_t v) { return std::to_string(v); }
 Cell Str(std::string_view s) { return std::string(s); }
 Cell OrNull(std::string_view s) { return s.empty() ? Cell() : Cell(std::string(s)); }
 //! An id half as stored: the same 64 bits as a signed integer, NULL when the id is absent.
-Cell IdHalf(uint64_t v, uint64_t other) {
-  return v == 0 && other == 0 ? Cell() : Int(static_cast<int64_t>(v));
-}
+Cell IdHalf(uint64_t v, uint64_t other) { return v == 0 && other == 0 ? Cell() : Int(static_cast<int64_t>(v)); }
 Cell DoubleOrNull(double v) {
   if (std::isnan(v)) return std::nullopt;
   char buf[64];
@@ -360,13 +519,10 @@ std::vector<ExpectedColumn> SpanExpectations(const SpanBatch& b) {
       {"dropped_links_count", [&](size_t i) { return Int(b.dropped_links_count[i]); }},
       {"resource_id", [&](size_t i) { return Int(b.resource_id[i]); }},
       // Derived: what the dashboards group and filter on.
-      {"endpoint",
-       [&](size_t i) { return Str(b.http_route.Get(i).empty() ? b.name.Get(i) : b.http_route.Get(i)); }},
-      {"is_entry",
-       [&](size_t i) { return Int(b.kind[i] == 2 || b.kind[i] == 5 || b.parent_span_id[i] == 0 ? 1 : 0); }},
-      {"has_exception", [&](size_t i) {
-         return Int(b.exception_type.Get(i).empty() && b.exception_message.Get(i).empty() ? 0 : 1);
-       }},
+      {"endpoint", [&](size_t i) { return Str(b.http_route.Get(i).empty() ? b.name.Get(i) : b.http_route.Get(i)); }},
+      {"is_entry", [&](size_t i) { return Int(b.kind[i] == 2 || b.kind[i] == 5 || b.parent_span_id[i] == 0 ? 1 : 0); }},
+      {"has_exception",
+       [&](size_t i) { return Int(b.exception_type.Get(i).empty() && b.exception_message.Get(i).empty() ? 0 : 1); }},
   };
 }
 
@@ -444,8 +600,7 @@ std::string Show(const Cell& c) { return c ? "'" + *c + "'" : "NULL"; }
 
 //! Checks that `result` has exactly the expected columns, in order, and that
 //! result row r equals input row rows[r] cell by cell.
-void ExpectRows(const SqlResult& result, const std::vector<ExpectedColumn>& expected,
-                const std::vector<size_t>& rows) {
+void ExpectRows(const SqlResult& result, const std::vector<ExpectedColumn>& expected, const std::vector<size_t>& rows) {
   std::vector<std::string> names;
   for (const ExpectedColumn& c : expected) names.push_back(c.name);
   ASSERT_EQ(result.columns, names);
@@ -455,8 +610,8 @@ void ExpectRows(const SqlResult& result, const std::vector<ExpectedColumn>& expe
     for (size_t c = 0; c < expected.size(); ++c) {
       Cell want = expected[c].cell(rows[r]);
       const Cell& got = result.rows[r][c];
-      SCOPED_TRACE("row " + std::to_string(r) + " column " + expected[c].name + ": got " + Show(got) +
-                   ", want " + Show(want));
+      SCOPED_TRACE("row " + std::to_string(r) + " column " + expected[c].name + ": got " + Show(got) + ", want " +
+                   Show(want));
       ASSERT_EQ(got.has_value(), want.has_value());
       if (!want) continue;
       if (expected[c].is_double) {
@@ -547,8 +702,8 @@ TEST_P(StoreConformanceTest, SpansRoundTripEveryColumn) {
   Status s = Sink(Signal::kSpans)->WriteSpans({&spans});
   ASSERT_TRUE(s.ok()) << s.ToString();
   ExpectRows(Query("SELECT * FROM spans ORDER BY start_time_ns"), SpanExpectations(spans), {0, 1, 2});
-  ExpectRows(Query("SELECT * FROM span_resources ORDER BY resource_id"), ResourceExpectations(kProject, spans.resources),
-             {0, 1, 2});
+  ExpectRows(Query("SELECT * FROM span_resources ORDER BY resource_id"),
+             ResourceExpectations(kProject, spans.resources), {0, 1, 2});
   // duration_ns is computed by the engine, not carried in the batch.
   // Ids read back as hex the same way on every engine (docs/STORAGE.md).
   EXPECT_EQ(Scalar("SELECT duration_ns FROM spans WHERE printf('%016x', span_id) = '00f067aa0ba902b7'"),
@@ -571,15 +726,15 @@ TEST_P(StoreConformanceTest, LogsRoundTripEveryColumn) {
   ExpectRows(Query("SELECT * FROM logs ORDER BY observed_time_ns"), LogExpectations(logs), {0, 1});
   ExpectRows(Query("SELECT * FROM log_resources ORDER BY resource_id"), ResourceExpectations(kProject, logs.resources),
              {0, 1});
-  EXPECT_EQ(Scalar("SELECT COUNT(*) FROM logs WHERE trace_id_high IS NULL AND trace_id_low IS NULL AND span_id IS NULL"),
-            Cell("1"));
+  EXPECT_EQ(
+      Scalar("SELECT COUNT(*) FROM logs WHERE trace_id_high IS NULL AND trace_id_low IS NULL AND span_id IS NULL"),
+      Cell("1"));
 }
 
 TEST_P(StoreConformanceTest, MetricsRoundTripEveryColumnAndNullRules) {
   Open();
   const std::vector<SeriesSpec> series = {kGauge, kHistogram, kSummary, kExpHistogram};
-  const std::vector<PointSpec> points = {kGaugeDouble, kGaugeInt, kHistogramPoint, kSummaryPoint,
-                                         kExpHistogramPoint};
+  const std::vector<PointSpec> points = {kGaugeDouble, kGaugeInt, kHistogramPoint, kSummaryPoint, kExpHistogramPoint};
   MetricBatch metrics = MakeMetrics(kProject, series, points);
   Status s = Sink(Signal::kMetrics)->WriteMetrics({&metrics});
   ASSERT_TRUE(s.ok()) << s.ToString();
@@ -647,13 +802,11 @@ TEST_P(StoreConformanceTest, SeriesAreStoredOncePerProject) {
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(Count("metric_series"), 4);
   EXPECT_EQ(Count("metric_points"), 6);
-  EXPECT_EQ(Scalar("SELECT COUNT(*) FROM metric_series WHERE series_id = " + std::to_string(kGaugeSeries)),
-            Cell("2"));
-  EXPECT_EQ(Scalar("SELECT COUNT(DISTINCT project_id) FROM metric_series WHERE series_id = " +
-                   std::to_string(kGaugeSeries)),
-            Cell("2"));
-  EXPECT_EQ(Scalar("SELECT COUNT(*) FROM metric_points WHERE series_id = " + std::to_string(kGaugeSeries)),
-            Cell("4"));
+  EXPECT_EQ(Scalar("SELECT COUNT(*) FROM metric_series WHERE series_id = " + std::to_string(kGaugeSeries)), Cell("2"));
+  EXPECT_EQ(
+      Scalar("SELECT COUNT(DISTINCT project_id) FROM metric_series WHERE series_id = " + std::to_string(kGaugeSeries)),
+      Cell("2"));
+  EXPECT_EQ(Scalar("SELECT COUNT(*) FROM metric_points WHERE series_id = " + std::to_string(kGaugeSeries)), Cell("4"));
 
   StoreStats stats = store_->Stats();
   EXPECT_EQ(stats.metric_series, 4u);

@@ -71,11 +71,11 @@ struct AttrFilter {
 //! The spans an operation reads.
 struct SpanFilter {
   int64_t project_id = 0;
-  TimeRange range;                     // on start_time_ns
-  bool entry_only = false;             // only entry spans
-  std::optional<std::string> service;  // service_name =
-  std::optional<std::string> endpoint; // endpoint =
-  std::optional<int32_t> status_code;  // 0 unset, 1 ok, 2 error
+  TimeRange range;                         // on start_time_ns
+  bool entry_only = false;                 // only entry spans
+  std::optional<std::string> service;      // service_name =
+  std::optional<std::string> endpoint;     // endpoint =
+  std::optional<int32_t> status_code;      // 0 unset, 1 ok, 2 error
   std::optional<int64_t> min_duration_ns;  // duration_ns >=
   std::optional<int64_t> max_duration_ns;  // duration_ns <=
   std::vector<AttrFilter> attributes;      // span attributes, all must match
@@ -106,7 +106,7 @@ struct SpanGroup {
   //! bucket index or label index for kBucket/kLabel.
   std::vector<std::string> keys;
   int64_t count = 0;
-  int64_t errors = 0;  // status_code = 2
+  int64_t errors = 0;                    // status_code = 2
   std::array<double, 3> percentiles_ns;  // p50, p95, p99; NaN when not asked
 };
 //! Groups in no particular order (the caller sorts); only groups with spans
@@ -189,8 +189,8 @@ struct ExceptionGroup {
   std::string message;
   std::string service;
   int64_t count = 0;
-  int64_t first_ns = 0;  // earliest start_time_ns
-  int64_t last_ns = 0;   // latest start_time_ns
+  int64_t first_ns = 0;     // earliest start_time_ns
+  int64_t last_ns = 0;      // latest start_time_ns
   TraceId sample_trace_id;  // the greatest trace id of the group (unsigned order)
 };
 //! By count descending, then type, message, service ascending.
@@ -219,7 +219,7 @@ using SpanRefs = std::vector<SpanRef>;
 
 struct LogFilter {
   int64_t project_id = 0;
-  TimeRange range;  // on time_ns
+  TimeRange range;           // on time_ns
   int32_t severity_min = 0;  // severity_number >=, when > 0
   std::optional<std::string> service;
   //! Body contains this text, case-insensitively (SQLite folds ASCII only).

@@ -17,12 +17,10 @@ StoreRegistry& StoreRegistry::Instance() {
   return registry;
 }
 
-void StoreRegistry::Register(const std::string& name, StoreFactory factory) {
-  factories_[name] = std::move(factory);
-}
+void StoreRegistry::Register(const std::string& name, StoreFactory factory) { factories_[name] = std::move(factory); }
 
 Result<std::unique_ptr<TelemetryStore>> StoreRegistry::Open(const std::string& name,
-                                                             const StoreOptions& options) const {
+                                                            const StoreOptions& options) const {
   auto it = factories_.find(name);
   if (it == factories_.end()) {
     std::string known;

@@ -8,10 +8,10 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <optional>
-#include <variant>
 #include <memory>
+#include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "common/status.h"
@@ -23,11 +23,11 @@ namespace sightline {
 //! Engine settings from the CLI / SIGHTLINE_* environment. Engines ignore what
 //! does not apply to them.
 struct StoreOptions {
-  std::string data_dir;            // the engine keeps its files here
-  std::string memory_limit;        // DuckDB memory_limit, e.g. "2GB"; "" = engine default
+  std::string data_dir;                        // the engine keeps its files here
+  std::string memory_limit;                    // DuckDB memory_limit, e.g. "2GB"; "" = engine default
   std::string checkpoint_threshold = "256MB";  // DuckDB checkpoint_threshold ("" = DuckDB's 16MB)
-  int threads = 0;                 // DuckDB worker threads; 0 = engine default
-  int read_connections = 4;        // size of the read pool (AcquireReader)
+  int threads = 0;                             // DuckDB worker threads; 0 = engine default
+  int read_connections = 4;                    // size of the read pool (AcquireReader)
   //! Run every schema migration an older database needs, including those
   //! that are not automatic (`sightline migrate`; storage/schema_version.h).
   bool migrate = false;

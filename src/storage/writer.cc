@@ -7,7 +7,9 @@ SignalWriter::SignalWriter(Signal signal, std::unique_ptr<SignalSink> sink, Opti
 
 SignalWriter::~SignalWriter() { Stop(); }
 
-void SignalWriter::Start() { thread_ = std::thread([this] { Run(); }); }
+void SignalWriter::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
 
 void SignalWriter::Submit(std::unique_ptr<AnyBatch> batch, Done done) {
   size_t rows = BatchRows(*batch);

@@ -30,10 +30,10 @@ class RecordingSink : public SignalSink {
   struct Shared {
     std::mutex mu;
     std::condition_variable cv;
-    std::vector<std::vector<int64_t>> groups;       // every call, ids in order
-    std::vector<std::vector<size_t>> group_rows;    // rows of each batch per call
-    std::vector<Signal> signals;                    // which Write* each call used
-    std::set<int64_t> committed;                    // ids of successful writes
+    std::vector<std::vector<int64_t>> groups;     // every call, ids in order
+    std::vector<std::vector<size_t>> group_rows;  // rows of each batch per call
+    std::vector<Signal> signals;                  // which Write* each call used
+    std::set<int64_t> committed;                  // ids of successful writes
     int64_t fail_id = -1000;
     milliseconds delay{0};
     bool blocked = false;

@@ -182,11 +182,10 @@ class SqliteStateStore final : public StateStore {
 
   Result<std::vector<TokenRecord>> ListTokens(const std::optional<std::string>& project) override EXCLUDES(mu_) {
     MutexLock lock(&mu_);
-    Stmt sel(db_,
-             project ? "SELECT t.hash, t.project_id, p.name, t.created_at FROM tokens t JOIN projects p ON p.id = "
-                       "t.project_id WHERE p.name = ? ORDER BY t.created_at, t.hash"
-                     : "SELECT t.hash, t.project_id, p.name, t.created_at FROM tokens t JOIN projects p ON p.id = "
-                       "t.project_id ORDER BY t.created_at, t.hash");
+    Stmt sel(db_, project ? "SELECT t.hash, t.project_id, p.name, t.created_at FROM tokens t JOIN projects p ON p.id = "
+                            "t.project_id WHERE p.name = ? ORDER BY t.created_at, t.hash"
+                          : "SELECT t.hash, t.project_id, p.name, t.created_at FROM tokens t JOIN projects p ON p.id = "
+                            "t.project_id ORDER BY t.created_at, t.hash");
     if (project) sel.Bind(1, *project);
     std::vector<TokenRecord> out;
     int rc;

@@ -365,10 +365,13 @@ TEST(SqliteStateVersioningTest, AnUnversionedDatabaseIsMigratedWithItsData) {
   const std::string session_hash = HashToken("legacy-session-id");
   Exec(dir.db(),
        "INSERT INTO projects(id, name, created_at) VALUES (7, 'default', 1700000000);"
-       "INSERT INTO tokens(hash, project_id, created_at) VALUES ('" + token_hash + "', 7, 1700000001);"
-       "INSERT INTO users(username, salt, password_hash) VALUES ('admin', '00112233445566778899aabbccddeeff',"
-       "  'f7f072bf8d5598719fa5ce975dd8978118bbaeed0b1b08462080fd7a63d8a0f6');"
-       "INSERT INTO sessions(hash, username, expires_at) VALUES ('" + session_hash + "', 'admin', 4000000000);");
+       "INSERT INTO tokens(hash, project_id, created_at) VALUES ('" +
+           token_hash +
+           "', 7, 1700000001);"
+           "INSERT INTO users(username, salt, password_hash) VALUES ('admin', '00112233445566778899aabbccddeeff',"
+           "  'f7f072bf8d5598719fa5ce975dd8978118bbaeed0b1b08462080fd7a63d8a0f6');"
+           "INSERT INTO sessions(hash, username, expires_at) VALUES ('" +
+           session_hash + "', 'admin', 4000000000);");
 
   auto store = OpenOk(dir.str());
   ASSERT_NE(store, nullptr);
@@ -384,8 +387,9 @@ TEST(SqliteStateVersioningTest, AnUnversionedDatabaseIsMigratedWithItsData) {
   EXPECT_FALSE(CheckUserPassword(store.get(), "admin", "old-password-2").value());
   EXPECT_EQ(SessionUser(store.get(), "legacy-session-id", UnixSeconds()).value(), std::optional<std::string>("admin"));
   // Migration 2's indexes are there.
-  auto indexes = Query(dir.db(), "SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_%' "
-                                 "ORDER BY name");
+  auto indexes = Query(dir.db(),
+                       "SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_%' "
+                       "ORDER BY name");
   EXPECT_EQ(indexes, (std::vector<std::vector<std::string>>{{"sessions_by_expiry"}, {"tokens_by_project"}}));
   // New writes work on the migrated tables, and reopening changes nothing.
   ASSERT_TRUE(SetUserPassword(store.get(), "admin", "new-password-1").ok());

@@ -118,10 +118,8 @@ bool Readable(duckdb_type type) {
     case DUCKDB_TYPE_DOUBLE:
     case DUCKDB_TYPE_VARCHAR:
     case DUCKDB_TYPE_BLOB:
-    case DUCKDB_TYPE_SQLNULL:
-      return true;
-    default:
-      return false;
+    case DUCKDB_TYPE_SQLNULL: return true;
+    default: return false;
   }
 }
 

@@ -107,7 +107,8 @@ TEST_F(DuckDbReaderTest, ConversionsAgreeWithDuckDbsOwnPerValueApi) {
   const std::string sql =
       "SELECT 42::TINYINT, -7::SMALLINT, 2147483647::INTEGER, -9223372036854775807::BIGINT, 255::UTINYINT, "
       "4294967295::UINTEGER, 9223372036854775807::UBIGINT, sum(x), sum(x) * 3, avg(x), 0.5 * 3, -2.25::DECIMAL(10,2), "
-      "0.05::DECIMAL(4,3), 2.5::DECIMAL(4,1), -2.5::DECIMAL(4,1), 12345678901234567.25::DECIMAL(38,2), true, false, 2.5::DOUBLE, -2.5::DOUBLE, 1.5::FLOAT, "
+      "0.05::DECIMAL(4,3), 2.5::DECIMAL(4,1), -2.5::DECIMAL(4,1), 12345678901234567.25::DECIMAL(38,2), true, false, "
+      "2.5::DOUBLE, -2.5::DOUBLE, 1.5::FLOAT, "
       "'17', '2.75', NULL, quantile_cont(x, 0.5) "
       "FROM (VALUES (1::BIGINT), (2), (4)) v(x)";
   duckdb_result reference;

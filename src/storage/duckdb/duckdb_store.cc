@@ -1,7 +1,7 @@
 #include "storage/duckdb/duckdb_store.h"
 #include "storage/duckdb/duckdb_reader.h"
-#include "storage/read_pool.h"
 #include "storage/duckdb/duckdb_telemetry_reader.h"
+#include "storage/read_pool.h"
 
 #include <duckdb.h>
 #include <sys/stat.h>
@@ -61,10 +61,8 @@ class QueryResult {
       case DUCKDB_ERROR_MISMATCH_TYPE:
       case DUCKDB_ERROR_OUT_OF_RANGE:
       case DUCKDB_ERROR_DIVIDE_BY_ZERO:
-      case DUCKDB_ERROR_INVALID_INPUT:
-        return Status::InvalidArgument(message);
-      default:
-        return Status::IoError(message);
+      case DUCKDB_ERROR_INVALID_INPUT: return Status::InvalidArgument(message);
+      default: return Status::IoError(message);
     }
   }
   duckdb_result* get() { return &result_; }
@@ -99,14 +97,16 @@ Status ExecWithoutSpinning(duckdb_connection conn, const char* sql) {
   Status status;
   if (started != DuckDBSuccess) {
     const char* error = pending != nullptr ? duckdb_pending_error(pending) : nullptr;
-    status = Status::IoError(std::string("duckdb: ") + sql + ": " + (error != nullptr ? error : "unknown DuckDB error"));
+    status =
+        Status::IoError(std::string("duckdb: ") + sql + ": " + (error != nullptr ? error : "unknown DuckDB error"));
   } else {
     for (;;) {
       duckdb_pending_state state = duckdb_pending_execute_task(pending);
       if (state == DUCKDB_PENDING_RESULT_READY) break;
       if (state == DUCKDB_PENDING_ERROR) {
         const char* error = duckdb_pending_error(pending);
-        status = Status::IoError(std::string("duckdb: ") + sql + ": " + (error != nullptr ? error : "unknown DuckDB error"));
+        status =
+            Status::IoError(std::string("duckdb: ") + sql + ": " + (error != nullptr ? error : "unknown DuckDB error"));
         break;
       }
       if (state == DUCKDB_PENDING_NO_TASKS_AVAILABLE) std::this_thread::sleep_for(std::chrono::microseconds(50));
@@ -115,7 +115,8 @@ Status ExecWithoutSpinning(duckdb_connection conn, const char* sql) {
       duckdb_result result;
       if (duckdb_execute_pending(pending, &result) != DuckDBSuccess) {
         const char* error = duckdb_result_error(&result);
-        status = Status::IoError(std::string("duckdb: ") + sql + ": " + (error != nullptr ? error : "unknown DuckDB error"));
+        status =
+            Status::IoError(std::string("duckdb: ") + sql + ": " + (error != nullptr ? error : "unknown DuckDB error"));
       }
       duckdb_destroy_result(&result);
     }
@@ -128,7 +129,8 @@ Status ExecWithoutSpinning(duckdb_connection conn, const char* sql) {
 //! column cast to VARCHAR, so each value reads as DuckDB itself prints it
 //! (the text `sightline sql` shows, for every type), and the original column
 //! names in `names`. nullopt for anything else (several statements, DDL, DML).
-std::optional<std::string> TextQueryOf(duckdb_connection conn, const std::string& sql, std::vector<std::string>* names) {
+std::optional<std::string> TextQueryOf(duckdb_connection conn, const std::string& sql,
+                                       std::vector<std::string>* names) {
   duckdb_extracted_statements extracted = nullptr;
   idx_t count = duckdb_extract_statements(conn, sql.c_str(), &extracted);
   std::optional<std::string> out;
@@ -316,8 +318,7 @@ class ChunkBuffer {
   ChunkBuffer& operator=(const ChunkBuffer&) = delete;
 
   //! Appends `rows` rows (row indexes from sel when non-null, else 0..rows-1).
-  Status Append(duckdb_appender appender, std::span<const schema::Column> columns, size_t rows,
-                const uint32_t* sel) {
+  Status Append(duckdb_appender appender, std::span<const schema::Column> columns, size_t rows, const uint32_t* sel) {
     const size_t capacity = duckdb_vector_size();
     for (size_t begin = 0; begin < rows; begin += capacity) {
       size_t n = std::min(capacity, rows - begin);
@@ -361,8 +362,8 @@ class Transaction {
     duckdb_appender appender = nullptr;
     if (duckdb_appender_create(conn_, nullptr, table, &appender) != DuckDBSuccess) {
       const char* error = appender != nullptr ? duckdb_appender_error(appender) : nullptr;
-      std::string message = std::string("duckdb appender on ") + table + ": " +
-                            (error != nullptr ? error : "unknown error");
+      std::string message =
+          std::string("duckdb appender on ") + table + ": " + (error != nullptr ? error : "unknown error");
       if (appender != nullptr) duckdb_appender_destroy(&appender);
       return Status::IoError(message);
     }
@@ -433,7 +434,8 @@ class DuckDbSchemaSession final : public schema::SchemaSession {
     Status s = result.Run(conn_, std::string("SELECT * FROM ") + table + " LIMIT 0");
     if (!s.ok()) return Status::IoError("duckdb: reading " + std::string(table) + ": " + s.message());
     std::vector<std::string> names;
-    for (idx_t c = 0; c < duckdb_column_count(result.get()); ++c) names.emplace_back(duckdb_column_name(result.get(), c));
+    for (idx_t c = 0; c < duckdb_column_count(result.get()); ++c)
+      names.emplace_back(duckdb_column_name(result.get(), c));
     return names;
   }
   const schema::TypeNames& types() const override { return kDuckDbTypes; }
@@ -644,7 +646,8 @@ Status DuckDbStore::LoadCounters() {
 Status DuckDbStore::LoadKnownKeys() {
   for (Signal signal : {Signal::kSpans, Signal::kLogs, Signal::kMetrics}) {
     QueryResult result;
-    std::string sql = std::string("SELECT project_id, ") + schema::KeyColumn(signal) + " FROM " + schema::KeyedTable(signal);
+    std::string sql =
+        std::string("SELECT project_id, ") + schema::KeyColumn(signal) + " FROM " + schema::KeyedTable(signal);
     Status s = result.Run(read_conn_, sql);
     if (!s.ok()) return Status::IoError("duckdb: " + sql + ": " + s.message());
     KnownKeys& known = known_[static_cast<int>(signal)];

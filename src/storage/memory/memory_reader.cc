@@ -133,24 +133,18 @@ std::optional<std::string> AttributeText(simdjson::dom::parser& parser, std::str
   simdjson::dom::element value;
   if (object.at_key(key).get(value) != simdjson::SUCCESS) return std::nullopt;
   switch (value.type()) {
-    case simdjson::dom::element_type::STRING:
-      return std::string(value.get_string().value_unsafe());
-    case simdjson::dom::element_type::BOOL:
-      return value.get_bool().value_unsafe() ? "true" : "false";
-    case simdjson::dom::element_type::INT64:
-      return std::to_string(value.get_int64().value_unsafe());
-    case simdjson::dom::element_type::UINT64:
-      return std::to_string(value.get_uint64().value_unsafe());
+    case simdjson::dom::element_type::STRING: return std::string(value.get_string().value_unsafe());
+    case simdjson::dom::element_type::BOOL: return value.get_bool().value_unsafe() ? "true" : "false";
+    case simdjson::dom::element_type::INT64: return std::to_string(value.get_int64().value_unsafe());
+    case simdjson::dom::element_type::UINT64: return std::to_string(value.get_uint64().value_unsafe());
     case simdjson::dom::element_type::DOUBLE: {
       char buf[32];
       auto r = std::to_chars(buf, buf + sizeof(buf), value.get_double().value_unsafe());
       return std::string(buf, r.ptr);
     }
-    case simdjson::dom::element_type::NULL_VALUE:
-      return std::nullopt;
+    case simdjson::dom::element_type::NULL_VALUE: return std::nullopt;
     case simdjson::dom::element_type::ARRAY:
-    case simdjson::dom::element_type::OBJECT:
-      return simdjson::minify(value);
+    case simdjson::dom::element_type::OBJECT: return simdjson::minify(value);
   }
   return std::nullopt;
 }
@@ -166,17 +160,12 @@ Result<std::vector<double>> NumberArray(simdjson::dom::parser& parser, std::stri
   std::vector<double> out;
   for (simdjson::dom::element e : array) {
     switch (e.type()) {
-      case simdjson::dom::element_type::INT64:
-        out.push_back(static_cast<double>(e.get_int64().value_unsafe()));
-        break;
+      case simdjson::dom::element_type::INT64: out.push_back(static_cast<double>(e.get_int64().value_unsafe())); break;
       case simdjson::dom::element_type::UINT64:
         out.push_back(static_cast<double>(e.get_uint64().value_unsafe()));
         break;
-      case simdjson::dom::element_type::DOUBLE:
-        out.push_back(e.get_double().value_unsafe());
-        break;
-      default:
-        return Status::Internal("stored histogram array holds a non-number: " + std::string(json));
+      case simdjson::dom::element_type::DOUBLE: out.push_back(e.get_double().value_unsafe()); break;
+      default: return Status::Internal("stored histogram array holds a non-number: " + std::string(json));
     }
   }
   return out;
@@ -271,12 +260,8 @@ Result<SpanGroups> MemoryReader::GroupSpans(const SpanGroupQuery& q) {
       bool in_buckets = true;
       for (SpanDimension d : q.dimensions) {
         switch (d) {
-          case SpanDimension::kService:
-            keys.push_back(s.service_name);
-            break;
-          case SpanDimension::kEndpoint:
-            keys.push_back(s.endpoint);
-            break;
+          case SpanDimension::kService: keys.push_back(s.service_name); break;
+          case SpanDimension::kEndpoint: keys.push_back(s.endpoint); break;
           case SpanDimension::kBucket: {
             std::optional<int64_t> b = BucketOf(s.start_time_ns, q.buckets);
             in_buckets = in_buckets && b.has_value();

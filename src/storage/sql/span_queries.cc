@@ -28,9 +28,7 @@ double PercentileSorted(const std::vector<int64_t>& sorted, double q) {
 
 bool AnyPercentile(const SpanGroupQuery& q) { return q.percentiles[0] || q.percentiles[1] || q.percentiles[2]; }
 
-TraceId TraceIdOf(const RowView& r, int high_col) {
-  return TraceId{sql::Id(r, high_col), sql::Id(r, high_col + 1)};
-}
+TraceId TraceIdOf(const RowView& r, int high_col) { return TraceId{sql::Id(r, high_col), sql::Id(r, high_col + 1)}; }
 
 TraceId TraceIdFromHex(const std::string& hex) {
   TraceId id;
@@ -112,7 +110,8 @@ Result<SpanGroups> SqlReader::GroupSpans(const SpanGroupQuery& q) {
     g.count = static_cast<int64_t>(a.durations.size());
     g.errors = a.errors;
     std::sort(a.durations.begin(), a.durations.end());
-    for (int i = 0; i < 3; ++i) g.percentiles_ns[i] = q.percentiles[i] ? PercentileSorted(a.durations, kFractions[i]) : NAN;
+    for (int i = 0; i < 3; ++i)
+      g.percentiles_ns[i] = q.percentiles[i] ? PercentileSorted(a.durations, kFractions[i]) : NAN;
     out.push_back(std::move(g));
   }
   DropOutOfRangeBuckets(q, &out);

@@ -1,7 +1,7 @@
 #include "storage/sqlite/sqlite_store.h"
 #include "storage/read_pool.h"
-#include "storage/sqlite/sqlite_telemetry_reader.h"
 #include "storage/sqlite/sqlite_reader.h"
+#include "storage/sqlite/sqlite_telemetry_reader.h"
 
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -33,8 +33,8 @@ constexpr int kBusyTimeoutMs = 30000;
 // Applied to every connection (these settings are per connection).
 constexpr const char* kConnectionPragmas =
     "PRAGMA synchronous=NORMAL;"
-    "PRAGMA cache_size=-262144;"      // KiB: up to 256 MiB of page cache
-    "PRAGMA mmap_size=268435456;"     // read through a 256 MiB memory map
+    "PRAGMA cache_size=-262144;"   // KiB: up to 256 MiB of page cache
+    "PRAGMA mmap_size=268435456;"  // read through a 256 MiB memory map
     "PRAGMA temp_store=MEMORY;"
     "PRAGMA journal_size_limit=67108864;";  // truncate the WAL back to 64 MiB after checkpoints
 
@@ -82,8 +82,8 @@ class Statement {
   Statement& operator=(const Statement&) = delete;
 
   Status Prepare(sqlite3* db, const std::string& sql) {
-    if (sqlite3_prepare_v3(db, sql.c_str(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmt_,
-                           nullptr) != SQLITE_OK) {
+    if (sqlite3_prepare_v3(db, sql.c_str(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr) !=
+        SQLITE_OK) {
       return SqliteError(db, "prepare " + sql);
     }
     return Status::Ok();
@@ -103,16 +103,11 @@ int BindText(sqlite3_stmt* stmt, int index, std::string_view s) {
 
 int BindCell(sqlite3_stmt* stmt, int index, const schema::Column& c, size_t r) {
   switch (c.kind) {
-    case schema::SourceKind::kConstant:
-      return sqlite3_bind_int64(stmt, index, c.constant);
-    case schema::SourceKind::kInt64:
-      return sqlite3_bind_int64(stmt, index, static_cast<const int64_t*>(c.a)[r]);
-    case schema::SourceKind::kInt32:
-      return sqlite3_bind_int64(stmt, index, static_cast<const int32_t*>(c.a)[r]);
-    case schema::SourceKind::kUint32:
-      return sqlite3_bind_int64(stmt, index, static_cast<const uint32_t*>(c.a)[r]);
-    case schema::SourceKind::kUint8:
-      return sqlite3_bind_int64(stmt, index, static_cast<const uint8_t*>(c.a)[r]);
+    case schema::SourceKind::kConstant: return sqlite3_bind_int64(stmt, index, c.constant);
+    case schema::SourceKind::kInt64: return sqlite3_bind_int64(stmt, index, static_cast<const int64_t*>(c.a)[r]);
+    case schema::SourceKind::kInt32: return sqlite3_bind_int64(stmt, index, static_cast<const int32_t*>(c.a)[r]);
+    case schema::SourceKind::kUint32: return sqlite3_bind_int64(stmt, index, static_cast<const uint32_t*>(c.a)[r]);
+    case schema::SourceKind::kUint8: return sqlite3_bind_int64(stmt, index, static_cast<const uint8_t*>(c.a)[r]);
     case schema::SourceKind::kUint64Clamped: {
       constexpr uint64_t kMax = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
       uint64_t v = static_cast<const uint64_t*>(c.a)[r];
@@ -137,17 +132,14 @@ int BindCell(sqlite3_stmt* stmt, int index, const schema::Column& c, size_t r) {
                  ? sqlite3_bind_null(stmt, index)
                  : sqlite3_bind_int64(stmt, index, static_cast<int64_t>(v));
     }
-    case schema::SourceKind::kText:
-      return BindText(stmt, index, static_cast<const StringColumn*>(c.a)->Get(r));
+    case schema::SourceKind::kText: return BindText(stmt, index, static_cast<const StringColumn*>(c.a)->Get(r));
     case schema::SourceKind::kTextEmptyNull: {
       std::string_view s = static_cast<const StringColumn*>(c.a)->Get(r);
       return s.empty() ? sqlite3_bind_null(stmt, index) : BindText(stmt, index, s);
     }
-    case schema::SourceKind::kTextOrElse:
-      return BindText(stmt, index, schema::DerivedText(c, r));
+    case schema::SourceKind::kTextOrElse: return BindText(stmt, index, schema::DerivedText(c, r));
     case schema::SourceKind::kIsEntry:
-    case schema::SourceKind::kAnyText:
-      return sqlite3_bind_int64(stmt, index, schema::DerivedInt(c, r));
+    case schema::SourceKind::kAnyText: return sqlite3_bind_int64(stmt, index, schema::DerivedInt(c, r));
   }
   return SQLITE_MISUSE;
 }
@@ -207,8 +199,8 @@ class Transaction {
 //! Opens one connection with the per-connection settings applied.
 Result<sqlite3*> OpenConnection(const std::string& path) {
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                           nullptr);
+  int rc =
+      sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     Status s = SqliteError(db, "open " + path);
     sqlite3_close_v2(db);
@@ -264,7 +256,8 @@ class SqliteSchemaSession final : public schema::SchemaSession {
     Statement select;
     SL_RETURN_IF_ERROR(select.Prepare(db_, std::string("SELECT * FROM ") + table + " LIMIT 0"));
     std::vector<std::string> names;
-    for (int c = 0; c < sqlite3_column_count(select.get()); ++c) names.emplace_back(sqlite3_column_name(select.get(), c));
+    for (int c = 0; c < sqlite3_column_count(select.get()); ++c)
+      names.emplace_back(sqlite3_column_name(select.get(), c));
     return names;
   }
   const schema::TypeNames& types() const override { return kSqliteTypes; }
@@ -346,7 +339,7 @@ class SqliteSink final : public OneSignalSink<SqliteSink> {
     return insert_main_.Prepare(db_, schema::InsertSql(tables.main, schema::MainColumns(empty)));
   }
   SqliteStore* store_;  // not owned; outlives the sink
-  Connection conn_;  // declared before the statements: closed after they are finalized
+  Connection conn_;     // declared before the statements: closed after they are finalized
   sqlite3* const db_ = conn_.get();
   Statement insert_keyed_;
   Statement insert_main_;
@@ -450,7 +443,8 @@ Status SqliteStore::LoadCounters() {
 Status SqliteStore::LoadKnownKeys() {
   MutexLock lock(&write_mu_);
   for (Signal signal : {Signal::kSpans, Signal::kLogs, Signal::kMetrics}) {
-    std::string sql = std::string("SELECT project_id, ") + schema::KeyColumn(signal) + " FROM " + schema::KeyedTable(signal);
+    std::string sql =
+        std::string("SELECT project_id, ") + schema::KeyColumn(signal) + " FROM " + schema::KeyedTable(signal);
     Statement select;
     SL_RETURN_IF_ERROR(select.Prepare(read_db_, sql));
     schema::KeySet& known = known_[static_cast<int>(signal)];

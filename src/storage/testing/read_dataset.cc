@@ -96,14 +96,29 @@ std::vector<SpanBatch> Spans() {
   // tie-break, so an engine that leaves ties in storage order fails: a3
   // before a2, kTrace3 before kTrace2, c5 before c0, e1 before e2.
   // kTrace1: a root, a client child and a server grandchild starting together.
-  AddSpan(&a1, {.trace = kTrace1, .span = kSpanA1, .service = "frontend", .name = "GET /api/items", .kind = kServer,
-                .start = At(1000), .duration = Ms(10), .route = "/api/items",
+  AddSpan(&a1, {.trace = kTrace1,
+                .span = kSpanA1,
+                .service = "frontend",
+                .name = "GET /api/items",
+                .kind = kServer,
+                .start = At(1000),
+                .duration = Ms(10),
+                .route = "/api/items",
                 .attributes = R"({"http.request.method":"GET","http.response.status_code":200,"retry":false,)"
                               R"("user.name":"caf\u00e9"})",
                 .trace_state = "congo=t61rcWkgMzE"});
-  AddSpan(&a1, {.trace = kTrace1, .span = kSpanA3, .parent = kSpanA2, .service = "checkout", .name = "POST /api/pay",
-                .kind = kServer, .start = At(1002), .duration = Ms(10), .status = 2,
-                .status_message = "card declined", .route = "/api/pay", .exception_type = "PaymentError",
+  AddSpan(&a1, {.trace = kTrace1,
+                .span = kSpanA3,
+                .parent = kSpanA2,
+                .service = "checkout",
+                .name = "POST /api/pay",
+                .kind = kServer,
+                .start = At(1002),
+                .duration = Ms(10),
+                .status = 2,
+                .status_message = "card declined",
+                .route = "/api/pay",
+                .exception_type = "PaymentError",
                 .exception_message = "card declined ✗",
                 .attributes = R"({"amount":12.5,"currency":"EUR","vip":true})",
                 .events = R"([{"time_unix_nano":1700000001005000000,"name":"exception","attributes":)"
@@ -112,84 +127,215 @@ std::vector<SpanBatch> Spans() {
                 .links = R"([{"trace_id":"00000000000000001111111111111111","span_id":"00000000000000b1",)"
                          R"("trace_state":"","attributes":{},"dropped_attributes_count":0,"flags":0}])",
                 .resource = kResourceCheckout});
-  AddSpan(&a1, {.trace = kTrace1, .span = kSpanA2, .parent = kSpanA1, .service = "frontend", .name = "HTTP POST",
-                .kind = kClient, .start = At(1002), .duration = Ms(6),
+  AddSpan(&a1, {.trace = kTrace1,
+                .span = kSpanA2,
+                .parent = kSpanA1,
+                .service = "frontend",
+                .name = "HTTP POST",
+                .kind = kClient,
+                .start = At(1002),
+                .duration = Ms(6),
                 .attributes = R"({"http.request.method":"POST"})"});
   // kTrace3: starts with kTrace2 in the range; c5 and c0, neither a root,
   // start together before it.
-  AddSpan(&a1, {.trace = kTrace3, .span = kSpanC5, .parent = kSpanC1, .service = "worker", .name = "prefetch again",
-                .kind = kInternal, .start = At(-5000), .duration = Ms(1), .resource = kResourceWorker});
-  AddSpan(&a1, {.trace = kTrace3, .span = kSpanC0, .parent = kSpanC1, .service = "worker", .name = "prefetch",
-                .kind = kInternal, .start = At(-5000), .duration = Ms(1), .resource = kResourceWorker});
-  AddSpan(&a1, {.trace = kTrace3, .span = kSpanC1, .service = "frontend", .name = "GET /api/items", .kind = kServer,
-                .start = At(5000), .duration = Ms(30), .route = "/api/items",
+  AddSpan(&a1, {.trace = kTrace3,
+                .span = kSpanC5,
+                .parent = kSpanC1,
+                .service = "worker",
+                .name = "prefetch again",
+                .kind = kInternal,
+                .start = At(-5000),
+                .duration = Ms(1),
+                .resource = kResourceWorker});
+  AddSpan(&a1, {.trace = kTrace3,
+                .span = kSpanC0,
+                .parent = kSpanC1,
+                .service = "worker",
+                .name = "prefetch",
+                .kind = kInternal,
+                .start = At(-5000),
+                .duration = Ms(1),
+                .resource = kResourceWorker});
+  AddSpan(&a1, {.trace = kTrace3,
+                .span = kSpanC1,
+                .service = "frontend",
+                .name = "GET /api/items",
+                .kind = kServer,
+                .start = At(5000),
+                .duration = Ms(30),
+                .route = "/api/items",
                 .attributes = R"({"http.response.status_code":200,"ratio":2.50,"k":null})"});
-  AddSpan(&a1, {.trace = kTrace3, .span = kSpanC2, .parent = kSpanC1, .service = "checkout", .name = "POST /api/pay",
-                .kind = kServer, .start = At(5010), .duration = Ms(20), .route = "/api/pay",
-                .exception_type = "PaymentError", .exception_message = "card declined ✗",
-                .attributes = R"({"amount":7,"currency":"EUR","vip":false})", .resource = kResourceCheckout});
-  AddSpan(&a1, {.trace = kTrace3, .span = kSpanC4, .parent = kSpanC1, .service = "frontend", .name = "SELECT items",
-                .kind = kClient, .start = At(5001), .duration = Ms(2), .exception_message = "connection reset"});
+  AddSpan(&a1, {.trace = kTrace3,
+                .span = kSpanC2,
+                .parent = kSpanC1,
+                .service = "checkout",
+                .name = "POST /api/pay",
+                .kind = kServer,
+                .start = At(5010),
+                .duration = Ms(20),
+                .route = "/api/pay",
+                .exception_type = "PaymentError",
+                .exception_message = "card declined ✗",
+                .attributes = R"({"amount":7,"currency":"EUR","vip":false})",
+                .resource = kResourceCheckout});
+  AddSpan(&a1, {.trace = kTrace3,
+                .span = kSpanC4,
+                .parent = kSpanC1,
+                .service = "frontend",
+                .name = "SELECT items",
+                .kind = kClient,
+                .start = At(5001),
+                .duration = Ms(2),
+                .exception_message = "connection reset"});
   // kTrace2: an error root with an exception type only, and children with a
   // message only and a type only.
-  AddSpan(&a1, {.trace = kTrace2, .span = kSpanB1, .service = "frontend", .name = "GET /api/items", .kind = kServer,
-                .start = At(5000), .duration = Ms(20), .status = 2, .route = "/api/items",
+  AddSpan(&a1, {.trace = kTrace2,
+                .span = kSpanB1,
+                .service = "frontend",
+                .name = "GET /api/items",
+                .kind = kServer,
+                .start = At(5000),
+                .duration = Ms(20),
+                .status = 2,
+                .route = "/api/items",
                 .exception_type = "TimeoutError",
                 .attributes = R"({"http.response.status_code":504,"big":1e+21})"});
-  AddSpan(&a1, {.trace = kTrace2, .span = kSpanB2, .parent = kSpanB1, .service = "frontend", .name = "SELECT items",
-                .kind = kClient, .start = At(5001), .duration = Ms(3), .exception_message = "connection reset",
+  AddSpan(&a1, {.trace = kTrace2,
+                .span = kSpanB2,
+                .parent = kSpanB1,
+                .service = "frontend",
+                .name = "SELECT items",
+                .kind = kClient,
+                .start = At(5001),
+                .duration = Ms(3),
+                .exception_message = "connection reset",
                 .attributes = R"({"db.system":"postgresql"})"});
-  AddSpan(&a1, {.trace = kTrace2, .span = kSpanB3, .parent = kSpanB1, .service = "worker", .name = "checkout-job",
-                .kind = kConsumer, .start = At(5002), .duration = Ms(5), .exception_type = "TimeoutError",
+  AddSpan(&a1, {.trace = kTrace2,
+                .span = kSpanB3,
+                .parent = kSpanB1,
+                .service = "worker",
+                .name = "checkout-job",
+                .kind = kConsumer,
+                .start = At(5002),
+                .duration = Ms(5),
+                .exception_type = "TimeoutError",
                 .resource = kResourceWorker});
   // kTrace4: the high half has its top bit set (negative as signed).
-  AddSpan(&a1, {.trace = kTrace4, .span = kSpanD1, .service = "frontend", .name = "GET /api/items", .kind = kServer,
-                .start = At(9000), .duration = Ms(40), .route = "/api/items",
+  AddSpan(&a1, {.trace = kTrace4,
+                .span = kSpanD1,
+                .service = "frontend",
+                .name = "GET /api/items",
+                .kind = kServer,
+                .start = At(9000),
+                .duration = Ms(40),
+                .route = "/api/items",
                 .attributes = R"({"http.response.status_code":200})"});
-  AddSpan(&a1, {.trace = kTrace4, .span = kSpanD2, .parent = kSpanD1, .service = "checkout", .name = "POST /api/pay",
-                .kind = kServer, .start = At(9005), .duration = Ms(40), .route = "/api/pay",
-                .exception_type = "PaymentError", .exception_message = "card declined ✗",
+  AddSpan(&a1, {.trace = kTrace4,
+                .span = kSpanD2,
+                .parent = kSpanD1,
+                .service = "checkout",
+                .name = "POST /api/pay",
+                .kind = kServer,
+                .start = At(9005),
+                .duration = Ms(40),
+                .route = "/api/pay",
+                .exception_type = "PaymentError",
+                .exception_message = "card declined ✗",
                 .resource = kResourceCheckout});
-  AddSpan(&a1, {.trace = kTrace4, .span = kSpanD3, .parent = kSpanD1, .service = "checkout", .name = "POST /api/pay",
-                .kind = kServer, .start = At(9010), .duration = Ms(30), .route = "/api/pay",
+  AddSpan(&a1, {.trace = kTrace4,
+                .span = kSpanD3,
+                .parent = kSpanD1,
+                .service = "checkout",
+                .name = "POST /api/pay",
+                .kind = kServer,
+                .start = At(9010),
+                .duration = Ms(30),
+                .route = "/api/pay",
                 .resource = kResourceCheckout});
   // kTrace7: 1 ns before the range.
-  AddSpan(&a1, {.trace = kTrace7, .span = kSpanG1, .service = "frontend", .name = "GET /api/items", .kind = kServer,
-                .start = kT0 - 1, .duration = Ms(1000), .route = "/api/items", .exception_type = "OldError",
+  AddSpan(&a1, {.trace = kTrace7,
+                .span = kSpanG1,
+                .service = "frontend",
+                .name = "GET /api/items",
+                .kind = kServer,
+                .start = kT0 - 1,
+                .duration = Ms(1000),
+                .route = "/api/items",
+                .exception_type = "OldError",
                 .exception_message = "x"});
 
   SpanBatch& a2 = out[1];
   a2.project_id = kProjectA;
   // Resource 101 again with other content: the first one written stays.
-  AddResource(&a2.resources, {kResourceFrontend, R"({"service.name":"frontend","host.name":"CHANGED"})",
-                              "changed", "9"});
+  AddResource(&a2.resources,
+              {kResourceFrontend, R"({"service.name":"frontend","host.name":"CHANGED"})", "changed", "9"});
   AddResource(&a2.resources, {kResourceWorker, R"({"service.name":"worker"})", "", ""});
-  AddResource(&a2.resources, {kResourceNaive, R"({"service.name":"naïve-svc","région":"île-de-France"})",
-                              "überwachung", "2.0"});
+  AddResource(&a2.resources,
+              {kResourceNaive, R"({"service.name":"naïve-svc","région":"île-de-France"})", "überwachung", "2.0"});
   // kTrace5: an INTERNAL root (an entry span by having no parent) and a
   // CONSUMER child with a smaller id starting at the same time.
-  AddSpan(&a2, {.trace = kTrace5, .span = kSpanE1, .service = "worker", .name = "cron tick", .kind = kInternal,
-                .start = At(20000), .duration = Ms(7), .exception_type = "TimeoutError",
+  AddSpan(&a2, {.trace = kTrace5,
+                .span = kSpanE1,
+                .service = "worker",
+                .name = "cron tick",
+                .kind = kInternal,
+                .start = At(20000),
+                .duration = Ms(7),
+                .exception_type = "TimeoutError",
                 .resource = kResourceWorker});
-  AddSpan(&a2, {.trace = kTrace5, .span = kSpanE2, .parent = kSpanE1, .service = "worker", .name = "checkout-job",
-                .kind = kConsumer, .start = At(20000), .duration = Ms(5), .resource = kResourceWorker});
-  AddSpan(&a2, {.trace = kTrace6, .span = kSpanF1, .service = "naïve-svc", .name = "Überprüfung ✓", .kind = kServer,
-                .start = At(30000), .duration = Ms(15), .status = 1, .exception_type = "ÄrgerError",
-                .exception_message = "kaputt ✗", .attributes = R"({"note":"Grüße","n":-7})",
+  AddSpan(&a2, {.trace = kTrace5,
+                .span = kSpanE2,
+                .parent = kSpanE1,
+                .service = "worker",
+                .name = "checkout-job",
+                .kind = kConsumer,
+                .start = At(20000),
+                .duration = Ms(5),
+                .resource = kResourceWorker});
+  AddSpan(&a2, {.trace = kTrace6,
+                .span = kSpanF1,
+                .service = "naïve-svc",
+                .name = "Überprüfung ✓",
+                .kind = kServer,
+                .start = At(30000),
+                .duration = Ms(15),
+                .status = 1,
+                .exception_type = "ÄrgerError",
+                .exception_message = "kaputt ✗",
+                .attributes = R"({"note":"Grüße","n":-7})",
                 .resource = kResourceNaive});
   // kTrace8: exactly at the range's exclusive end.
-  AddSpan(&a2, {.trace = kTrace8, .span = kSpanH1, .service = "frontend", .name = "GET /api/items", .kind = kServer,
-                .start = At(60000), .duration = Ms(1), .route = "/api/items"});
+  AddSpan(&a2, {.trace = kTrace8,
+                .span = kSpanH1,
+                .service = "frontend",
+                .name = "GET /api/items",
+                .kind = kServer,
+                .start = At(60000),
+                .duration = Ms(1),
+                .route = "/api/items"});
 
   SpanBatch& b = out[2];
   b.project_id = kProjectB;
   AddResource(&b.resources, {kResourceFrontend, R"({"service.name":"frontend","host.name":"b-host"})", "b-scope", ""});
-  AddSpan(&b, {.trace = kTrace1, .span = kSpanP1, .service = "frontend", .name = "GET /api/items", .kind = kServer,
-               .start = At(1000), .duration = Ms(999), .status = 2, .route = "/api/items",
-               .exception_type = "PaymentError", .exception_message = "card declined ✗",
+  AddSpan(&b, {.trace = kTrace1,
+               .span = kSpanP1,
+               .service = "frontend",
+               .name = "GET /api/items",
+               .kind = kServer,
+               .start = At(1000),
+               .duration = Ms(999),
+               .status = 2,
+               .route = "/api/items",
+               .exception_type = "PaymentError",
+               .exception_message = "card declined ✗",
                .attributes = R"({"http.response.status_code":200,"user.name":"café"})"});
-  AddSpan(&b, {.trace = kTrace2, .span = kSpanP2, .service = "secret-b", .name = "hidden", .kind = kServer,
-               .start = At(5000), .duration = Ms(1)});
+  AddSpan(&b, {.trace = kTrace2,
+               .span = kSpanP2,
+               .service = "secret-b",
+               .name = "hidden",
+               .kind = kServer,
+               .start = At(5000),
+               .duration = Ms(1)});
   return out;
 }
 
@@ -239,20 +385,20 @@ std::vector<LogBatch> Logs() {
   AddLog(&a1, {At(1000), 17, "ERROR", "Payment FAILED for order 42", "checkout", kTrace1, kSpanA3,  // L2
                R"({"order.id":"A-17","amount":12.5,"retry":true})"});
   AddLog(&a1, {At(2000), 5, "DEBUG", "échec mineur", "checkout", kNoTrace, 0, "{}"});  // L4
-  AddLog(&a1, {At(3000), 0, "", "", "frontend", kNoTrace, 0, "{}"});  // L5: no severity, empty body
-  AddLog(&a1, {At(4000), 13, "WARN", R"(promo 50%_off\path)", "frontend", kNoTrace, 0, "{}"});  // L13
-  AddLog(&a1, {At(4001), 9, "INFO", "promo 50Xyoff", "frontend", kNoTrace, 0, "{}"});  // L14
+  AddLog(&a1, {At(3000), 0, "", "", "frontend", kNoTrace, 0, "{}"});                   // L5: no severity, empty body
+  AddLog(&a1, {At(4000), 13, "WARN", R"(promo 50%_off\path)", "frontend", kNoTrace, 0, "{}"});          // L13
+  AddLog(&a1, {At(4001), 9, "INFO", "promo 50Xyoff", "frontend", kNoTrace, 0, "{}"});                   // L14
   AddLog(&a1, {At(5000), 21, "FATAL", "ΣΦΆΛΜΑ κρίσιμο", "worker", kTrace2, kSpanB3, R"({"k":null})"});  // L6
   AddLog(&a1, {At(5000), 1, "TRACE", "σφάλμα trace", "worker", kTrace3, kSpanC1, R"({"lang":"el"})"});  // L7
-  AddLog(&a1, {kT0 - 1, 9, "INFO", "too early", "frontend", kTrace1, kSpanA1});  // L10
-  AddLog(&a1, {0, 9, "INFO", "no timestamp", "frontend", kNoTrace, 0, "{}"});  // L12
+  AddLog(&a1, {kT0 - 1, 9, "INFO", "too early", "frontend", kTrace1, kSpanA1});                         // L10
+  AddLog(&a1, {0, 9, "INFO", "no timestamp", "frontend", kNoTrace, 0, "{}"});                           // L12
 
   LogBatch& a2 = out[1];
   a2.project_id = kProjectA;
   AddLog(&a2, {At(1000), 13, "WARN", "ÉCHEC du paiement", "checkout", kTrace1, kSpanA3, R"({"lang":"fr"})"});  // L3
-  AddLog(&a2, {At(30000), 12, "INFO", "Grüße aus Köln", "naïve-svc", kTrace6, kSpanF1, R"({"n":-7})"});  // L8
-  AddLog(&a2, {At(60000) - 1, 24, "FATAL", "last one", "frontend", kNoTrace, 0, "{}"});  // L9
-  AddLog(&a2, {At(60000), 9, "INFO", "too late", "frontend", kNoTrace, 0, "{}"});  // L11
+  AddLog(&a2, {At(30000), 12, "INFO", "Grüße aus Köln", "naïve-svc", kTrace6, kSpanF1, R"({"n":-7})"});        // L8
+  AddLog(&a2, {At(60000) - 1, 24, "FATAL", "last one", "frontend", kNoTrace, 0, "{}"});                        // L9
+  AddLog(&a2, {At(60000), 9, "INFO", "too late", "frontend", kNoTrace, 0, "{}"});                              // L11
 
   LogBatch& b = out[2];
   b.project_id = kProjectB;
@@ -291,7 +437,7 @@ void AddSeries(MetricBatch* b, const SeriesSpec& s) {
 struct PointSpec {
   int64_t series;
   int64_t time;
-  double value = kNaN;   // NaN: no value (a distribution, or flags 1)
+  double value = kNaN;  // NaN: no value (a distribution, or flags 1)
   bool is_int = false;
   const char* bucket_counts = "";  // histograms
   const char* bounds = "";
@@ -328,13 +474,13 @@ std::vector<MetricBatch> Metrics() {
   AddSeries(&a1, {kSeriesLatencyCheckout, "http.server.duration", kHistogram, "ms", "Server latency", 1, false,
                   "checkout", R"({"http.route":"/api/pay"})"});
   AddSeries(&a1, {kSeriesRequests200, "requests", kSum, "1", "Requests", 2, true, "frontend", R"({"code":200})"});
-  AddSeries(&a1, {kSeriesRequestsCheckout, "requests", kSum, "1", "Requests", 1, true, "checkout",
-                  R"({"code":"200"})"});
+  AddSeries(&a1,
+            {kSeriesRequestsCheckout, "requests", kSum, "1", "Requests", 1, true, "checkout", R"({"code":"200"})"});
   AddSeries(&a1, {kSeriesQueueDepth, "queue.depth", kSum, "1", "Queue depth", 2, false, "worker", "{}"});
-  AddSeries(&a1, {kSeriesTempCore0, "cpu.temp", kGauge, "°C", "Température CPU", 0, false, "naïve-svc",
-                  R"({"core":0})"});
-  AddSeries(&a1, {kSeriesTempCore1, "cpu.temp", kGauge, "°C", "Température CPU", 0, false, "naïve-svc",
-                  R"({"core":1})"});
+  AddSeries(&a1,
+            {kSeriesTempCore0, "cpu.temp", kGauge, "°C", "Température CPU", 0, false, "naïve-svc", R"({"core":0})"});
+  AddSeries(&a1,
+            {kSeriesTempCore1, "cpu.temp", kGauge, "°C", "Température CPU", 0, false, "naïve-svc", R"({"core":1})"});
   AddSeries(&a1, {kSeriesRequests500, "requests", kSum, "1", "Requests", 2, true, "frontend", R"({"code":500})"});
   AddSeries(&a1, {kSeriesRequests404, "requests", kSum, "1", "Requests", 1, false, "frontend", R"({"code":404})"});
   AddSeries(&a1, {kSeriesRequestsGauge, "requests", kGauge, "1", "Requests", 0, false, "frontend", "{}"});
@@ -359,28 +505,68 @@ std::vector<MetricBatch> Metrics() {
   AddPoint(&a1, {.series = kSeriesQueueDepth, .time = At(11000), .value = -4});
   // Cumulative histogram: a reset at 22 s, a point without bucket counts at
   // 23 s, another bucket layout at 31 s.
-  AddPoint(&a1, {.series = kSeriesLatencyFrontend, .time = At(1000), .bucket_counts = "[1,2,0]",
-                 .bounds = "[10,100]", .count = 3, .sum = 60});
-  AddPoint(&a1, {.series = kSeriesLatencyFrontend, .time = At(5000), .bucket_counts = "[2,3,1]",
-                 .bounds = "[10,100]", .count = 6, .sum = 250});
-  AddPoint(&a1, {.series = kSeriesLatencyFrontend, .time = At(12000), .bucket_counts = "[3,3,1]",
-                 .bounds = "[10,100]", .count = 7, .sum = 255});
-  AddPoint(&a1, {.series = kSeriesLatencyFrontend, .time = At(22000), .bucket_counts = "[0,1,0]",
-                 .bounds = "[10,100]", .count = 1, .sum = 20});
+  AddPoint(&a1, {.series = kSeriesLatencyFrontend,
+                 .time = At(1000),
+                 .bucket_counts = "[1,2,0]",
+                 .bounds = "[10,100]",
+                 .count = 3,
+                 .sum = 60});
+  AddPoint(&a1, {.series = kSeriesLatencyFrontend,
+                 .time = At(5000),
+                 .bucket_counts = "[2,3,1]",
+                 .bounds = "[10,100]",
+                 .count = 6,
+                 .sum = 250});
+  AddPoint(&a1, {.series = kSeriesLatencyFrontend,
+                 .time = At(12000),
+                 .bucket_counts = "[3,3,1]",
+                 .bounds = "[10,100]",
+                 .count = 7,
+                 .sum = 255});
+  AddPoint(&a1, {.series = kSeriesLatencyFrontend,
+                 .time = At(22000),
+                 .bucket_counts = "[0,1,0]",
+                 .bounds = "[10,100]",
+                 .count = 1,
+                 .sum = 20});
   AddPoint(&a1, {.series = kSeriesLatencyFrontend, .time = At(23000), .count = 5, .sum = 50});
-  AddPoint(&a1, {.series = kSeriesLatencyFrontend, .time = At(31000), .bucket_counts = "[1,1,1,1]",
-                 .bounds = "[5,10,100]", .count = 4, .sum = 300});
+  AddPoint(&a1, {.series = kSeriesLatencyFrontend,
+                 .time = At(31000),
+                 .bucket_counts = "[1,1,1,1]",
+                 .bounds = "[5,10,100]",
+                 .count = 4,
+                 .sum = 300});
   // Delta histogram: the bucket layout changes at 12 s.
-  AddPoint(&a1, {.series = kSeriesLatencyCheckout, .time = At(1000), .bucket_counts = "[1,0,0]",
-                 .bounds = "[10,100]", .count = 1, .sum = 5});
-  AddPoint(&a1, {.series = kSeriesLatencyCheckout, .time = At(2000), .bucket_counts = "[0,2,1]",
-                 .bounds = "[10,100]", .count = 3, .sum = 250});
-  AddPoint(&a1, {.series = kSeriesLatencyCheckout, .time = At(11000), .bucket_counts = "[1,1,1]",
-                 .bounds = "[10,100]", .count = 3, .sum = 165});
-  AddPoint(&a1, {.series = kSeriesLatencyCheckout, .time = At(12000), .bucket_counts = "[2,0,0,0]",
-                 .bounds = "[5,10,100]", .count = 2, .sum = 4});
-  AddPoint(&a1, {.series = kSeriesLatencyCheckout, .time = At(13000), .bucket_counts = "[1,1,1,1]",
-                 .bounds = "[5,10,100]", .count = 4, .sum = 300});
+  AddPoint(&a1, {.series = kSeriesLatencyCheckout,
+                 .time = At(1000),
+                 .bucket_counts = "[1,0,0]",
+                 .bounds = "[10,100]",
+                 .count = 1,
+                 .sum = 5});
+  AddPoint(&a1, {.series = kSeriesLatencyCheckout,
+                 .time = At(2000),
+                 .bucket_counts = "[0,2,1]",
+                 .bounds = "[10,100]",
+                 .count = 3,
+                 .sum = 250});
+  AddPoint(&a1, {.series = kSeriesLatencyCheckout,
+                 .time = At(11000),
+                 .bucket_counts = "[1,1,1]",
+                 .bounds = "[10,100]",
+                 .count = 3,
+                 .sum = 165});
+  AddPoint(&a1, {.series = kSeriesLatencyCheckout,
+                 .time = At(12000),
+                 .bucket_counts = "[2,0,0,0]",
+                 .bounds = "[5,10,100]",
+                 .count = 2,
+                 .sum = 4});
+  AddPoint(&a1, {.series = kSeriesLatencyCheckout,
+                 .time = At(13000),
+                 .bucket_counts = "[1,1,1,1]",
+                 .bounds = "[5,10,100]",
+                 .count = 4,
+                 .sum = 300});
 
   MetricBatch& a2 = out[1];
   a2.project_id = kProjectA;
@@ -418,10 +604,10 @@ Status WriteInTwoCalls(TelemetryStore* store, Signal signal, const std::vector<B
 ReadDataset BuildReadDataset() { return {Spans(), Logs(), Metrics()}; }
 
 Status WriteReadDataset(const ReadDataset& d, TelemetryStore* store) {
-  SL_RETURN_IF_ERROR(WriteInTwoCalls(store, Signal::kSpans, d.spans,
-                                     [](SignalSink& s, const auto& b) { return s.WriteSpans(b); }));
-  SL_RETURN_IF_ERROR(WriteInTwoCalls(store, Signal::kLogs, d.logs,
-                                     [](SignalSink& s, const auto& b) { return s.WriteLogs(b); }));
+  SL_RETURN_IF_ERROR(
+      WriteInTwoCalls(store, Signal::kSpans, d.spans, [](SignalSink& s, const auto& b) { return s.WriteSpans(b); }));
+  SL_RETURN_IF_ERROR(
+      WriteInTwoCalls(store, Signal::kLogs, d.logs, [](SignalSink& s, const auto& b) { return s.WriteLogs(b); }));
   return WriteInTwoCalls(store, Signal::kMetrics, d.metrics,
                          [](SignalSink& s, const auto& b) { return s.WriteMetrics(b); });
 }
