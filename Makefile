@@ -38,7 +38,7 @@ bench-full: build
 	@scripts/bench.sh full
 
 format:
-	@find src bench fuzz -name '*.h' -o -name '*.cc' | xargs clang-format -i
+	@find src bench fuzz \( -name '*.h' -o -name '*.cc' \) -print0 | xargs -0 clang-format -i
 
 clean:
 	rm -rf build build-debug build-fuzz build-tsan

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Everything `make test` runs, in order of cost. Fails on the first failure.
+#  0. the tree is formatted as .clang-format says (`make format` fixes it)
 #  1. release build + unit tests (ctest)
 #  2. debug build with ASan + UBSan + the same unit tests
 #  3. clang build of every target with -Wthread-safety -Werror and ThreadSanitizer,
@@ -16,6 +17,9 @@ step() { echo; echo "=== $* ($(( $(date +%s) - start ))s)"; }
 
 step "setup (test packages)"
 scripts/setup.sh --test
+
+step "format (clang-format --dry-run against .clang-format)"
+find src bench fuzz \( -name '*.h' -o -name '*.cc' \) -print0 | xargs -0 clang-format --dry-run --Werror
 
 step "release build"
 [ -f build/build.ninja ] || cmake --preset release >/dev/null
