@@ -125,8 +125,8 @@ constexpr int kChildCount = static_cast<int>(sizeof(kChildren) / sizeof(kChildre
 
 constexpr const char* kUserAgents[] = {
     "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36",
-    "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_2) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.2 "
-    "Safari/605.1.15",
+    ("Mozilla/5.0 (Macintosh; Intel Mac OS X 14_2) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.2 "
+     "Safari/605.1.15"),
     "okhttp/4.12.0",
     "Go-http-client/2.0",
     "python-requests/2.31.0",
