@@ -11,7 +11,6 @@
 #include <boost/beast/http.hpp>
 #include <chrono>
 #include <cmath>
-#include <mutex>
 #include <thread>
 
 namespace sightline::bench {

@@ -227,13 +227,11 @@ class HttpServer::Impl {
       Mutex mu;
       TelemetryReader* reader GUARDED_BY(mu) = nullptr;  // set while a query runs
       bool cancelled GUARDED_BY(mu) = false;
-      bool deadline GUARDED_BY(mu) = false;
       bool done GUARDED_BY(mu) = false;
-      void Cancel(bool by_deadline) EXCLUDES(mu) {
+      void Cancel() EXCLUDES(mu) {
         MutexLock lock(&mu);
         if (done) return;
         cancelled = true;
-        deadline |= by_deadline;
         if (reader) reader->Interrupt();
       }
     };
@@ -249,7 +247,7 @@ class HttpServer::Impl {
       std::shared_ptr<asio::steady_timer> timer;
       void operator()(boost::system::error_code ec) const {
         if (ec) return;
-        shared->Cancel(true);
+        shared->Cancel();
         {
           MutexLock lock(&shared->mu);
           if (shared->done) return;
@@ -279,7 +277,7 @@ class HttpServer::Impl {
           socket->async_wait(tcp::socket::wait_read, *this);
           return;
         }
-        shared->Cancel(false);
+        shared->Cancel();
       }
     };
     stream.socket().async_wait(tcp::socket::wait_read, DisconnectWatch{shared, &stream.socket()});
