@@ -202,6 +202,34 @@ int main(int argc, char** argv) {
   serve->add_option("--query-timeout-ms", so.api.query_timeout_ms, "Deadline of one dashboard query (504 after)")
       ->envname("SIGHTLINE_QUERY_TIMEOUT_MS")
       ->capture_default_str();
+  serve
+      ->add_option("--max-query-groups", so.api.limits.max_groups,
+                   "Most services or endpoints in one answer (400 past it)")
+      ->envname("SIGHTLINE_MAX_QUERY_GROUPS")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  serve
+      ->add_option("--max-query-series", so.api.limits.max_series,
+                   "Most series of one metric a call reads (400 past it)")
+      ->envname("SIGHTLINE_MAX_QUERY_SERIES")
+      ->check(CLI::Range(int64_t{1}, int64_t{30000}))
+      ->capture_default_str();
+  serve->add_option("--max-query-points", so.api.limits.max_points, "Most series x buckets of one chart (400 past it)")
+      ->envname("SIGHTLINE_MAX_QUERY_POINTS")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  serve
+      ->add_option("--max-trace-spans", so.api.limits.max_trace_spans,
+                   "Most spans (and log records) of one trace in an answer (the rest is marked truncated)")
+      ->envname("SIGHTLINE_MAX_TRACE_SPANS")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  serve
+      ->add_option("--max-query-metrics", so.api.limits.max_metrics,
+                   "Most rows of the metric list (the rest is marked truncated)")
+      ->envname("SIGHTLINE_MAX_QUERY_METRICS")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   serve->add_option("--read-connections", so.read_connections, "Engine read connections (concurrent dashboard queries)")
       ->envname("SIGHTLINE_READ_CONNECTIONS")
       ->capture_default_str();

@@ -43,11 +43,26 @@ struct Series {
   }
 };
 
-std::vector<Series> WithLabels(const MetricSeriesList& list) {
+Result<std::vector<Series>> WithLabels(const Call& call, const MetricSeriesList& list) {
   simdjson::dom::parser parser;
   std::vector<Series> out;
-  for (const auto& s : list) out.push_back(Series{&s, ParseLabels(parser, s.attributes)});
+  for (const auto& s : list) {
+    SL_RETURN_IF_ERROR(CheckInterrupted(call));
+    out.push_back(Series{&s, ParseLabels(parser, s.attributes)});
+  }
   return out;
+}
+
+//! Every series of the metric, or a 400 naming the cap when it has more.
+Result<MetricSeriesList> CappedSeries(const Call& call, const std::string& name) {
+  MetricSeriesLookup lookup{call.project_id, name, call.limits.max_series};
+  auto list = call.reader.FindSeries(lookup);
+  if (list.ok() && static_cast<int64_t>(list->size()) > lookup.max_series) {
+    return Status::InvalidArgument("metric '" + name + "' has more than " + std::to_string(lookup.max_series) +
+                                   " series (the cap is --max-query-series): the server reads every series of a "
+                                   "metric to filter and group them; raise the cap or record fewer label values");
+  }
+  return list;
 }
 
 // Quantile from explicit-bucket counts, interpolating linearly inside the
@@ -73,8 +88,12 @@ double HistogramQuantile(const std::vector<double>& bounds, const std::vector<do
 }  // namespace
 
 Result<std::string> MetricList(const Call& call) {
-  auto catalog = call.reader.ListMetrics(MetricCatalogQuery{call.project_id});
+  MetricCatalogQuery query{call.project_id, call.limits.max_metrics};
+  auto catalog = call.reader.ListMetrics(query);
   if (!catalog.ok()) return catalog.status();
+  // Past the cap the list holds the first metrics by name and says so.
+  const bool truncated = static_cast<int64_t>(catalog->size()) > query.max_rows;
+  if (truncated) catalog->resize(static_cast<size_t>(query.max_rows));
   struct Info {
     bool monotonic = false;
     int64_t temporality = 0;
@@ -118,6 +137,8 @@ Result<std::string> MetricList(const Call& call) {
     w.EndObject();
   }
   w.EndArray();
+  w.Key("truncated");
+  w.Bool(truncated);
   w.EndObject();
   return out;
 }
@@ -125,10 +146,12 @@ Result<std::string> MetricList(const Call& call) {
 Result<std::string> MetricLabels(const Call& call) {
   auto name = call.params.Get("name");
   if (!name) return Status::InvalidArgument("give the metric 'name'");
-  auto list = call.reader.FindSeries(MetricSeriesLookup{call.project_id, *name});
+  auto list = CappedSeries(call, *name);
   if (!list.ok()) return list.status();
+  auto series = WithLabels(call, *list);
+  if (!series.ok()) return series.status();
   std::map<std::string, std::set<std::string>> labels;
-  for (const auto& s : WithLabels(*list)) {
+  for (const auto& s : *series) {
     labels["service.name"].insert(s.info->service);
     for (const auto& [k, v] : s.labels) labels[k].insert(v);
   }
@@ -172,9 +195,11 @@ Result<std::string> MetricSeries(const Call& call) {
   }
   auto filters = AttrFilters(p, "filter");
   if (!filters.ok()) return filters.status();
-  auto list = call.reader.FindSeries(MetricSeriesLookup{call.project_id, *name});
+  auto list = CappedSeries(call, *name);
   if (!list.ok()) return list.status();
-  const std::vector<Series> all = WithLabels(*list);
+  auto with_labels = WithLabels(call, *list);
+  if (!with_labels.ok()) return with_labels.status();
+  const std::vector<Series>& all = *with_labels;
   const bool quantile = agg[0] == 'p';
   const double q = agg == "p50" ? 0.5 : agg == "p95" ? 0.95 : 0.99;
   // Series that pass the filters, and their group.
@@ -206,6 +231,12 @@ Result<std::string> MetricSeries(const Call& call) {
                                             : "rate needs a monotonic sum metric");
   }
   const int64_t n = query.buckets.count;
+  if (static_cast<int64_t>(group_keys.size()) * n > call.limits.max_points) {
+    return Status::InvalidArgument(
+        "group_by gives " + std::to_string(group_keys.size()) + " series of " + std::to_string(n) +
+        " buckets, more than the " + std::to_string(call.limits.max_points) +
+        " points one chart may hold (--max-query-points): group by fewer labels, add a filter or use a larger step_ms");
+  }
   std::vector<std::vector<double>> values(group_keys.size(), std::vector<double>(n, NAN));
   if (!chosen.empty()) {
     query.want = quantile        ? MetricSeriesQuery::Want::kHistograms
@@ -218,6 +249,7 @@ Result<std::string> MetricSeries(const Call& call) {
       std::vector<std::vector<double>> sum(group_keys.size(), std::vector<double>(n, 0)),
           cnt(group_keys.size(), std::vector<double>(n, 0));
       for (const MetricBucket& m : *buckets) {
+        SL_RETURN_IF_ERROR(CheckInterrupted(call));
         auto it = chosen.find(m.series_id);
         if (it == chosen.end() || m.bucket < 0 || m.bucket >= n) continue;
         int g = it->second.first;
@@ -242,6 +274,7 @@ Result<std::string> MetricSeries(const Call& call) {
       int64_t prev_series = 0;
       double prev_last = NAN;
       for (const MetricBucket& m : *buckets) {
+        SL_RETURN_IF_ERROR(CheckInterrupted(call));
         auto it = chosen.find(m.series_id);
         if (it == chosen.end() || m.bucket < 0 || m.bucket >= n) continue;
         if (m.series_id != prev_series) {
@@ -274,6 +307,7 @@ Result<std::string> MetricSeries(const Call& call) {
       int64_t prev_series = 0;
       std::vector<double> prev_counts;
       for (const MetricBucket& m : *buckets) {
+        SL_RETURN_IF_ERROR(CheckInterrupted(call));
         auto it = chosen.find(m.series_id);
         if (it == chosen.end() || m.bucket < 0 || m.bucket >= n) continue;
         if (m.series_id != prev_series) {

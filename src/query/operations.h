@@ -12,6 +12,7 @@
 #include "common/json_writer.h"
 #include "common/status.h"
 #include "query/api_params.h"
+#include "query/query_service.h"
 #include "storage/telemetry_reader.h"
 
 namespace sightline::api {
@@ -22,8 +23,13 @@ struct Call {
   int64_t project_id;
   const ApiParams& params;
   TelemetryReader& reader;
+  const QueryLimits& limits;
   std::string_view path_arg = {};  // the {id} of traces/{id}
 };
+
+//! Cancelled once the reader was interrupted (deadline or disconnect): the
+//! loops over an answer check it, so the deadline covers them too.
+Status CheckInterrupted(const Call& call);
 
 using Operation = Result<std::string> (*)(const Call& call);
 

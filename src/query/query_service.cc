@@ -46,14 +46,21 @@ bool QueryService::Knows(std::string_view op) {
 
 Result<std::string> QueryService::Run(std::string_view op, const ApiParams& params, int64_t project_id,
                                       TelemetryReader* reader) const {
-  if (IsTracePath(op)) return api::TraceDetail(api::Call{project_id, params, *reader, op.substr(kTracePrefix.size())});
+  if (IsTracePath(op)) {
+    return api::TraceDetail(api::Call{project_id, params, *reader, limits_, op.substr(kTracePrefix.size())});
+  }
   for (const auto& e : kOperations) {
-    if (e.name == op) return e.run(api::Call{project_id, params, *reader});
+    if (e.name == op) return e.run(api::Call{project_id, params, *reader, limits_});
   }
   return Status::NotFound("no such query: " + std::string(op));
 }
 
 namespace api {
+
+Status CheckInterrupted(const Call& call) {
+  if (call.reader.interrupted()) return Status::Cancelled("the query was interrupted");
+  return Status::Ok();
+}
 
 void WriteNumberOrNull(JsonWriter* w, double v) {
   if (std::isfinite(v)) w->Double(v);

@@ -17,9 +17,24 @@
 
 namespace sightline {
 
+//! What one answer may hold. Past a cap the call is a 400 that names the cap
+//! and says how to narrow the query, or (a trace) an answer that says it was
+//! truncated: the server's memory per query is bounded by these, not by the
+//! data.
+struct QueryLimits {
+  int64_t max_groups = 100000;      // endpoints and services per answer (--max-query-groups)
+  int64_t max_series = 10000;       // series of one metric read by one call (--max-query-series)
+  int64_t max_trace_spans = 10000;  // spans of one trace (--max-trace-spans), and as many log records
+  int64_t max_metrics = 10000;      // (name, type, unit, description, service) rows of the metric list
+  int64_t max_points = 1000000;     // series x buckets of one chart (--max-query-points)
+};
+
 //! Stateless; thread-safe.
 class QueryService {
  public:
+  explicit QueryService(QueryLimits limits = {}) : limits_(limits) {}
+  const QueryLimits& limits() const { return limits_; }
+
   //! True for the operations Run() serves ("services", "endpoints", "traces/<id>", ...).
   static bool Knows(std::string_view op);
 
@@ -28,6 +43,9 @@ class QueryService {
   //! when the reader was interrupted.
   Result<std::string> Run(std::string_view op, const ApiParams& params, int64_t project_id,
                           TelemetryReader* reader) const;
+
+ private:
+  const QueryLimits limits_;
 };
 
 }  // namespace sightline

@@ -55,7 +55,9 @@ class NoQueries final : public TelemetryReader {
   Result<MetricCatalog> ListMetrics(const MetricCatalogQuery&) override { return Fail<MetricCatalog>(); }
   Result<MetricSeriesList> FindSeries(const MetricSeriesLookup&) override { return Fail<MetricSeriesList>(); }
   Result<MetricBuckets> AggregateSeries(const MetricSeriesQuery&) override { return Fail<MetricBuckets>(); }
-  void Interrupt() override {}
+
+ protected:
+  void InterruptEngine() override {}
 };
 
 TEST(QueryServiceTest, BadParametersAreRefusedBeforeAnyQuery) {
@@ -124,8 +126,11 @@ class QueryOnEngine {
   Result<std::string> Run(const std::string& op, const std::string& query, int64_t project = kProjectA) {
     auto reader = store_->AcquireReader(10'000);
     if (!reader.ok()) return reader.status();
-    return QueryService().Run(op, Params(query), project, reader->get());
+    return QueryService(limits_).Run(op, Params(query), project, reader->get());
   }
+
+  void set_limits(const QueryLimits& limits) { limits_ = limits; }
+  TelemetryStore* store() { return store_.get(); }
 
   //! The answer as a JSON document (the test fails on an error).
   simdjson::dom::element Json(const std::string& op, const std::string& query) {
@@ -141,6 +146,7 @@ class QueryOnEngine {
  private:
   testing::TempDir dir_{"sightline-query-test"};
   std::unique_ptr<TelemetryStore> store_;
+  QueryLimits limits_;
   std::vector<std::string> texts_;
   std::vector<std::unique_ptr<simdjson::dom::parser>> parsers_;
 };
@@ -242,6 +248,122 @@ std::vector<std::string> AllLogs(QueryOnEngine& q, int limit) {
 }
 
 class QueryEnginesTest : public ::testing::TestWithParam<std::string> {};
+
+//! The call fails with InvalidArgument and a message holding `part`.
+void ExpectRefused(const Result<std::string>& r, const std::string& part, const std::string& what) {
+  ASSERT_FALSE(r.ok()) << what << " answered past its cap";
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << what;
+  EXPECT_NE(r.status().message().find(part), std::string::npos) << what << ": " << r.status().message();
+}
+
+TEST_P(QueryEnginesTest, AnswersPastACapAreRefusedNamingTheCap) {
+  QueryOnEngine q(GetParam());
+  const std::string range = "&from=" + kFrom + "&to=" + kTo;
+  const int64_t endpoints = q.Json("endpoints", "limit=1000" + range)["total"].get_int64();
+  ASSERT_GE(endpoints, 3);
+  QueryLimits limits;
+  limits.max_groups = endpoints;  // exactly at the cap: answered
+  q.set_limits(limits);
+  EXPECT_EQ(q.Json("endpoints", "limit=1000" + range)["total"].get_int64().value(), endpoints);
+  limits.max_groups = endpoints - 1;
+  q.set_limits(limits);
+  ExpectRefused(q.Run("endpoints", range.substr(1)), "--max-query-groups", "endpoints");
+  ExpectRefused(q.Run("endpoints/series", range.substr(1)), "--max-query-groups", "endpoints/series");
+
+  // "requests" has 5 series in project A.
+  limits = QueryLimits{};
+  limits.max_series = 5;
+  q.set_limits(limits);
+  EXPECT_TRUE(q.Run("metrics/series", "name=requests&agg=avg" + range).ok());
+  limits.max_series = 4;
+  q.set_limits(limits);
+  ExpectRefused(q.Run("metrics/series", "name=requests&agg=avg" + range), "--max-query-series", "metrics/series");
+  ExpectRefused(q.Run("metrics/labels", "name=requests"), "--max-query-series", "metrics/labels");
+
+  // Grouped by code: 4 series (200, "200" merge, 500, 404, none) of 6 buckets.
+  limits = QueryLimits{};
+  q.set_limits(limits);
+  const std::string grouped = "name=requests&agg=avg&group_by=code&step_ms=10000" + range;
+  const size_t groups = q.Json("metrics/series", grouped)["series"].get_array().size();
+  ASSERT_GE(groups, 2u);
+  limits.max_points = static_cast<int64_t>(groups) * 6;
+  q.set_limits(limits);
+  EXPECT_TRUE(q.Run("metrics/series", grouped).ok());
+  limits.max_points -= 1;
+  q.set_limits(limits);
+  ExpectRefused(q.Run("metrics/series", grouped), "--max-query-points", "metrics/series grouped");
+}
+
+TEST_P(QueryEnginesTest, TraceAndMetricListPastTheirCapSayTheyWereTruncated) {
+  QueryOnEngine q(GetParam());
+  const std::string trace = "traces/0af7651916cd43dd8448eb211c80319c";
+  auto whole = q.Json(trace, "");
+  const size_t spans = whole["spans"].get_array().size();
+  ASSERT_GE(spans, 2u);
+  EXPECT_FALSE(whole["spans_truncated"].get_bool().value());
+  EXPECT_FALSE(whole["logs_truncated"].get_bool().value());
+  const size_t metrics = q.Json("metrics", "")["metrics"].get_array().size();
+  ASSERT_GE(metrics, 2u);
+  EXPECT_FALSE(q.Json("metrics", "")["truncated"].get_bool().value());
+
+  QueryLimits limits;
+  limits.max_trace_spans = 1;
+  limits.max_metrics = 1;
+  q.set_limits(limits);
+  auto capped = q.Json(trace, "");
+  ASSERT_EQ(capped["spans"].get_array().size(), 1u);
+  EXPECT_TRUE(capped["spans_truncated"].get_bool().value());
+  // The earliest span is kept.
+  EXPECT_EQ(std::string_view(capped["spans"].at(0)["span_id"].get_string()),
+            std::string_view(whole["spans"].at(0)["span_id"].get_string()));
+  auto list = q.Json("metrics", "");
+  EXPECT_EQ(list["metrics"].get_array().size(), 1u);
+  EXPECT_TRUE(list["truncated"].get_bool().value());
+}
+
+//! Answers from `inner`, then interrupts itself as a deadline would while
+//! query/ works on the rows: only query/'s own loops can notice.
+class InterruptedAfterTheEngine final : public TelemetryReader {
+ public:
+  explicit InterruptedAfterTheEngine(TelemetryReader* inner) : inner_(inner) {}
+  template <typename R>
+  R Then(R r) {
+    Interrupt();
+    return r;
+  }
+  Result<SpanGroups> GroupSpans(const SpanGroupQuery& q) override { return Then(inner_->GroupSpans(q)); }
+  Result<TraceSummaries> SearchTraces(const TraceSearchQuery& q) override { return Then(inner_->SearchTraces(q)); }
+  Result<TraceDetail> GetTrace(const TraceQuery& q) override { return Then(inner_->GetTrace(q)); }
+  Result<ExceptionGroups> GroupExceptions(const ExceptionQuery& q) override { return Then(inner_->GroupExceptions(q)); }
+  Result<SpanRefs> ExceptionSpans(const ExceptionSpansQuery& q) override { return Then(inner_->ExceptionSpans(q)); }
+  Result<LogPage> Logs(const LogPageQuery& q) override { return Then(inner_->Logs(q)); }
+  Result<LogVolume> CountLogs(const LogVolumeQuery& q) override { return Then(inner_->CountLogs(q)); }
+  Result<MetricCatalog> ListMetrics(const MetricCatalogQuery& q) override { return Then(inner_->ListMetrics(q)); }
+  Result<MetricSeriesList> FindSeries(const MetricSeriesLookup& q) override { return Then(inner_->FindSeries(q)); }
+  Result<MetricBuckets> AggregateSeries(const MetricSeriesQuery& q) override {
+    return Then(inner_->AggregateSeries(q));
+  }
+
+ protected:
+  void InterruptEngine() override {}
+
+ private:
+  TelemetryReader* inner_;
+};
+
+TEST_P(QueryEnginesTest, AnInterruptDuringTheWorkAfterTheSqlCancelsTheCall) {
+  QueryOnEngine q(GetParam());
+  const std::string range = "&from=" + kFrom + "&to=" + kTo;
+  for (const std::string query : {"name=requests&agg=rate", "name=requests&agg=avg&group_by=code",
+                                  "name=http.server.duration&agg=p95", "name=cpu.temp&agg=max"}) {
+    auto inner = q.store()->AcquireReader(10'000);
+    ASSERT_TRUE(inner.ok());
+    InterruptedAfterTheEngine reader(inner->get());
+    auto r = QueryService().Run("metrics/series", Params(query + "&step_ms=10000" + range), kProjectA, &reader);
+    ASSERT_FALSE(r.ok()) << query;
+    EXPECT_EQ(r.status().code(), StatusCode::kCancelled) << query << ": " << r.status().ToString();
+  }
+}
 
 TEST_P(QueryEnginesTest, CursorPagesGiveTheSameRecordsAsOnePage) {
   QueryOnEngine q(GetParam());

@@ -31,6 +31,17 @@ void WriteSpanStats(JsonWriter* w, const SpanGroup& g, const char* count_key) {
   }
 }
 
+//! The groups of q, or a 400 naming the cap when there are more than it allows.
+Result<SpanGroups> CappedGroups(const Call& call, SpanGroupQuery q, const char* what, const char* narrow) {
+  q.max_groups = call.limits.max_groups;
+  auto groups = call.reader.GroupSpans(q);
+  if (groups.ok() && static_cast<int64_t>(groups->size()) > q.max_groups) {
+    return Status::InvalidArgument("more than " + std::to_string(q.max_groups) + " " + what +
+                                   " in the range (the cap is --max-query-groups); " + narrow);
+  }
+  return groups;
+}
+
 SpanFilter EntrySpans(const Call& call, const MsRange& range) {
   SpanFilter f;
   f.project_id = call.project_id;
@@ -49,7 +60,7 @@ Result<std::string> Services(const Call& call) {
   q.filter = EntrySpans(call, *range);
   q.filter.service.reset();
   q.dimensions = {SpanDimension::kService};
-  auto groups = call.reader.GroupSpans(q);
+  auto groups = CappedGroups(call, q, "services", "narrow the range");
   if (!groups.ok()) return groups.status();
   std::sort(groups->begin(), groups->end(), [](const SpanGroup& a, const SpanGroup& b) {
     return a.count != b.count ? a.count > b.count : a.keys < b.keys;
@@ -91,7 +102,7 @@ Result<std::string> Endpoints(const Call& call) {
   SpanGroupQuery q;
   q.filter = EntrySpans(call, *range);
   q.dimensions = {SpanDimension::kService, SpanDimension::kEndpoint};
-  auto groups = call.reader.GroupSpans(q);
+  auto groups = CappedGroups(call, q, "endpoints", "filter by service or narrow the range");
   if (!groups.ok()) return groups.status();
   auto key = [&sort](const SpanGroup& g) -> double {
     if (sort == "count") return static_cast<double>(g.count);
@@ -150,7 +161,7 @@ Result<std::string> EndpointSeries(const Call& call) {
   rank.filter = EntrySpans(call, *range);
   rank.dimensions = {SpanDimension::kService, SpanDimension::kEndpoint};
   rank.percentiles = {false, false, false};
-  auto ranked = call.reader.GroupSpans(rank);
+  auto ranked = CappedGroups(call, rank, "endpoints", "filter by service or narrow the range");
   if (!ranked.ok()) return ranked.status();
   std::sort(ranked->begin(), ranked->end(), [](const SpanGroup& a, const SpanGroup& b) {
     return a.count != b.count ? a.count > b.count : a.keys < b.keys;
@@ -274,7 +285,8 @@ Result<std::string> TraceDetail(const Call& call) {
   for (char& c : hex) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   auto id = ParseTraceId("trace id", hex);
   if (!id.ok()) return id.status();
-  auto trace = call.reader.GetTrace(TraceQuery{call.project_id, *id});
+  TraceQuery q{call.project_id, *id, call.limits.max_trace_spans, call.limits.max_trace_spans};
+  auto trace = call.reader.GetTrace(q);
   if (!trace.ok()) {
     if (trace.status().code() == StatusCode::kNotFound) return Status::NotFound("no trace " + hex + " in this project");
     return trace.status();
@@ -325,6 +337,12 @@ Result<std::string> TraceDetail(const Call& call) {
   w.BeginArray();
   for (const LogRecord& l : trace->logs) WriteLogRecord(&w, l);
   w.EndArray();
+  // Past --max-trace-spans the answer holds the earliest spans (log records)
+  // and says so.
+  w.Key("spans_truncated");
+  w.Bool(trace->spans_truncated);
+  w.Key("logs_truncated");
+  w.Bool(trace->logs_truncated);
   w.EndObject();
   return out;
 }

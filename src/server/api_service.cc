@@ -2,6 +2,8 @@
 
 #include <simdjson.h>
 
+#include <new>
+
 #include "common/json_writer.h"
 
 namespace sightline {
@@ -43,7 +45,7 @@ HttpResponse ApiService::JsonError(int status, const std::string& message) {
 }
 
 ApiService::ApiService(ApiOptions options, Authenticator* auth, StateStore* state, TelemetryStore* store)
-    : options_(options), auth_(auth), state_(state), store_(store) {}
+    : options_(options), auth_(auth), state_(state), store_(store), queries_(options.limits) {}
 
 std::optional<std::string> ApiService::SessionUser(const ApiRequest& request) {
   std::string id = CookieValue(request.cookie, kCookie);
@@ -180,7 +182,15 @@ ApiCall ApiService::Prepare(const ApiRequest& request) {
 }
 
 HttpResponse ApiService::Execute(const ApiCall& call, TelemetryReader* reader) const {
-  auto result = queries_.Run(call.op, call.params, call.project_id, reader);
+  // The one boundary where an allocation failure inside a query (or an
+  // engine library) ends the call instead of the process. The caps in
+  // QueryLimits keep answers far below it.
+  Result<std::string> result = Status::Internal("query did not run");
+  try {
+    result = queries_.Run(call.op, call.params, call.project_id, reader);
+  } catch (const std::bad_alloc&) {
+    return JsonError(503, "the server ran out of memory for this query; narrow the range or the filters");
+  }
   if (result.ok()) return Json(200, std::move(result.value()));
   const Status& st = result.status();
   switch (st.code()) {

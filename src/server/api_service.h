@@ -38,6 +38,7 @@ struct ApiCall {
 struct ApiOptions {
   int64_t query_timeout_ms = 6000;
   int64_t session_ttl_seconds = 7 * 24 * 3600;
+  QueryLimits limits;
 };
 
 //! Thread-safe. Does not own the authenticator, state or store.

@@ -286,6 +286,8 @@ std::vector<Row> Rows(const TraceDetail& d) {
     out.push_back(ToRow(l));
     out.back().insert(out.back().begin(), {"part", std::string("log")});
   }
+  out.push_back({{"spans_truncated", static_cast<int64_t>(d.spans_truncated)},
+                 {"logs_truncated", static_cast<int64_t>(d.logs_truncated)}});
   return out;
 }
 
@@ -495,6 +497,11 @@ std::vector<Named<TraceQuery>> TraceQueries() {
     out.push_back({std::string(name), {kProjectA, id}});
     out.push_back({std::string(name) + ", project B", {kProjectB, id}});
   }
+  // The first spans and records in their order, and the flags.
+  for (int64_t cap : {1, 2, 3}) {
+    out.push_back({"trace 1, at most " + std::to_string(cap), {kProjectA, kTrace1, cap, cap}});
+  }
+  out.push_back({"trace 1, at most 1 span, every log", {kProjectA, kTrace1, 1}});
   return out;
 }
 
@@ -811,6 +818,29 @@ TEST_P(ReadConformanceTest, ListMetricsMatchesTheReference) {
     MetricCatalogQuery q{project};
     EXPECT_TRUE(SameAnswer(reference_->ListMetrics(q), reader_->ListMetrics(q))) << "project " << project;
   }
+  // Capped: the first max_rows + 1 rows in order.
+  for (int64_t cap : {1, 3, 7, 8}) {
+    MetricCatalogQuery q{kProjectA, cap};
+    EXPECT_TRUE(SameAnswer(reference_->ListMetrics(q), reader_->ListMetrics(q))) << "at most " << cap;
+  }
+}
+
+// Past the cap an engine returns max_groups + 1 groups (which ones is
+// unspecified), so the caller can tell; up to it, the whole answer.
+TEST_P(ReadConformanceTest, GroupSpansStopsOneGroupPastTheCap) {
+  for (const auto& [name, q] : GroupSpanQueries()) {
+    const size_t all = reference_->GroupSpans(q).value().size();
+    for (size_t cap = 1; cap <= all + 1; ++cap) {
+      SpanGroupQuery capped = q;
+      capped.max_groups = static_cast<int64_t>(cap);
+      Result<SpanGroups> groups = reader_->GroupSpans(capped);
+      ASSERT_TRUE(groups.ok()) << name << ": " << groups.status().ToString();
+      EXPECT_EQ(groups->size(), std::min(all, cap + 1)) << "query: " << name << ", at most " << cap;
+      if (cap >= all) {
+        EXPECT_TRUE(SameAnswer(reference_->GroupSpans(q), groups)) << "query: " << name;
+      }
+    }
+  }
 }
 
 TEST_P(ReadConformanceTest, FindSeriesMatchesTheReference) {
@@ -820,6 +850,10 @@ TEST_P(ReadConformanceTest, FindSeriesMatchesTheReference) {
       EXPECT_TRUE(SameAnswer(reference_->FindSeries(q), reader_->FindSeries(q)))
           << "project " << project << ", metric " << name;
     }
+  }
+  for (int64_t cap : {1, 2, 4, 5}) {
+    MetricSeriesLookup q{kProjectA, "requests", cap};
+    EXPECT_TRUE(SameAnswer(reference_->FindSeries(q), reader_->FindSeries(q))) << "at most " << cap;
   }
 }
 
@@ -1371,10 +1405,15 @@ TEST_F(ReadReferenceTest, AggregateHistograms) {
   EXPECT_THAT(Ok(reader_->AggregateSeries(Aggregate(ids, Want::kStats))), IsEmpty());
 }
 
-TEST_F(ReadReferenceTest, InterruptCancelsOneOperationAndLeavesTheReaderUsable) {
+TEST_F(ReadReferenceTest, InterruptCancelsTheLeaseAndTheStoreServesTheNext) {
   reader_->Interrupt();
+  EXPECT_TRUE(reader_->interrupted());
   EXPECT_EQ(reader_->GroupSpans(Grouped(Spans(), {SpanDimension::kService})).status().code(), StatusCode::kCancelled);
-  EXPECT_TRUE(reader_->GroupSpans(Grouped(Spans(), {SpanDimension::kService})).ok());
+  EXPECT_EQ(reader_->ListMetrics({kProjectA}).status().code(), StatusCode::kCancelled);
+  Result<std::unique_ptr<TelemetryReader>> next = store_.AcquireReader(0);
+  ASSERT_TRUE(next.ok());
+  EXPECT_FALSE(next.value()->interrupted());
+  EXPECT_TRUE(next.value()->GroupSpans(Grouped(Spans(), {SpanDimension::kService})).ok());
 }
 
 TEST_F(ReadReferenceTest, AFailedWriteLeavesNothingBehind) {

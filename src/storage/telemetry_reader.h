@@ -22,6 +22,7 @@
 //   stated, so two engines give identical answers.
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -99,6 +100,9 @@ struct SpanGroupQuery {
   Buckets buckets;  // for kBucket
   //! Distinct (service, endpoint) pairs for kLabel.
   std::vector<std::pair<std::string, std::string>> labels;
+  //! At most max_groups + 1 groups come back: more than max_groups tells the
+  //! caller the answer passed its cap (which groups is then unspecified).
+  int64_t max_groups = INT64_MAX - 1;
 };
 
 struct SpanGroup {
@@ -140,6 +144,8 @@ using TraceSummaries = std::vector<TraceSummary>;
 struct TraceQuery {
   int64_t project_id = 0;
   TraceId trace_id;
+  int64_t max_spans = INT64_MAX;  // the first max_spans spans in their order
+  int64_t max_logs = INT64_MAX;   // the first max_logs log records in their order
 };
 
 struct SpanRecord {
@@ -175,6 +181,8 @@ struct LogRecord {
 struct TraceDetail {
   std::vector<SpanRecord> spans;  // by start_ns, then span id (unsigned)
   std::vector<LogRecord> logs;    // by time_ns, then insertion order
+  bool spans_truncated = false;   // more than max_spans spans
+  bool logs_truncated = false;    // more than max_logs records
 };
 
 //! Spans that recorded an exception (has_exception), grouped by (type,
@@ -265,6 +273,8 @@ using LogVolume = std::vector<LogVolumeRow>;
 //! The project's metric catalog.
 struct MetricCatalogQuery {
   int64_t project_id = 0;
+  //! At most max_rows + 1 rows (the first in order): more says the cap was passed.
+  int64_t max_rows = INT64_MAX - 1;
 };
 
 //! One distinct (name, type, unit, description, service) of the project's series.
@@ -284,6 +294,8 @@ using MetricCatalog = std::vector<MetricCatalogRow>;
 struct MetricSeriesLookup {
   int64_t project_id = 0;
   std::string name;
+  //! At most max_series + 1 series (the first in order): more says the cap was passed.
+  int64_t max_series = INT64_MAX - 1;
 };
 
 struct MetricSeriesInfo {
@@ -336,16 +348,26 @@ using MetricBuckets = std::vector<MetricBucket>;
 
 // ------------------------------------------------------------------ reader
 
-//! One leased read connection, running the operations above. Not
-//! thread-safe, except Interrupt(): it may be called from any thread while an
-//! operation runs and makes it return Cancelled promptly, leaving the reader
-//! usable. Destroying the lease returns the connection to its pool.
+//! One leased read connection, running the operations above; a lease serves
+//! one API call. Not thread-safe, except Interrupt(): it may be called from
+//! any thread and makes the running operation, and every later one on this
+//! lease, return Cancelled promptly; the pooled connection stays usable for
+//! the next lease. Work done on the results after an operation returns
+//! checks interrupted() in its loops, so a deadline covers it too.
+//! Destroying the lease returns the connection to its pool.
 //! Every operation fails with InvalidArgument for a query it cannot answer
 //! (a malformed cursor), Cancelled when interrupted, Internal/IoError when the
 //! engine fails.
 class TelemetryReader {
  public:
   virtual ~TelemetryReader() = default;
+
+  //! Any thread, any time, more than once.
+  void Interrupt() {
+    interrupted_.store(true, std::memory_order_relaxed);
+    InterruptEngine();
+  }
+  bool interrupted() const { return interrupted_.load(std::memory_order_relaxed); }
 
   virtual Result<SpanGroups> GroupSpans(const SpanGroupQuery& q) = 0;
   virtual Result<TraceSummaries> SearchTraces(const TraceSearchQuery& q) = 0;
@@ -361,7 +383,12 @@ class TelemetryReader {
   virtual Result<MetricSeriesList> FindSeries(const MetricSeriesLookup& q) = 0;
   virtual Result<MetricBuckets> AggregateSeries(const MetricSeriesQuery& q) = 0;
 
-  virtual void Interrupt() = 0;
+ protected:
+  //! Stops the engine's running statement (Interrupt() has set the flag).
+  virtual void InterruptEngine() = 0;
+
+ private:
+  std::atomic<bool> interrupted_{false};
 };
 
 //! The severity level (LogVolumeRow::level) of a severity number.

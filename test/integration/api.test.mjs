@@ -1360,3 +1360,44 @@ describe('engines agree', () => {
     }
   });
 });
+
+describe('query caps from the serve flags', { timeout: 120_000 }, () => {
+  let server;
+  const traceId = '5ca1ab1e5ca1ab1e5ca1ab1e5ca1ab1e';
+  const t0 = msToNs(Date.now() - 60_000);
+  before(async () => {
+    server = await startServer({
+      engine: ENGINES[0],
+      args: ['--max-trace-spans', '2', '--max-query-series', '1', '--max-query-groups', '1'],
+    });
+    const spans = [0, 1, 2, 3, 4].map((i) => ({
+      traceId, spanId: `00000000000000${i + 10}`, parentSpanId: '', name: `GET /e${i}`, kind: 2,
+      start: t0 + BigInt(i) * NS, end: t0 + BigInt(i + 1) * NS,
+    }));
+    await postOtlp(server, 'traces', encodeTracesProto([{ resource: { 'service.name': 'capped' }, spans }]));
+    const points = ['a', 'b'].map((host) => ({ time: t0, value: 1, attributes: { host } }));
+    await postOtlp(server, 'metrics', encodeMetricsProto([{
+      resource: { 'service.name': 'capped' }, metrics: [{ name: 'two.series', gauge: { points } }],
+    }]));
+  });
+  after(async () => { await server?.cleanup(); });
+
+  it('a trace past --max-trace-spans keeps its earliest spans and says so', async () => {
+    const got = await apiOk(server, `traces/${traceId}`);
+    assert.deepEqual(got.spans.map((s) => s.name), ['GET /e0', 'GET /e1']);
+    assert.equal(got.spans_truncated, true);
+    assert.equal(got.logs_truncated, false);
+  });
+
+  it('answers past a cap are 400s naming the flag', async () => {
+    const range = { from: Date.now() - 3_600_000, to: Date.now() + 60_000 };
+    const endpoints = await api(server, 'endpoints', range);
+    assert.equal(endpoints.status, 400, endpoints.text);
+    assert.match(endpoints.json.error, /--max-query-groups/);
+    const series = await api(server, 'metrics/series', { ...range, name: 'two.series', agg: 'avg' });
+    assert.equal(series.status, 400, series.text);
+    assert.match(series.json.error, /--max-query-series/);
+    const list = await apiOk(server, 'metrics');
+    assert.equal(list.truncated, false);
+  });
+});

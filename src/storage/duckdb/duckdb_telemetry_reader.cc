@@ -76,7 +76,7 @@ Result<SpanGroups> DuckDbTelemetryReader::GroupSpans(const SpanGroupQuery& q) {
   for (int i = 1; i <= wanted; ++i) sql << ", q[" << std::to_string(i) << "]";
   sql << " FROM (";
   sql.Append(inner);
-  sql << ")";
+  sql << ")" << GroupLimit(q);
   SpanGroups out;
   SL_RETURN_IF_ERROR(Rows(sql, [&](const RowView& r) {
     SpanGroup g;

@@ -188,14 +188,14 @@ class MemoryReader final : public TelemetryReader {
   Result<MetricSeriesList> FindSeries(const MetricSeriesLookup& q) override;
   Result<MetricBuckets> AggregateSeries(const MetricSeriesQuery& q) override;
 
-  //! The running operation (or, when none runs, the next one) returns
-  //! Cancelled; the one after that runs normally.
-  void Interrupt() override { interrupted_.store(true); }
+ protected:
+  //! Nothing to stop: operations poll interrupted() per row.
+  void InterruptEngine() override {}
 
  private:
-  //! Cancelled once per Interrupt(); operations call it per row.
+  //! Cancelled once interrupted; operations call it per row.
   Status Poll() {
-    if (interrupted_.exchange(false)) return Status::Cancelled("memory: the read was interrupted");
+    if (interrupted()) return Status::Cancelled("memory: the read was interrupted");
     return Status::Ok();
   }
   bool AttributesMatch(std::string_view json, const std::vector<AttrFilter>& filters);
@@ -205,7 +205,6 @@ class MemoryReader final : public TelemetryReader {
   const MemoryStore* const store_;
   const MemoryReaderOptions options_;
   simdjson::dom::parser parser_;
-  std::atomic<bool> interrupted_{false};
 };
 
 bool MemoryReader::AttributesMatch(std::string_view json, const std::vector<AttrFilter>& filters) {
@@ -293,6 +292,8 @@ Result<SpanGroups> MemoryReader::GroupSpans(const SpanGroupQuery& q) {
       }
       out.push_back(std::move(r));
     }
+    // The cap keeps max_groups + 1 of them (which ones is unspecified).
+    if (static_cast<int64_t>(out.size()) > q.max_groups) out.resize(static_cast<size_t>(q.max_groups) + 1);
     return out;
   });
 }
@@ -395,6 +396,14 @@ Result<TraceDetail> MemoryReader::GetTrace(const TraceQuery& q) {
     for (const LogRow* l : logs) {
       out.logs.push_back({l->time_ns, l->severity_number, l->severity_text, l->body, l->service_name, l->trace_id,
                           l->span_id, l->attributes});
+    }
+    if (static_cast<int64_t>(out.spans.size()) > q.max_spans) {
+      out.spans.resize(static_cast<size_t>(q.max_spans));
+      out.spans_truncated = true;
+    }
+    if (static_cast<int64_t>(out.logs.size()) > q.max_logs) {
+      out.logs.resize(static_cast<size_t>(q.max_logs));
+      out.logs_truncated = true;
     }
     return out;
   });
@@ -559,7 +568,10 @@ Result<MetricCatalog> MemoryReader::ListMetrics(const MetricCatalogQuery& q) {
       r.temporality = std::max(r.temporality, s.temporality);
     }
     MetricCatalog out;
-    for (auto& [key, r] : rows) out.push_back(std::move(r));
+    for (auto& [key, r] : rows) {
+      if (static_cast<int64_t>(out.size()) > q.max_rows) break;
+      out.push_back(std::move(r));
+    }
     return out;
   });
 }
@@ -571,6 +583,7 @@ Result<MetricSeriesList> MemoryReader::FindSeries(const MetricSeriesLookup& q) {
     for (const auto& [key, s] : t.series) {
       SL_RETURN_IF_ERROR(Poll());
       if (key.first != q.project_id || s.metric_name != q.name) continue;
+      if (static_cast<int64_t>(out.size()) > q.max_series) break;
       out.push_back({key.second, s.metric_type, s.temporality, s.monotonic, s.service_name, s.attributes});
     }
     return out;

@@ -31,12 +31,14 @@ std::vector<double> ParseDoubleArray(simdjson::dom::parser& parser, const std::s
   return out;
 }
 
-//! " AND series_id IN (1,2,...)": ids are integers, so they are written
-//! inline rather than bound one parameter each.
-std::string SeriesIn(const std::vector<int64_t>& ids) {
-  std::string in = " AND series_id IN (";
-  for (size_t i = 0; i < ids.size(); ++i) in += (i ? "," : "") + std::to_string(ids[i]);
-  return in + ")";
+//! " AND series_id IN (?, ?, ...)", every id bound (the caller caps how many).
+void AppendSeriesIn(sql::Sql* sql, const std::vector<int64_t>& ids) {
+  *sql << " AND series_id IN (";
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0) *sql << ", ";
+    sql->Bind(ids[i]);
+  }
+  *sql << ")";
 }
 
 }  // namespace
@@ -46,7 +48,8 @@ Result<MetricCatalog> SqlReader::ListMetrics(const MetricCatalogQuery& q) {
   sql << "SELECT metric_name, metric_type, unit, description, service_name, max(is_monotonic), max(temporality) "
          "FROM metric_series WHERE project_id = ";
   sql.Bind(q.project_id);
-  sql << " GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5";
+  sql << " GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5 LIMIT ";
+  sql.Bind(q.max_rows < INT64_MAX ? q.max_rows + 1 : INT64_MAX);
   MetricCatalog out;
   SL_RETURN_IF_ERROR(Rows(sql, [&](const RowView& r) {
     MetricCatalogRow m;
@@ -69,7 +72,8 @@ Result<MetricSeriesList> SqlReader::FindSeries(const MetricSeriesLookup& q) {
   sql.Bind(q.project_id);
   sql << " AND metric_name = ";
   sql.Bind(q.name);
-  sql << " ORDER BY series_id";
+  sql << " ORDER BY series_id LIMIT ";
+  sql.Bind(q.max_series < INT64_MAX ? q.max_series + 1 : INT64_MAX);
   MetricSeriesList out;
   SL_RETURN_IF_ERROR(Rows(sql, [&](const RowView& r) {
     MetricSeriesInfo s;
@@ -109,7 +113,8 @@ Result<MetricBuckets> SqlReader::AggregateSeries(const MetricSeriesQuery& q) {
     sql.Append(where);
     // The newest point with a value (a NULL value is skipped, not "last").
     if (last) sql << " AND value IS NOT NULL";
-    sql << SeriesIn(q.series_ids) << " GROUP BY 1, 2 ORDER BY 1, 2";
+    AppendSeriesIn(&sql, q.series_ids);
+    sql << " GROUP BY 1, 2 ORDER BY 1, 2";
     SL_RETURN_IF_ERROR(Rows(sql, [&](const RowView& r) {
       MetricBucket m;
       m.series_id = r.GetInt(0);
@@ -131,16 +136,11 @@ Result<MetricBuckets> SqlReader::AggregateSeries(const MetricSeriesQuery& q) {
 
   // Histograms: a cumulative series needs only the newest point of each
   // bucket, so the engine picks it; a delta series needs every point.
-  std::vector<int64_t> delta = q.delta_series_ids, cumulative;
-  std::sort(delta.begin(), delta.end());
+  std::vector<int64_t> marked = q.delta_series_ids, delta, cumulative;
+  std::sort(marked.begin(), marked.end());
   for (int64_t id : q.series_ids) {
-    if (!std::binary_search(delta.begin(), delta.end(), id)) cumulative.push_back(id);
+    (std::binary_search(marked.begin(), marked.end(), id) ? delta : cumulative).push_back(id);
   }
-  delta.erase(std::remove_if(delta.begin(), delta.end(),
-                             [&](int64_t id) {
-                               return std::find(q.series_ids.begin(), q.series_ids.end(), id) == q.series_ids.end();
-                             }),
-              delta.end());
   simdjson::dom::parser parser;
   std::string bounds_text;
   std::vector<double> bounds;
@@ -157,7 +157,8 @@ Result<MetricBuckets> SqlReader::AggregateSeries(const MetricSeriesQuery& q) {
     sql << "SELECT series_id, " << bucket << ", max(time_ns), " << LastOf("bucket_counts") << ", "
         << LastOf("explicit_bounds") << " FROM metric_points";
     sql.Append(where);
-    sql << SeriesIn(cumulative) << " AND bucket_counts IS NOT NULL GROUP BY 1, 2 ORDER BY 1, 2";
+    AppendSeriesIn(&sql, cumulative);
+    sql << " AND bucket_counts IS NOT NULL GROUP BY 1, 2 ORDER BY 1, 2";
     SL_RETURN_IF_ERROR(Rows(sql, [&](const RowView& r) {
       MetricBucket m;
       m.series_id = r.GetInt(0);
@@ -173,7 +174,8 @@ Result<MetricBuckets> SqlReader::AggregateSeries(const MetricSeriesQuery& q) {
     sql::Sql sql;
     sql << "SELECT series_id, " << bucket << ", bucket_counts, explicit_bounds FROM metric_points";
     sql.Append(where);
-    sql << SeriesIn(delta) << " AND bucket_counts IS NOT NULL ORDER BY series_id, time_ns";
+    AppendSeriesIn(&sql, delta);
+    sql << " AND bucket_counts IS NOT NULL ORDER BY series_id, time_ns";
     SL_RETURN_IF_ERROR(Rows(sql, [&](const RowView& r) {
       int64_t series = r.GetInt(0), b = r.GetInt(1);
       if (!in_range(b) || r.IsNull(2)) return;

@@ -66,6 +66,7 @@ Result<SpanGroups> SqlReader::GroupSpans(const SpanGroupQuery& q) {
       sql << " GROUP BY ";
       for (int i = 0; i < k; ++i) sql << (i ? ", " : "") << std::to_string(i + 1);
     }
+    sql << GroupLimit(q);
     SL_RETURN_IF_ERROR(Rows(sql, [&](const RowView& r) {
       SpanGroup g;
       for (int i = 0; i < k; ++i) g.keys.push_back(sql::Text(r, i));
@@ -90,12 +91,16 @@ Result<SpanGroups> SqlReader::GroupSpans(const SpanGroupQuery& q) {
   // one lookup instead of a tree walk comparing vectors of strings.
   std::unordered_map<std::string, Acc> groups;
   std::string joined;
+  // Past max_groups + 1 groups the answer is only "over the cap": rows of
+  // further groups are dropped, so memory stays bounded by the cap.
+  const size_t most = static_cast<size_t>(std::min<int64_t>(q.max_groups, INT64_MAX - 1) + 1);
   SL_RETURN_IF_ERROR(Rows(sql, [&](const RowView& r) {
     joined.clear();
     for (int i = 0; i < k; ++i) {
       if (!r.IsNull(i)) joined += r.GetString(i);
       joined.push_back('\0');
     }
+    if (groups.size() >= most && !groups.contains(joined)) return;
     auto [it, inserted] = groups.try_emplace(joined);
     Acc& a = it->second;
     if (inserted) {
@@ -105,6 +110,7 @@ Result<SpanGroups> SqlReader::GroupSpans(const SpanGroupQuery& q) {
     a.durations.push_back(r.GetInt(k + 1));
   }));
   for (auto& [unused, a] : groups) {
+    SL_RETURN_IF_ERROR(CheckInterrupted());
     SpanGroup g;
     g.keys = std::move(a.keys);
     g.count = static_cast<int64_t>(a.durations.size());
@@ -196,8 +202,13 @@ Result<TraceDetail> SqlReader::GetTrace(const TraceQuery& q) {
            "spans.resource_id WHERE spans.project_id = ";
   spans.Bind(q.project_id);
   spans.Append(by_trace);
-  spans << " ORDER BY start_time_ns, " << sql::UnsignedOrder("span_id");
+  spans << " ORDER BY start_time_ns, " << sql::UnsignedOrder("span_id") << " LIMIT ";
+  spans.Bind(q.max_spans < INT64_MAX ? q.max_spans + 1 : INT64_MAX);
   SL_RETURN_IF_ERROR(Rows(spans, [&](const RowView& r) {
+    if (static_cast<int64_t>(out.spans.size()) >= q.max_spans) {
+      out.spans_truncated = true;
+      return;
+    }
     SpanRecord s;
     s.span_id = sql::Id(r, 0);
     s.parent_span_id = sql::Id(r, 1);
@@ -222,8 +233,15 @@ Result<TraceDetail> SqlReader::GetTrace(const TraceQuery& q) {
   logs << "SELECT " << sql::kLogColumns << " FROM logs WHERE project_id = ";
   logs.Bind(q.project_id);
   logs.Append(by_trace);
-  logs << " ORDER BY time_ns, rowid";
-  SL_RETURN_IF_ERROR(Rows(logs, [&](const RowView& r) { out.logs.push_back(sql::LogRecordOf(r)); }));
+  logs << " ORDER BY time_ns, rowid LIMIT ";
+  logs.Bind(q.max_logs < INT64_MAX ? q.max_logs + 1 : INT64_MAX);
+  SL_RETURN_IF_ERROR(Rows(logs, [&](const RowView& r) {
+    if (static_cast<int64_t>(out.logs.size()) >= q.max_logs) {
+      out.logs_truncated = true;
+      return;
+    }
+    out.logs.push_back(sql::LogRecordOf(r));
+  }));
   return out;
 }
 

@@ -155,8 +155,13 @@ std::string SqlReader::BucketExpr(const char* time_col, const Buckets& b) const 
 }
 
 std::string SqlReader::BucketWhere(const char* time_col, const Buckets& b, const TimeRange& range) {
-  if (b.origin_ns <= range.from_ns) return "";
-  return std::string(" AND ") + time_col + " >= " + std::to_string(b.origin_ns);
+  std::string where;
+  if (b.origin_ns > range.from_ns) where += std::string(" AND ") + time_col + " >= " + std::to_string(b.origin_ns);
+  // Rows past the last bucket would be grouped, counted against a group cap
+  // and only then dropped.
+  const __int128 end = static_cast<__int128>(b.origin_ns) + static_cast<__int128>(b.step_ns) * b.count;
+  if (end < range.to_ns) where += std::string(" AND ") + time_col + " < " + std::to_string(static_cast<int64_t>(end));
+  return where;
 }
 
 std::string SqlReader::SpanKeyExpr(SpanDimension d, const SpanGroupQuery& q) const {
@@ -193,6 +198,15 @@ sql::Sql SqlReader::LabelJoin(const SpanGroupQuery& q) const {
   }
   join << ") top ON service_name = top.top_service AND endpoint = top.top_endpoint";
   return join;
+}
+
+std::string SqlReader::GroupLimit(const SpanGroupQuery& q) {
+  return " LIMIT " + std::to_string(q.max_groups < INT64_MAX ? q.max_groups + 1 : INT64_MAX);
+}
+
+Status SqlReader::CheckInterrupted() const {
+  if (interrupted()) return Status::Cancelled("the query was interrupted");
+  return Status::Ok();
 }
 
 void SqlReader::DropOutOfRangeBuckets(const SpanGroupQuery& q, SpanGroups* groups) {

@@ -22,6 +22,7 @@
 namespace sightline {
 
 //! Owns one leased read connection. Not thread-safe except Interrupt().
+//! Loops over rows it keeps in C++ check interrupted().
 class SqlReader : public TelemetryReader {
  public:
   explicit SqlReader(std::unique_ptr<ReadConnection> conn) : conn_(std::move(conn)) {}
@@ -39,9 +40,10 @@ class SqlReader : public TelemetryReader {
   Result<MetricCatalog> ListMetrics(const MetricCatalogQuery& q) override;
   Result<MetricSeriesList> FindSeries(const MetricSeriesLookup& q) override;
   Result<MetricBuckets> AggregateSeries(const MetricSeriesQuery& q) override;
-  void Interrupt() override { conn_->Interrupt(); }
 
  protected:
+  void InterruptEngine() override { conn_->Interrupt(); }
+
   // --- Spellings an engine overrides (the defaults are portable SQL). ---
 
   //! Integer division of two integer expressions (SQLite and standard SQL: "/").
@@ -77,11 +79,16 @@ class SqlReader : public TelemetryReader {
   //! division toward zero, so rows before the origin must be filtered out
   //! (BucketWhere) or they would land in bucket 0.
   std::string BucketExpr(const char* time_col, const Buckets& b) const;
-  //! " AND time_col >= origin" when the origin lies inside the range: rows
-  //! before it belong to negative buckets, which are never returned.
+  //! " AND time_col >= origin" when the origin lies inside the range (rows
+  //! before it belong to negative buckets, which are never returned), and
+  //! " AND time_col < end of the last bucket" when that ends before the range.
   static std::string BucketWhere(const char* time_col, const Buckets& b, const TimeRange& range);
   //! Drops groups whose kBucket key lies outside [0, count).
   static void DropOutOfRangeBuckets(const SpanGroupQuery& q, SpanGroups* groups);
+  //! " LIMIT max_groups + 1" of a span grouping.
+  static std::string GroupLimit(const SpanGroupQuery& q);
+  //! Cancelled once the reader was interrupted.
+  Status CheckInterrupted() const;
 
  private:
   sql::Sql LogWhere(const LogFilter& f) const;

@@ -93,6 +93,9 @@ export interface TraceDetail {
   trace_id: string;
   spans: Span[];
   logs: LogRow[];
+  /** Past the server's --max-trace-spans: only the earliest spans (log records) came back. */
+  spans_truncated?: boolean;
+  logs_truncated?: boolean;
 }
 
 export interface ExceptionGroup {

@@ -395,6 +395,13 @@ export function TracePage({ traceId }: { traceId: string }) {
                     <span class="stat-value">{model.errors}</span>
                   </div>
                 </div>
+                {(d.spans_truncated || d.logs_truncated) && (
+                  <p class="muted" data-testid="trace-truncated">
+                    This trace is larger than the server shows at once (--max-trace-spans): only its earliest{' '}
+                    {d.spans_truncated ? 'spans' : 'log records'}
+                    {d.spans_truncated && d.logs_truncated ? ' and log records' : ''} are here.
+                  </p>
+                )}
                 <div class="legend">
                   {[...model.colors].map(([svc, c]) => (
                     <span key={svc} class="legend-item">
