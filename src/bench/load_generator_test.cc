@@ -4,6 +4,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <string>
@@ -114,6 +115,41 @@ std::string_view StringOf(std::span<const Attribute> attributes, std::string_vie
 }
 
 // ---- the encoder against the server's decoder, row by row ---------------------------
+
+// The decode budget (16x the decompressed size + 4 MiB by default) leaves
+// room for real traffic: the generator's requests, shaped like the SDKs',
+// build at most a few times their size. Printed for docs/SECURITY.md.
+TEST(DecodeBudgetTest, TheGeneratorsRequestsBuildFewTimesTheirSize) {
+  for (WireFormat format : {WireFormat::kProtobuf, WireFormat::kJson}) {
+    LoadGenerator gen(Options(16384, format));
+    for (Signal signal : {Signal::kSpans, Signal::kLogs, Signal::kMetrics}) {
+      const std::string raw = Inflate(gen.Build(signal, 1));
+      size_t charged = 0;
+      DecodeLimits limits;
+      limits.charge = [&](size_t more) {
+        charged += more;
+        return Status::Ok();
+      };
+      Rejections r;
+      Status st;
+      if (signal == Signal::kSpans) {
+        SpanBatch b;
+        st = DecodeSpans(raw, Decoded(format), &b, &r, limits);
+      } else if (signal == Signal::kLogs) {
+        LogBatch b;
+        st = DecodeLogs(raw, Decoded(format), 1, &b, &r, limits);
+      } else {
+        MetricBatch b;
+        st = DecodeMetrics(raw, Decoded(format), &b, &r, limits);
+      }
+      ASSERT_TRUE(st.ok()) << st.ToString();
+      const double ratio = static_cast<double>(charged) / static_cast<double>(raw.size());
+      std::printf("decode holds %.2fx of %zu decompressed bytes (%s, %s, 16384 items)\n", ratio, raw.size(),
+                  SignalName(signal), format == WireFormat::kJson ? "json" : "protobuf");
+      EXPECT_LT(ratio, 8.0) << SignalName(signal);
+    }
+  }
+}
 
 class EncoderMatchesDecoder : public ::testing::TestWithParam<std::tuple<WireFormat, size_t>> {
  protected:

@@ -49,6 +49,12 @@ int Serve(ServerOptions options) {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
 
+  // A batch's string columns have 32-bit offsets: what decoding one request
+  // may build must stay below 4 GiB.
+  if (options.ingest.max_body_bytes * options.ingest.decode_amplification + kDecodeFixedBytes >= (size_t{1} << 32)) {
+    spdlog::error("--max-body-bytes x --max-decode-amplification must stay below 4 GiB");
+    return 2;
+  }
   std::string storage = options.storage, data = options.data_dir;
   auto server = Server::Start(std::move(options));
   if (!server.ok()) {
@@ -191,6 +197,46 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   serve->add_option("--decode-threads", so.ingest.decode_threads, "Decode threads (0 = one per core)")
       ->envname("SIGHTLINE_DECODE_THREADS")
+      ->capture_default_str();
+  serve
+      ->add_option("--max-decode-amplification", so.ingest.decode_amplification,
+                   "Decoding a request may hold this many times its decompressed size, plus 4 MiB (413 above)")
+      ->envname("SIGHTLINE_MAX_DECODE_AMPLIFICATION")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  serve
+      ->add_option("--max-attribute-value-bytes", so.ingest.decode.max_attribute_value_bytes,
+                   "Longer string attribute values (any depth), status messages and descriptions are cut")
+      ->envname("SIGHTLINE_MAX_ATTRIBUTE_VALUE_BYTES")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  serve
+      ->add_option("--max-attributes", so.ingest.decode.max_attributes,
+                   "Attributes kept per map; the rest are dropped and counted")
+      ->envname("SIGHTLINE_MAX_ATTRIBUTES")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  serve
+      ->add_option("--max-span-events", so.ingest.decode.max_span_events,
+                   "Events kept per span; the rest are dropped and counted")
+      ->envname("SIGHTLINE_MAX_SPAN_EVENTS")
+      ->capture_default_str();
+  serve
+      ->add_option("--max-span-links", so.ingest.decode.max_span_links,
+                   "Links kept per span; the rest are dropped and counted")
+      ->envname("SIGHTLINE_MAX_SPAN_LINKS")
+      ->capture_default_str();
+  serve
+      ->add_option("--max-name-bytes", so.ingest.decode.max_name_bytes,
+                   "Longer span, event, metric and scope names, units and severity texts are cut")
+      ->envname("SIGHTLINE_MAX_NAME_BYTES")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  serve
+      ->add_option("--max-service-name-bytes", so.ingest.decode.max_service_name_bytes,
+                   "Longer service.name values are cut (it is stored on every row)")
+      ->envname("SIGHTLINE_MAX_SERVICE_NAME_BYTES")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   serve
       ->add_option("--shutdown-timeout-ms", so.shutdown_timeout_ms, "On SIGTERM, wait this long for in-flight requests")

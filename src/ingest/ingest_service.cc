@@ -114,15 +114,16 @@ Result<IngestService::Decoded> IngestService::Decode(AdmittedExport* a, std::str
   std::string_view payload = body;
   if (a->encoding_ != ContentEncoding::kIdentity) {
     SL_RETURN_IF_ERROR(Decompress(a->encoding_, body, options_.max_body_bytes, &inflated));
-    // Decompressed bytes plus the batch built from them (about the same size).
-    SL_RETURN_IF_ERROR(a->ticket_.Grow(inflated.size() * 2));
+    SL_RETURN_IF_ERROR(a->ticket_.Grow(inflated.size()));
     payload = inflated;
-  } else {
-    if (body.size() > options_.max_body_bytes) {
-      return Status::PayloadTooLarge("body exceeds the limit of " + std::to_string(options_.max_body_bytes) + " bytes");
-    }
-    SL_RETURN_IF_ERROR(a->ticket_.Grow(body.size()));
+  } else if (body.size() > options_.max_body_bytes) {
+    return Status::PayloadTooLarge("body exceeds the limit of " + std::to_string(options_.max_body_bytes) + " bytes");
   }
+  // What decoding builds is charged to the ticket as it grows (503 when the
+  // gate is full) and bounded by the body's size (413 past it).
+  DecodeLimits limits = options_.decode;
+  limits.max_decode_bytes = options_.decode_amplification * payload.size() + kDecodeFixedBytes;
+  limits.charge = [a](size_t more) { return a->ticket_.Grow(more); };
   Decoded out;
   int64_t now_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -132,7 +133,7 @@ Result<IngestService::Decoded> IngestService::Decode(AdmittedExport* a, std::str
       auto b = std::make_unique<AnyBatch>(std::in_place_type<SpanBatch>);
       auto& spans = std::get<SpanBatch>(*b);
       spans.project_id = a->project_id_;
-      SL_RETURN_IF_ERROR(DecodeSpans(payload, format, &spans, &out.rejected));
+      SL_RETURN_IF_ERROR(DecodeSpans(payload, format, &spans, &out.rejected, limits));
       out.rows = spans.rows();
       out.batch = std::move(b);
       break;
@@ -141,7 +142,7 @@ Result<IngestService::Decoded> IngestService::Decode(AdmittedExport* a, std::str
       auto b = std::make_unique<AnyBatch>(std::in_place_type<LogBatch>);
       auto& logs = std::get<LogBatch>(*b);
       logs.project_id = a->project_id_;
-      SL_RETURN_IF_ERROR(DecodeLogs(payload, format, now_ns, &logs, &out.rejected));
+      SL_RETURN_IF_ERROR(DecodeLogs(payload, format, now_ns, &logs, &out.rejected, limits));
       out.rows = logs.rows();
       out.batch = std::move(b);
       break;
@@ -150,7 +151,7 @@ Result<IngestService::Decoded> IngestService::Decode(AdmittedExport* a, std::str
       auto b = std::make_unique<AnyBatch>(std::in_place_type<MetricBatch>);
       auto& metrics = std::get<MetricBatch>(*b);
       metrics.project_id = a->project_id_;
-      SL_RETURN_IF_ERROR(DecodeMetrics(payload, format, &metrics, &out.rejected));
+      SL_RETURN_IF_ERROR(DecodeMetrics(payload, format, &metrics, &out.rejected, limits));
       out.rows = metrics.rows();
       out.batch = std::move(b);
       break;
@@ -189,8 +190,18 @@ const char* RejectedField(Signal signal) {
 // in all three responses.
 std::string IngestService::EncodeResponse(Signal signal, PayloadFormat format, const Rejections& rejected) {
   std::string out;
+  if (rejected.count == 0 && rejected.truncated == 0) return format == PayloadFormat::kJson ? "{}" : out;
+  // Cut values are no rejection (the items were kept): OTLP reports them as
+  // a partial success with a message and rejected_<items> 0.
+  std::string message = rejected.message;
+  if (rejected.truncated > 0) {
+    if (!message.empty()) message += "; ";
+    message += std::to_string(rejected.truncated) +
+               " attribute values, names or attribute / event / link lists were cut to the server's limits "
+               "(--max-attribute-value-bytes, --max-attributes, --max-span-events, --max-span-links, "
+               "--max-name-bytes, --max-service-name-bytes)";
+  }
   if (format == PayloadFormat::kJson) {
-    if (rejected.count == 0) return "{}";
     JsonWriter w(&out);
     w.BeginObject();
     w.Key("partialSuccess");
@@ -198,18 +209,17 @@ std::string IngestService::EncodeResponse(Signal signal, PayloadFormat format, c
     w.Key(RejectedField(signal));
     w.String(std::to_string(rejected.count));  // int64 as a string, per the proto3 JSON mapping
     w.Key("errorMessage");
-    w.String(rejected.message);
+    w.String(message);
     w.EndObject();
     w.EndObject();
     return out;
   }
-  if (rejected.count == 0) return out;
   std::string inner;
   PutTag(&inner, 1, 0);
   PutVarint(&inner, static_cast<uint64_t>(rejected.count));
   PutTag(&inner, 2, 2);
-  PutVarint(&inner, rejected.message.size());
-  inner += rejected.message;
+  PutVarint(&inner, message.size());
+  inner += message;
   PutTag(&out, 1, 2);
   PutVarint(&out, inner.size());
   out += inner;

@@ -39,7 +39,18 @@ struct IngestOptions {
   size_t max_body_bytes = 20u << 20;  // compressed and decompressed
   int retry_after_seconds = 1;        // told to clients refused with a retryable status
   int decode_threads = 0;             // 0 = one per core
+  //! Texts and lists cut to OpenTelemetry's attribute limits (max_decode_bytes
+  //! and charge are set per request).
+  DecodeLimits decode;
+  //! Decoding a request (its protobuf messages and its batch) may hold at
+  //! most this many times its decompressed size, plus kDecodeFixedBytes;
+  //! past it, 413 (--max-decode-amplification).
+  size_t decode_amplification = 16;
 };
+
+//! The fixed part of a request's decode budget: small requests may build
+//! small batches whatever their ratio.
+inline constexpr size_t kDecodeFixedBytes = 4u << 20;
 
 //! What a transport knows of an export request before its body.
 struct ExportHeaders {

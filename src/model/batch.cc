@@ -53,11 +53,11 @@ size_t ResourceTable::ByteSize() const {
 size_t MetricBatch::ByteSize() const {
   return VectorBytes(series_id) + metric_name.ByteSize() + VectorBytes(metric_type) + unit.ByteSize() +
          description.ByteSize() + VectorBytes(temporality) + VectorBytes(is_monotonic) + service_name.ByteSize() +
-         resource_attributes.ByteSize() + scope_name.ByteSize() + scope_version.ByteSize() + attributes.ByteSize() +
-         VectorBytes(point_series_id) + VectorBytes(time_ns) + VectorBytes(start_time_ns) + VectorBytes(value) +
-         VectorBytes(int_value) + VectorBytes(is_int) + VectorBytes(count) + VectorBytes(sum) + VectorBytes(min) +
-         VectorBytes(max) + bucket_counts.ByteSize() + explicit_bounds.ByteSize() + exp_histogram.ByteSize() +
-         quantiles.ByteSize() + exemplars.ByteSize() + VectorBytes(flags);
+         VectorBytes(series_resource) + resources.ByteSize() + attributes.ByteSize() + VectorBytes(point_series_id) +
+         VectorBytes(time_ns) + VectorBytes(start_time_ns) + VectorBytes(value) + VectorBytes(int_value) +
+         VectorBytes(is_int) + VectorBytes(count) + VectorBytes(sum) + VectorBytes(min) + VectorBytes(max) +
+         bucket_counts.ByteSize() + explicit_bounds.ByteSize() + exp_histogram.ByteSize() + quantiles.ByteSize() +
+         exemplars.ByteSize() + VectorBytes(flags);
 }
 
 }  // namespace sightline

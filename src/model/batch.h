@@ -165,10 +165,29 @@ struct MetricBatch {
   std::vector<int32_t> temporality;  // AggregationTemporality: 0 unspecified, 1 delta, 2 cumulative
   std::vector<uint8_t> is_monotonic;
   StringColumn service_name;
-  StringColumn resource_attributes;  // JSON
-  StringColumn scope_name;
-  StringColumn scope_version;
+  //! Each series' row in `resources`. The series of a request share a few
+  //! (resource, scope) pairs, so their texts are kept once per batch, not
+  //! once per series: a request's memory follows its own size.
+  std::vector<uint32_t> series_resource;
+  ResourceTable resources;  // scope_attributes are not stored for metrics
   StringColumn attributes;  // point attributes, JSON
+
+  //! Adds a resource row that the next series appended refers to (tests
+  //! and generators; the decoder shares rows between series).
+  void AddSeriesResource(std::string_view attributes, std::string_view scope, std::string_view version) {
+    series_resource.push_back(static_cast<uint32_t>(resources.rows()));
+    resources.resource_id.push_back(static_cast<int64_t>(resources.rows()));
+    resources.resource_attributes.Append(attributes);
+    resources.scope_name.Append(scope);
+    resources.scope_version.Append(version);
+    resources.scope_attributes.Append("{}");
+  }
+
+  std::string_view resource_attributes(size_t series) const {
+    return resources.resource_attributes.Get(series_resource[series]);
+  }
+  std::string_view scope_name(size_t series) const { return resources.scope_name.Get(series_resource[series]); }
+  std::string_view scope_version(size_t series) const { return resources.scope_version.Get(series_resource[series]); }
 
   // Points.
   std::vector<int64_t> point_series_id;

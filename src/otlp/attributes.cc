@@ -34,21 +34,45 @@ void AppendBase64(std::string* out, std::string_view in) {
 
 }  // namespace
 
-void WriteAnyValue(JsonWriter* w, const AnyValue& v) {
+std::string_view Utf8Prefix(std::string_view s, size_t max) {
+  if (s.size() <= max) return s;
+  size_t n = max;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return s.substr(0, n);
+}
+
+void WriteAnyValue(JsonWriter* w, const AnyValue& v, const AttributeLimits& limits, AttributeCuts* cuts) {
   switch (v.value_case()) {
-    case AnyValue::kStringValue: w->String(v.string_value()); break;
+    case AnyValue::kStringValue: {
+      std::string_view s = Utf8Prefix(v.string_value(), limits.max_value_bytes);
+      if (s.size() < v.string_value().size() && cuts != nullptr) ++cuts->values;
+      w->String(s);
+      break;
+    }
     case AnyValue::kBoolValue: w->Bool(v.bool_value()); break;
     case AnyValue::kIntValue: w->Int(v.int_value()); break;
     case AnyValue::kDoubleValue: w->Double(v.double_value()); break;
     case AnyValue::kArrayValue:
       w->BeginArray();
-      for (const auto& e : v.array_value().values()) WriteAnyValue(w, e);
+      for (const auto& e : v.array_value().values()) WriteAnyValue(w, e, limits, cuts);
       w->EndArray();
       break;
-    case AnyValue::kKvlistValue: WriteAttributes(w, v.kvlist_value().values()); break;
+    case AnyValue::kKvlistValue: {
+      const uint32_t dropped = WriteAttributes(w, v.kvlist_value().values(), limits, cuts);
+      if (cuts != nullptr) cuts->dropped += dropped;
+      break;
+    }
     case AnyValue::kBytesValue: {
+      // The stored form is base64, 4 characters per 3 bytes: cut the bytes so
+      // the text stays within the limit.
+      std::string_view raw = v.bytes_value();
+      const size_t max_raw = limits.max_value_bytes == SIZE_MAX ? SIZE_MAX : limits.max_value_bytes / 4 * 3;
+      if (raw.size() > max_raw) {
+        raw = raw.substr(0, max_raw);
+        if (cuts != nullptr) ++cuts->values;
+      }
       std::string b64;
-      AppendBase64(&b64, v.bytes_value());
+      AppendBase64(&b64, raw);
       w->String(b64);
       break;
     }
@@ -56,18 +80,23 @@ void WriteAnyValue(JsonWriter* w, const AnyValue& v) {
   }
 }
 
-void WriteAttributes(JsonWriter* w, const KeyValues& kvs) {
+uint32_t WriteAttributes(JsonWriter* w, const KeyValues& kvs, const AttributeLimits& limits, AttributeCuts* cuts) {
   w->BeginObject();
+  size_t written = 0;
   for (const auto& kv : kvs) {
+    if (written == limits.max_count) break;
     w->Key(kv.key());
-    WriteAnyValue(w, kv.value());
+    WriteAnyValue(w, kv.value(), limits, cuts);
+    ++written;
   }
   w->EndObject();
+  return static_cast<uint32_t>(static_cast<size_t>(kvs.size()) - written);
 }
 
-void AppendAttributesJson(std::string* out, const KeyValues& kvs) {
+uint32_t AppendAttributesJson(std::string* out, const KeyValues& kvs, const AttributeLimits& limits,
+                              AttributeCuts* cuts) {
   JsonWriter w(out);
-  WriteAttributes(&w, kvs);
+  return WriteAttributes(&w, kvs, limits, cuts);
 }
 
 const std::string* FindStringAttribute(const KeyValues& kvs, std::string_view key) {

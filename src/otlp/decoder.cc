@@ -4,6 +4,7 @@
 #include <google/protobuf/stubs/logging.h>
 #include <google/protobuf/util/json_util.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -72,32 +73,137 @@ void CaptureProtobufLog(pb::LogLevel level, const char* filename, int line, cons
   return true;
 }();
 
+// Thrown by the arena's block allocator when a request's decode memory would
+// pass its budget, and caught in ArenaParser::Parse: protobuf's parser holds
+// nothing outside the arena and its own stack objects, so unwinding through
+// it leaks nothing, and the arena frees its blocks when it goes.
+struct OverBudget {};
+
+// Applies DecodeLimits to one request: cuts texts and lists (counting them
+// for partial_success) and keeps what decoding holds, the arena's blocks
+// plus the batch, under max_decode_bytes, charging it as it grows.
+class Limiter {
+ public:
+  Limiter(const DecodeLimits& limits, Rejections* rejected)
+      : limits_(limits), rejected_(rejected), attrs_{limits.max_attribute_value_bytes, limits.max_attributes} {}
+  ~Limiter() { rejected_->truncated += cuts_.values + cuts_.dropped + cut_; }
+  Limiter(const Limiter&) = delete;
+  Limiter& operator=(const Limiter&) = delete;
+
+  size_t max_events() const { return limits_.max_span_events; }
+  size_t max_links() const { return limits_.max_span_links; }
+  std::string_view Name(std::string_view s) { return Cut(s, limits_.max_name_bytes); }
+  std::string_view Text(std::string_view s) { return Cut(s, limits_.max_attribute_value_bytes); }
+  std::string_view Service(std::string_view s) { return Cut(s, limits_.max_service_name_bytes); }
+  //! Items dropped from a list (events, links) past its limit.
+  void Dropped(int64_t n) { cut_ += n; }
+  //! An attribute map as JSON within the limits; returns how many attributes
+  //! were dropped (for the item's dropped_attributes_count).
+  uint32_t Attributes(JsonWriter* w, const KeyValues& kvs) {
+    const uint32_t dropped = WriteAttributes(w, kvs, attrs_, &cuts_);
+    cut_ += dropped;
+    return dropped;
+  }
+  uint32_t Attributes(std::string* out, const KeyValues& kvs) {
+    JsonWriter w(out);
+    return Attributes(&w, kvs);
+  }
+
+  //! The batch now holds `bytes`. Checked every 64 rows and at the end: one
+  //! row is bounded by the limits above.
+  Status Hold(size_t bytes) {
+    batch_bytes_ = bytes;
+    return Update();
+  }
+  //! From the arena's block allocator (any depth inside protobuf).
+  void ArenaBlock(size_t bytes) {
+    arena_bytes_ += bytes;
+    status_ = Update();
+    if (!status_.ok()) throw OverBudget{};
+  }
+  const Status& status() const { return status_; }
+
+ private:
+  std::string_view Cut(std::string_view s, size_t max) {
+    std::string_view kept = Utf8Prefix(s, max);
+    if (kept.size() < s.size()) ++cut_;
+    return kept;
+  }
+  Status Update() {
+    const size_t now = arena_bytes_ + batch_bytes_;
+    if (now > limits_.max_decode_bytes) {
+      return Status::PayloadTooLarge("decoding this request would hold more than " +
+                                     std::to_string(limits_.max_decode_bytes) +
+                                     " bytes, the server's limit for a body of its size: send it in smaller requests");
+    }
+    if (now > charged_) {
+      if (limits_.charge) SL_RETURN_IF_ERROR(limits_.charge(now - charged_));
+      charged_ = now;
+    }
+    return Status::Ok();
+  }
+
+  const DecodeLimits& limits_;
+  Rejections* rejected_;
+  const AttributeLimits attrs_;
+  AttributeCuts cuts_;
+  int64_t cut_ = 0;
+  size_t arena_bytes_ = 0;
+  size_t batch_bytes_ = 0;
+  size_t charged_ = 0;
+  Status status_;
+};
+
+// The request being decoded on this thread, for the arena's allocator.
+thread_local Limiter* tls_limiter = nullptr;
+
+// Sets tls_limiter for one Decode* call.
+class LimiterScope {
+ public:
+  explicit LimiterScope(Limiter* l) { tls_limiter = l; }
+  ~LimiterScope() { tls_limiter = nullptr; }
+  LimiterScope(const LimiterScope&) = delete;
+  LimiterScope& operator=(const LimiterScope&) = delete;
+};
+
+void* ChargedBlockAlloc(size_t bytes) {
+  if (tls_limiter != nullptr) tls_limiter->ArenaBlock(bytes);
+  return ::operator new(bytes);
+}
+
+void ChargedBlockDealloc(void* block, size_t) { ::operator delete(block); }
+
 // Parses into an arena whose first block is reused by this thread, so a
-// request's messages cost no malloc calls in the common case.
+// request's messages cost no malloc calls in the common case. Blocks past it
+// are charged to the thread's Limiter.
 class ArenaParser {
  public:
   static constexpr size_t kInitialBlock = 4 << 20;
 
   template <typename Message>
   static Result<Message*> Parse(pb::Arena* arena, std::string_view body, PayloadFormat format) {
-    Message* msg = pb::Arena::CreateMessage<Message>(arena);
-    if (format == PayloadFormat::kProtobuf) {
-      tls_protobuf_log.clear();
-      if (body.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
-          !msg->ParseFromArray(body.data(), static_cast<int>(body.size()))) {
-        std::string why = "malformed protobuf: cannot parse " + std::string(Message::descriptor()->name());
-        if (!tls_protobuf_log.empty()) why += " (" + tls_protobuf_log + ")";
-        return Status::InvalidArgument(why);
+    try {
+      Message* msg = pb::Arena::CreateMessage<Message>(arena);
+      if (format == PayloadFormat::kProtobuf) {
+        tls_protobuf_log.clear();
+        if (body.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
+            !msg->ParseFromArray(body.data(), static_cast<int>(body.size()))) {
+          std::string why = "malformed protobuf: cannot parse " + std::string(Message::descriptor()->name());
+          if (!tls_protobuf_log.empty()) why += " (" + tls_protobuf_log + ")";
+          return Status::InvalidArgument(why);
+        }
+        return msg;
+      }
+      pb::util::JsonParseOptions options;
+      options.ignore_unknown_fields = true;
+      auto st = pb::util::JsonStringToMessage(pb::StringPiece(body.data(), body.size()), msg, options);
+      if (!st.ok()) {
+        return Status::InvalidArgument("malformed OTLP JSON: " + std::string(st.message()));
       }
       return msg;
+    } catch (const OverBudget&) {
+      return tls_limiter->status();
     }
-    pb::util::JsonParseOptions options;
-    options.ignore_unknown_fields = true;
-    auto st = pb::util::JsonStringToMessage(pb::StringPiece(body.data(), body.size()), msg, options);
-    if (!st.ok()) {
-      return Status::InvalidArgument("malformed OTLP JSON: " + std::string(st.message()));
-    }
-    return msg;
   }
 
   static pb::ArenaOptions Options() {
@@ -107,6 +213,8 @@ class ArenaParser {
     o.initial_block_size = kInitialBlock;
     o.start_block_size = 1 << 20;
     o.max_block_size = 8 << 20;
+    o.block_alloc = &ChargedBlockAlloc;
+    o.block_dealloc = &ChargedBlockDealloc;
     return o;
   }
 };
@@ -174,28 +282,30 @@ struct Context {
   std::string scope_name;
   std::string scope_version;
   std::string scope_json;
-  int64_t resource_id = 0;  // spans and logs, set by ResourceIdFor()
-  bool in_table = false;    // this block's resource row is in the batch's table
+  int64_t resource_id = 0;    // set by ResourceIdFor()
+  uint32_t resource_row = 0;  // its row in the batch's table
+  bool in_table = false;      // this block's resource row is in the batch's table
 
-  void SetResource(const KeyValues& attrs) {
+  void SetResource(const KeyValues& attrs, Limiter* limiter) {
     const std::string* svc = FindStringAttribute(attrs, "service.name");
-    service_name = svc ? *svc : "";
+    service_name = svc ? limiter->Service(*svc) : "";
     resource_json.clear();
-    AppendAttributesJson(&resource_json, attrs);
+    limiter->Attributes(&resource_json, attrs);
   }
-  void SetScope(const otlp_common::InstrumentationScope& scope) {
-    scope_name = scope.name();
-    scope_version = scope.version();
+  void SetScope(const otlp_common::InstrumentationScope& scope, Limiter* limiter) {
+    scope_name = limiter->Name(scope.name());
+    scope_version = limiter->Name(scope.version());
     scope_json.clear();
-    AppendAttributesJson(&scope_json, scope.attributes());
+    limiter->Attributes(&scope_json, scope.attributes());
     in_table = false;
   }
-  //! The block's resource_id for a row: at the block's first row it is
-  //! hashed and the resource row added to `table` (metrics, which key on
-  //! series instead, and blocks without accepted rows do neither).
+  //! The block's resource_id for a row (or a new metric series): at the
+  //! block's first one it is hashed and the resource row added to `table`
+  //! (blocks without accepted rows do neither).
   int64_t ResourceIdFor(ResourceTable* table) {
     if (!in_table) {
       resource_id = ResourceId(resource_json, scope_name, scope_version, scope_json);
+      resource_row = static_cast<uint32_t>(table->rows());
       table->resource_id.push_back(resource_id);
       table->resource_attributes.Append(resource_json);
       table->scope_name.Append(scope_name);
@@ -220,7 +330,8 @@ const std::string& FirstString(const KeyValues& attrs, std::initializer_list<std
   return kEmpty;
 }
 
-bool AppendSpan(const otlp_trace::Span& span, Context& ctx, IdReader* ids, SpanBatch* out, Rejections* rejected) {
+bool AppendSpan(const otlp_trace::Span& span, Context& ctx, IdReader* ids, Limiter* limiter, SpanBatch* out,
+                Rejections* rejected) {
   // Validate ids before touching any column so a rejected span leaves no partial row.
   // Per-thread scratch, so the JSON text costs no malloc per span.
   thread_local std::string events_json, links_json;
@@ -239,29 +350,35 @@ bool AppendSpan(const otlp_trace::Span& span, Context& ctx, IdReader* ids, SpanB
     rejected->Add("span with an invalid parent_span_id (want 8 bytes or empty)");
     return false;
   }
+  // Events and links past their limits are dropped and counted, as an SDK
+  // would have.
+  const size_t events = std::min<size_t>(span.events_size(), limiter->max_events());
+  const size_t links = std::min<size_t>(span.links_size(), limiter->max_links());
   // No events or links: '' (stored as NULL, which DuckDB writes cheaper than "[]").
-  if (span.events_size() > 0) {
+  if (events > 0) {
     JsonWriter w(&events_json);
     w.BeginArray();
-    for (const auto& e : span.events()) {
+    for (size_t i = 0; i < events; ++i) {
+      const auto& e = span.events(static_cast<int>(i));
       w.BeginObject();
       w.Key("time_unix_nano");
       w.Int(ToSigned(e.time_unix_nano()));
       w.Key("name");
-      w.String(e.name());
+      w.String(limiter->Name(e.name()));
       w.Key("attributes");
-      WriteAttributes(&w, e.attributes());
+      const uint32_t dropped = limiter->Attributes(&w, e.attributes());
       w.Key("dropped_attributes_count");
-      w.Uint(e.dropped_attributes_count());
+      w.Uint(e.dropped_attributes_count() + dropped);
       w.EndObject();
     }
     w.EndArray();
   }
-  if (span.links_size() > 0) {
+  if (links > 0) {
     JsonWriter w(&links_json);
     w.BeginArray();
     std::string lt, ls;
-    for (const auto& l : span.links()) {
+    for (size_t i = 0; i < links; ++i) {
+      const auto& l = span.links(static_cast<int>(i));
       lt.clear();
       ls.clear();
       if (!ids->ToHex(l.trace_id(), 16, &lt) || !ids->ToHex(l.span_id(), 8, &ls)) {
@@ -274,11 +391,11 @@ bool AppendSpan(const otlp_trace::Span& span, Context& ctx, IdReader* ids, SpanB
       w.Key("span_id");
       w.String(ls);
       w.Key("trace_state");
-      w.String(l.trace_state());
+      w.String(limiter->Name(l.trace_state()));
       w.Key("attributes");
-      WriteAttributes(&w, l.attributes());
+      const uint32_t dropped = limiter->Attributes(&w, l.attributes());
       w.Key("dropped_attributes_count");
-      w.Uint(l.dropped_attributes_count());
+      w.Uint(l.dropped_attributes_count() + dropped);
       w.Key("flags");
       w.Uint(l.flags());
       w.EndObject();
@@ -289,23 +406,23 @@ bool AppendSpan(const otlp_trace::Span& span, Context& ctx, IdReader* ids, SpanB
   out->trace_id_low.push_back(trace_low);
   out->span_id.push_back(span_id);
   out->parent_span_id.push_back(parent_id);
-  out->trace_state.Append(span.trace_state());
+  out->trace_state.Append(limiter->Name(span.trace_state()));
   out->flags.push_back(span.flags());
-  out->name.Append(span.name());
+  out->name.Append(limiter->Name(span.name()));
   out->kind.push_back(static_cast<int32_t>(span.kind()));
   out->start_time_ns.push_back(ToSigned(span.start_time_unix_nano()));
   out->end_time_ns.push_back(ToSigned(span.end_time_unix_nano()));
   out->status_code.push_back(static_cast<int32_t>(span.status().code()));
-  out->status_message.Append(span.status().message());
+  out->status_message.Append(limiter->Text(span.status().message()));
   out->service_name.Append(ctx.service_name);
   const auto& attrs = span.attributes();
-  out->http_route.Append(FirstString(attrs, {"http.route", "url.path", "http.target"}));
-  out->http_method.Append(FirstString(attrs, {"http.request.method", "http.method"}));
+  out->http_route.Append(limiter->Text(FirstString(attrs, {"http.route", "url.path", "http.target"})));
+  out->http_method.Append(limiter->Name(FirstString(attrs, {"http.request.method", "http.method"})));
   int64_t status = 0;
   if (!FindIntAttribute(attrs, "http.response.status_code", &status))
     FindIntAttribute(attrs, "http.status_code", &status);
   out->http_status_code.push_back(static_cast<int32_t>(status));
-  out->db_system.Append(FirstString(attrs, {"db.system", "db.system.name"}));
+  out->db_system.Append(limiter->Name(FirstString(attrs, {"db.system", "db.system.name"})));
   const otlp_trace::Span::Event* exception = nullptr;
   for (const auto& e : span.events()) {
     if (e.name() == "exception") {
@@ -313,22 +430,27 @@ bool AppendSpan(const otlp_trace::Span& span, Context& ctx, IdReader* ids, SpanB
       break;
     }
   }
-  out->exception_type.Append(exception ? FirstString(exception->attributes(), {"exception.type"}) : "");
-  out->exception_message.Append(exception ? FirstString(exception->attributes(), {"exception.message"}) : "");
-  AppendAttributesJson(&out->attributes.buffer(), attrs);
+  out->exception_type.Append(limiter->Text(exception ? FirstString(exception->attributes(), {"exception.type"}) : ""));
+  out->exception_message.Append(
+      limiter->Text(exception ? FirstString(exception->attributes(), {"exception.message"}) : ""));
+  const uint32_t dropped_attributes = limiter->Attributes(&out->attributes.buffer(), attrs);
   out->attributes.CommitRow();
   out->events.Append(events_json);
   out->links.Append(links_json);
-  out->dropped_attributes_count.push_back(span.dropped_attributes_count());
-  out->dropped_events_count.push_back(span.dropped_events_count());
-  out->dropped_links_count.push_back(span.dropped_links_count());
+  limiter->Dropped(static_cast<int64_t>(span.events_size() - events + span.links_size() - links));
+  out->dropped_attributes_count.push_back(span.dropped_attributes_count() + dropped_attributes);
+  out->dropped_events_count.push_back(span.dropped_events_count() + static_cast<uint32_t>(span.events_size() - events));
+  out->dropped_links_count.push_back(span.dropped_links_count() + static_cast<uint32_t>(span.links_size() - links));
   out->resource_id.push_back(ctx.ResourceIdFor(&out->resources));
   return true;
 }
 
 }  // namespace
 
-Status DecodeSpans(std::string_view body, PayloadFormat format, SpanBatch* out, Rejections* rejected) {
+Status DecodeSpans(std::string_view body, PayloadFormat format, SpanBatch* out, Rejections* rejected,
+                   const DecodeLimits& limits) {
+  Limiter limiter(limits, rejected);
+  LimiterScope scope(&limiter);
   pb::Arena arena(ArenaParser::Options());
   SL_ASSIGN_OR_RETURN(const auto* parsed, ArenaParser::Parse<ExportTraceServiceRequest>(&arena, body, format));
   const ExportTraceServiceRequest& req = *parsed;
@@ -339,17 +461,23 @@ Status DecodeSpans(std::string_view body, PayloadFormat format, SpanBatch* out, 
   IdReader ids(format);
   Context ctx;
   for (const auto& rs : req.resource_spans()) {
-    ctx.SetResource(rs.resource().attributes());
+    ctx.SetResource(rs.resource().attributes(), &limiter);
     for (const auto& ss : rs.scope_spans()) {
-      ctx.SetScope(ss.scope());
-      for (const auto& span : ss.spans()) AppendSpan(span, ctx, &ids, out, rejected);
+      ctx.SetScope(ss.scope(), &limiter);
+      for (const auto& span : ss.spans()) {
+        if (AppendSpan(span, ctx, &ids, &limiter, out, rejected) && out->rows() % 64 == 0) {
+          SL_RETURN_IF_ERROR(limiter.Hold(out->ByteSize()));
+        }
+      }
     }
   }
-  return Status::Ok();
+  return limiter.Hold(out->ByteSize());
 }
 
 Status DecodeLogs(std::string_view body, PayloadFormat format, int64_t receive_time_ns, LogBatch* out,
-                  Rejections* rejected) {
+                  Rejections* rejected, const DecodeLimits& limits) {
+  Limiter limiter(limits, rejected);
+  LimiterScope scope(&limiter);
   pb::Arena arena(ArenaParser::Options());
   SL_ASSIGN_OR_RETURN(const auto* parsed, ArenaParser::Parse<ExportLogsServiceRequest>(&arena, body, format));
   const ExportLogsServiceRequest& req = *parsed;
@@ -357,9 +485,9 @@ Status DecodeLogs(std::string_view body, PayloadFormat format, int64_t receive_t
   Context ctx;
   uint64_t trace_high, trace_low, span_id, unused;
   for (const auto& rl : req.resource_logs()) {
-    ctx.SetResource(rl.resource().attributes());
+    ctx.SetResource(rl.resource().attributes(), &limiter);
     for (const auto& sl : rl.scope_logs()) {
-      ctx.SetScope(sl.scope());
+      ctx.SetScope(sl.scope(), &limiter);
       for (const auto& rec : sl.log_records()) {
         if (!ids.ToInts(rec.trace_id(), 16, &trace_high, &trace_low) ||
             !ids.ToInts(rec.span_id(), 8, &unused, &span_id)) {
@@ -370,7 +498,7 @@ Status DecodeLogs(std::string_view body, PayloadFormat format, int64_t receive_t
         out->observed_time_ns.push_back(rec.observed_time_unix_nano() ? ToSigned(rec.observed_time_unix_nano())
                                                                       : receive_time_ns);
         out->severity_number.push_back(static_cast<int32_t>(rec.severity_number()));
-        out->severity_text.Append(rec.severity_text());
+        out->severity_text.Append(limiter.Name(rec.severity_text()));
         const auto& b = rec.body();
         AnyValueType type = AnyValueType::kEmpty;
         switch (b.value_case()) {
@@ -398,14 +526,15 @@ Status DecodeLogs(std::string_view body, PayloadFormat format, int64_t receive_t
         out->span_id.push_back(span_id);
         out->flags.push_back(rec.flags());
         out->service_name.Append(ctx.service_name);
-        AppendAttributesJson(&out->attributes.buffer(), rec.attributes());
+        const uint32_t dropped = limiter.Attributes(&out->attributes.buffer(), rec.attributes());
         out->attributes.CommitRow();
-        out->dropped_attributes_count.push_back(rec.dropped_attributes_count());
+        out->dropped_attributes_count.push_back(rec.dropped_attributes_count() + dropped);
         out->resource_id.push_back(ctx.ResourceIdFor(&out->resources));
+        if (out->rows() % 64 == 0) SL_RETURN_IF_ERROR(limiter.Hold(out->ByteSize()));
       }
     }
   }
-  return Status::Ok();
+  return limiter.Hold(out->ByteSize());
 }
 
 namespace {
@@ -415,32 +544,33 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // Series identity and the per-batch dedup of series rows.
 class SeriesTable {
  public:
-  SeriesTable(MetricBatch* out) : out_(out) {}
+  SeriesTable(MetricBatch* out, Limiter* limiter) : out_(out), limiter_(limiter) {}
 
-  int64_t Intern(const otlp_metrics::Metric& m, MetricType type, int32_t temporality, bool monotonic,
-                 const Context& ctx, const KeyValues& point_attrs) {
+  int64_t Intern(const otlp_metrics::Metric& m, MetricType type, int32_t temporality, bool monotonic, Context& ctx,
+                 const KeyValues& point_attrs) {
     attrs_.clear();
-    AppendAttributesJson(&attrs_, point_attrs);
+    limiter_->Attributes(&attrs_, point_attrs);
     // Everything but the point attributes is the same for all points of a
     // Metric: hash that prefix once per metric (same bytes, same ids).
     if (prefix_metric_ != &m) {
-      prefix_.emplace(SeriesMetric{out_->project_id, m.name(), static_cast<int32_t>(type), m.unit(), temporality,
-                                   monotonic, ctx.resource_json, ctx.scope_name, ctx.scope_version});
+      name_ = limiter_->Name(m.name());
+      unit_ = limiter_->Name(m.unit());
+      prefix_.emplace(SeriesMetric{out_->project_id, name_, static_cast<int32_t>(type), unit_, temporality, monotonic,
+                                   ctx.resource_json, ctx.scope_name, ctx.scope_version});
       prefix_metric_ = &m;
     }
     int64_t id = prefix_->Id(attrs_);
     if (seen_.insert(id).second) {
       out_->series_id.push_back(id);
-      out_->metric_name.Append(m.name());
+      out_->metric_name.Append(name_);
       out_->metric_type.push_back(static_cast<int32_t>(type));
-      out_->unit.Append(m.unit());
-      out_->description.Append(m.description());
+      out_->unit.Append(unit_);
+      out_->description.Append(limiter_->Text(m.description()));
       out_->temporality.push_back(temporality);
       out_->is_monotonic.push_back(monotonic ? 1 : 0);
       out_->service_name.Append(ctx.service_name);
-      out_->resource_attributes.Append(ctx.resource_json);
-      out_->scope_name.Append(ctx.scope_name);
-      out_->scope_version.Append(ctx.scope_version);
+      ctx.ResourceIdFor(&out_->resources);
+      out_->series_resource.push_back(ctx.resource_row);
       out_->attributes.Append(attrs_);
     }
     return id;
@@ -448,15 +578,18 @@ class SeriesTable {
 
  private:
   MetricBatch* out_;
+  Limiter* limiter_;
   std::unordered_set<int64_t> seen_;
   std::string attrs_;
+  std::string name_, unit_;                              // the current metric's, within the limits
   std::optional<SeriesIdHasher> prefix_;                 // state after the per-metric fields
   const otlp_metrics::Metric* prefix_metric_ = nullptr;  // whose prefix_ it is
 };
 
 class PointWriter {
  public:
-  PointWriter(MetricBatch* out, IdReader* ids, Rejections* rejected) : out_(out), ids_(ids), rejected_(rejected) {}
+  PointWriter(MetricBatch* out, IdReader* ids, Limiter* limiter, Rejections* rejected)
+      : out_(out), ids_(ids), limiter_(limiter), rejected_(rejected) {}
 
   //! Validates a point's exemplars; call before interning its series so a
   //! rejected point leaves no series row behind.
@@ -470,14 +603,17 @@ class PointWriter {
     }
   }
 
-  //! Starts the row of a point that Accept()ed.
+  //! Starts the row of a point that Accept()ed; every 64 points, what the
+  //! batch holds is checked against the budget.
   template <typename Point>
-  void Begin(int64_t series, const Point& p) {
+  Status Begin(int64_t series, const Point& p) {
+    if (out_->rows() % 64 == 63) SL_RETURN_IF_ERROR(limiter_->Hold(out_->ByteSize()));
     out_->exemplars.Append(scratch_);
     out_->point_series_id.push_back(series);
     out_->time_ns.push_back(ToSigned(p.time_unix_nano()));
     out_->start_time_ns.push_back(ToSigned(p.start_time_unix_nano()));
     out_->flags.push_back(p.flags());
+    return Status::Ok();
   }
 
   void Number(const otlp_metrics::NumberDataPoint& p) {
@@ -606,7 +742,7 @@ class PointWriter {
       w.Key("span_id");
       w.String(s);
       w.Key("filtered_attributes");
-      WriteAttributes(&w, e.filtered_attributes());
+      limiter_->Attributes(&w, e.filtered_attributes());
       w.EndObject();
     }
     w.EndArray();
@@ -615,6 +751,7 @@ class PointWriter {
 
   MetricBatch* out_;
   IdReader* ids_;
+  Limiter* limiter_;
   Rejections* rejected_;
   std::string scratch_;
   std::vector<double> last_bounds_;  // the last histogram point's bounds and their JSON
@@ -623,19 +760,23 @@ class PointWriter {
 
 }  // namespace
 
-Status DecodeMetrics(std::string_view body, PayloadFormat format, MetricBatch* out, Rejections* rejected) {
+Status DecodeMetrics(std::string_view body, PayloadFormat format, MetricBatch* out, Rejections* rejected,
+                     const DecodeLimits& limits) {
+  Limiter limiter(limits, rejected);
+  LimiterScope scope(&limiter);
   pb::Arena arena(ArenaParser::Options());
   SL_ASSIGN_OR_RETURN(const auto* parsed, ArenaParser::Parse<ExportMetricsServiceRequest>(&arena, body, format));
   const ExportMetricsServiceRequest& req = *parsed;
   IdReader ids(format);
   Context ctx;
-  SeriesTable series(out);
-  PointWriter points(out, &ids, rejected);
+  SeriesTable series(out, &limiter);
+  PointWriter points(out, &ids, &limiter, rejected);
   for (const auto& rm : req.resource_metrics()) {
-    ctx.SetResource(rm.resource().attributes());
+    ctx.SetResource(rm.resource().attributes(), &limiter);
     for (const auto& sm : rm.scope_metrics()) {
-      ctx.SetScope(sm.scope());
+      ctx.SetScope(sm.scope(), &limiter);
       for (const auto& m : sm.metrics()) {
+        SL_RETURN_IF_ERROR(limiter.Hold(out->ByteSize()));
         if (m.name().empty()) {
           rejected->Add("metric without a name");
           continue;
@@ -645,7 +786,7 @@ Status DecodeMetrics(std::string_view body, PayloadFormat format, MetricBatch* o
             for (const auto& p : m.gauge().data_points()) {
               if (!points.Accept(p)) continue;
               int64_t id = series.Intern(m, MetricType::kGauge, 0, false, ctx, p.attributes());
-              points.Begin(id, p);
+              SL_RETURN_IF_ERROR(points.Begin(id, p));
               points.Number(p);
             }
             break;
@@ -654,7 +795,7 @@ Status DecodeMetrics(std::string_view body, PayloadFormat format, MetricBatch* o
               if (!points.Accept(p)) continue;
               int64_t id = series.Intern(m, MetricType::kSum, m.sum().aggregation_temporality(), m.sum().is_monotonic(),
                                          ctx, p.attributes());
-              points.Begin(id, p);
+              SL_RETURN_IF_ERROR(points.Begin(id, p));
               points.Number(p);
             }
             break;
@@ -667,7 +808,7 @@ Status DecodeMetrics(std::string_view body, PayloadFormat format, MetricBatch* o
               if (!points.Accept(p)) continue;
               int64_t id = series.Intern(m, MetricType::kHistogram, m.histogram().aggregation_temporality(), false, ctx,
                                          p.attributes());
-              points.Begin(id, p);
+              SL_RETURN_IF_ERROR(points.Begin(id, p));
               points.Histogram(p);
             }
             break;
@@ -677,7 +818,7 @@ Status DecodeMetrics(std::string_view body, PayloadFormat format, MetricBatch* o
               int64_t id =
                   series.Intern(m, MetricType::kExponentialHistogram,
                                 m.exponential_histogram().aggregation_temporality(), false, ctx, p.attributes());
-              points.Begin(id, p);
+              SL_RETURN_IF_ERROR(points.Begin(id, p));
               points.Exponential(p);
             }
             break;
@@ -685,18 +826,19 @@ Status DecodeMetrics(std::string_view body, PayloadFormat format, MetricBatch* o
             for (const auto& p : m.summary().data_points()) {
               if (!points.Accept(p)) continue;
               int64_t id = series.Intern(m, MetricType::kSummary, 0, false, ctx, p.attributes());
-              points.Begin(id, p);
+              SL_RETURN_IF_ERROR(points.Begin(id, p));
               points.Summary(p);
             }
             break;
           case otlp_metrics::Metric::DATA_NOT_SET:
-            rejected->Add("metric '" + m.name() + "' has no data (gauge, sum, histogram, ...)");
+            rejected->Add("metric '" + std::string(limiter.Name(m.name())) +
+                          "' has no data (gauge, sum, histogram, ...)");
             break;
         }
       }
     }
   }
-  return Status::Ok();
+  return limiter.Hold(out->ByteSize());
 }
 
 }  // namespace sightline

@@ -7,7 +7,9 @@
 // a valid trace id) are skipped and counted for the response's partial_success;
 // a body that cannot be parsed at all is InvalidArgument.
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -21,18 +23,46 @@ enum class PayloadFormat { kProtobuf, kJson };
 //! Maps a Content-Type header to a format; UnsupportedMedia otherwise.
 Result<PayloadFormat> ParseContentType(std::string_view header);
 
-//! Items skipped while decoding, for ExportPartialSuccess.
+//! Items skipped while decoding, and values cut to DecodeLimits, for
+//! ExportPartialSuccess.
 struct Rejections {
   int64_t count = 0;
   std::string message;  // the first reason
+  //! Values, names and attribute / event / link lists cut or shortened to
+  //! DecodeLimits; their items were kept.
+  int64_t truncated = 0;
   void Add(std::string_view reason);
+};
+
+//! How long the texts of one request may be and how many of each list are
+//! kept (OpenTelemetry's attribute limits, applied as the SDKs apply them:
+//! cut and counted in `dropped_*_count` and Rejections::truncated, never
+//! refused), and how much memory decoding it may build.
+struct DecodeLimits {
+  size_t max_attribute_value_bytes = 4096;  // string / bytes values at any depth, status messages, descriptions
+  size_t max_attributes = 128;              // per attribute map (span, event, link, record, point, resource, scope)
+  size_t max_span_events = 128;
+  size_t max_span_links = 128;
+  size_t max_name_bytes = 1024;  // span, event, metric and scope names, units, severity texts, trace states
+  //! service.name is copied onto every row (dashboards filter on it), so it
+  //! gets its own, shorter cut.
+  size_t max_service_name_bytes = 256;
+  //! The protobuf messages and the batch together may hold at most this
+  //! many bytes; past it decoding stops with PayloadTooLarge (413).
+  size_t max_decode_bytes = SIZE_MAX;
+  //! Told each growth of what decoding holds, as it grows (the admission
+  //! ticket); a non-OK status stops decoding with that status. Optional.
+  std::function<Status(size_t more_bytes)> charge;
 };
 
 //! Each Decode* appends to `out` (whose project_id the caller sets).
 //! receive_time_ns fills a log record's observed time when it has none.
-Status DecodeSpans(std::string_view body, PayloadFormat format, SpanBatch* out, Rejections* rejected);
+//! Not reentrant on one thread (the memory budget is per thread).
+Status DecodeSpans(std::string_view body, PayloadFormat format, SpanBatch* out, Rejections* rejected,
+                   const DecodeLimits& limits = {});
 Status DecodeLogs(std::string_view body, PayloadFormat format, int64_t receive_time_ns, LogBatch* out,
-                  Rejections* rejected);
-Status DecodeMetrics(std::string_view body, PayloadFormat format, MetricBatch* out, Rejections* rejected);
+                  Rejections* rejected, const DecodeLimits& limits = {});
+Status DecodeMetrics(std::string_view body, PayloadFormat format, MetricBatch* out, Rejections* rejected,
+                     const DecodeLimits& limits = {});
 
 }  // namespace sightline

@@ -185,9 +185,10 @@ void ExpectSameMetrics(const MetricBatch& a, const MetricBatch& b) {
   EXPECT_SAME_COLUMN(a, b, temporality);
   EXPECT_SAME_COLUMN(a, b, is_monotonic);
   EXPECT_SAME_COLUMN(a, b, service_name);
-  EXPECT_SAME_COLUMN(a, b, resource_attributes);
-  EXPECT_SAME_COLUMN(a, b, scope_name);
-  EXPECT_SAME_COLUMN(a, b, scope_version);
+  EXPECT_SAME_COLUMN(a, b, series_resource);
+  EXPECT_SAME_COLUMN(a, b, resources.resource_attributes);
+  EXPECT_SAME_COLUMN(a, b, resources.scope_name);
+  EXPECT_SAME_COLUMN(a, b, resources.scope_version);
   EXPECT_SAME_COLUMN(a, b, attributes);
   EXPECT_SAME_COLUMN(a, b, point_series_id);
   EXPECT_SAME_COLUMN(a, b, time_ns);
@@ -241,11 +242,12 @@ void ExpectSpanColumnsAligned(const SpanBatch& b) {
 
 void ExpectMetricColumnsAligned(const MetricBatch& b) {
   size_t s = b.series_rows();
-  for (size_t c : {b.metric_name.size(), b.metric_type.size(), b.unit.size(), b.description.size(),
-                   b.temporality.size(), b.is_monotonic.size(), b.service_name.size(), b.resource_attributes.size(),
-                   b.scope_name.size(), b.scope_version.size(), b.attributes.size()}) {
+  for (size_t c :
+       {b.metric_name.size(), b.metric_type.size(), b.unit.size(), b.description.size(), b.temporality.size(),
+        b.is_monotonic.size(), b.service_name.size(), b.series_resource.size(), b.attributes.size()}) {
     EXPECT_EQ(c, s);
   }
+  for (uint32_t r : b.series_resource) EXPECT_LT(r, b.resources.rows());
   size_t n = b.rows();
   for (size_t c :
        {b.point_series_id.size(), b.start_time_ns.size(), b.value.size(), b.int_value.size(), b.is_int.size(),
@@ -256,10 +258,11 @@ void ExpectMetricColumnsAligned(const MetricBatch& b) {
 }
 
 template <typename Batch, typename DecodeFn>
-Batch DecodeOk(std::string_view body, PayloadFormat format, DecodeFn decode, Rejections* rejected) {
+Batch DecodeOk(std::string_view body, PayloadFormat format, DecodeFn decode, Rejections* rejected,
+               const DecodeLimits& limits = {}) {
   Batch b;
   b.project_id = 7;
-  Status st = decode(body, format, &b, rejected);
+  Status st = decode(body, format, &b, rejected, limits);
   EXPECT_TRUE(st.ok()) << st.ToString();
   return b;
 }
@@ -273,8 +276,8 @@ constexpr int64_t kReceiveNs = 1700000009000000000;
 LogBatch Logs(std::string_view body, PayloadFormat format, Rejections* rejected) {
   return DecodeOk<LogBatch>(
       body, format,
-      [](std::string_view b, PayloadFormat f, LogBatch* out, Rejections* r) {
-        return DecodeLogs(b, f, kReceiveNs, out, r);
+      [](std::string_view b, PayloadFormat f, LogBatch* out, Rejections* r, const DecodeLimits& l) {
+        return DecodeLogs(b, f, kReceiveNs, out, r, l);
       },
       rejected);
 }
@@ -1267,9 +1270,11 @@ void ExpectMetricsRequestColumns(const MetricBatch& b) {
   EXPECT_EQ(b.temporality, (std::vector<int32_t>{0, 0, 2, 1, 1, 2, 0}));
   EXPECT_EQ(b.is_monotonic, (std::vector<uint8_t>{0, 0, 1, 0, 0, 0, 0}));
   EXPECT_EQ(Column(b.service_name), Strings(7, "billing"));
-  EXPECT_EQ(Column(b.resource_attributes), Strings(7, R"({"service.name":"billing"})"));
-  EXPECT_EQ(Column(b.scope_name), Strings(7, "meter"));
-  EXPECT_EQ(Column(b.scope_version), Strings(7, "2.0"));
+  // One (resource, scope) for the whole request, kept once.
+  EXPECT_EQ(Column(b.resources.resource_attributes), Strings(1, R"({"service.name":"billing"})"));
+  EXPECT_EQ(Column(b.resources.scope_name), Strings(1, "meter"));
+  EXPECT_EQ(Column(b.resources.scope_version), Strings(1, "2.0"));
+  EXPECT_EQ(b.series_resource, std::vector<uint32_t>(7, 0));
   EXPECT_EQ(Column(b.attributes),
             (Strings{R"({"q":"a"})", R"({"q":"b"})", "{}", "{}", R"({"route":"/x"})", "{}", "{}"}));
   std::set<int64_t> distinct(b.series_id.begin(), b.series_id.end());
@@ -1364,15 +1369,10 @@ TEST(DecodeMetricsTest, SeriesAndResourceIdsFollowFromTheStoredColumns) {
   MetricBatch metrics = Metrics(MetricsRequest().SerializeAsString(), PayloadFormat::kProtobuf, &rejected);
   ASSERT_GT(metrics.series_rows(), 1u);
   for (size_t i = 0; i < metrics.series_rows(); ++i) {
-    SeriesMetric m{metrics.project_id,
-                   metrics.metric_name.Get(i),
-                   metrics.metric_type[i],
-                   metrics.unit.Get(i),
-                   metrics.temporality[i],
-                   metrics.is_monotonic[i] != 0,
-                   metrics.resource_attributes.Get(i),
-                   metrics.scope_name.Get(i),
-                   metrics.scope_version.Get(i)};
+    SeriesMetric m{
+        metrics.project_id,      metrics.metric_name.Get(i),   metrics.metric_type[i],         metrics.unit.Get(i),
+        metrics.temporality[i],  metrics.is_monotonic[i] != 0, metrics.resource_attributes(i), metrics.scope_name(i),
+        metrics.scope_version(i)};
     EXPECT_EQ(SeriesIdHasher(m).Id(metrics.attributes.Get(i)), metrics.series_id[i]) << i;
   }
   SpanBatch spans = Spans(TraceRequest().SerializeAsString(), PayloadFormat::kProtobuf, &rejected);

@@ -48,6 +48,7 @@ enum class SourceKind : uint8_t {
   kId,             // uint64_t a[row] as int64 (same bits); NULL when a[row] and b[row] are 0
   kText,           // StringColumn row as given ('' stays '')
   kTextEmptyNull,  // StringColumn row; '' is NULL
+  kTextIndexed,    // StringColumn a at row uint32_t b[row] (a text kept once per batch)
   // Derived at write time so dashboards filter and group on plain columns
   // instead of evaluating expressions over every row (DerivedText/DerivedInt).
   kTextOrElse,  // StringColumn a[row], or b[row] when that is '' (spans.endpoint)
@@ -69,6 +70,11 @@ struct Column {
   //! columns, used to fill the column in a database written before it existed.
   const char* backfill = nullptr;
 };
+
+//! The value of a kTextIndexed column at row r.
+inline std::string_view IndexedTextAt(const Column& c, size_t r) {
+  return static_cast<const StringColumn*>(c.a)->Get(static_cast<const uint32_t*>(c.b)[r]);
+}
 
 //! The value of a kTextOrElse column at row r.
 inline std::string_view DerivedText(const Column& c, size_t r) {
@@ -127,6 +133,9 @@ inline Column DoubleOrNull(const char* name, const std::vector<double>& v) {
 }
 inline Column Text(const char* name, const StringColumn& s) {
   return {name, ColumnType::kText, SourceKind::kText, &s, nullptr, s.size(), 0};
+}
+inline Column IndexedText(const char* name, const StringColumn& s, const std::vector<uint32_t>& index) {
+  return {name, ColumnType::kText, SourceKind::kTextIndexed, &s, index.data(), index.size(), 0};
 }
 inline Column TextOrNull(const char* name, const StringColumn& s) {
   return {name, ColumnType::kText, SourceKind::kTextEmptyNull, &s, nullptr, s.size(), 0};
@@ -247,9 +256,9 @@ inline std::array<Column, kMetricSeriesColumnCount> MetricSeriesColumns(const Me
       Ints("temporality", b.temporality),
       Ints("is_monotonic", b.is_monotonic),
       Text("service_name", b.service_name),
-      Text("resource_attributes", b.resource_attributes),
-      Text("scope_name", b.scope_name),
-      Text("scope_version", b.scope_version),
+      IndexedText("resource_attributes", b.resources.resource_attributes, b.series_resource),
+      IndexedText("scope_name", b.resources.scope_name, b.series_resource),
+      IndexedText("scope_version", b.resources.scope_version, b.series_resource),
       Text("attributes", b.attributes),
   }};
 }

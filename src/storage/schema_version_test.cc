@@ -91,9 +91,9 @@ void UseVersion1Ids(MetricBatch* b) {
     h.AddField(b->unit.Get(i));
     h.AddField(std::to_string(b->temporality[i]));
     h.AddField(b->is_monotonic[i] != 0 ? "1" : "0");
-    h.AddField(b->resource_attributes.Get(i));
-    h.AddField(b->scope_name.Get(i));
-    h.AddField(b->scope_version.Get(i));
+    h.AddField(b->resource_attributes(i));
+    h.AddField(b->scope_name(i));
+    h.AddField(b->scope_version(i));
     h.AddField(b->attributes.Get(i));
     old_of[b->series_id[i]] = h.Finish();
     b->series_id[i] = h.Finish();

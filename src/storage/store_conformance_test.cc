@@ -440,9 +440,7 @@ MetricBatch MakeMetrics(int64_t project_id, const std::vector<SeriesSpec>& serie
     b.temporality.push_back(s.temporality);
     b.is_monotonic.push_back(s.is_monotonic);
     b.service_name.Append(s.service);
-    b.resource_attributes.Append(s.resource);
-    b.scope_name.Append(s.scope_name);
-    b.scope_version.Append(s.scope_version);
+    b.AddSeriesResource(s.resource, s.scope_name, s.scope_version);
     b.attributes.Append(s.attributes);
   }
   for (const PointSpec& p : points) {
@@ -943,9 +941,7 @@ TEST_P(StoreConformanceTest, LargeBatchesKeepEveryRow) {
   metrics.temporality.push_back(0);
   metrics.is_monotonic.push_back(0);
   metrics.service_name.Append("svc");
-  metrics.resource_attributes.Append("{}");
-  metrics.scope_name.Append("");
-  metrics.scope_version.Append("");
+  metrics.AddSeriesResource("{}", "", "");
   metrics.attributes.Append("{}");
   int64_t duration_sum = 0;
   int64_t int_sum = 0;

@@ -286,9 +286,11 @@ void FillVector(duckdb_vector vector, const schema::Column& c, const uint32_t* s
       }
       break;
     }
+    case schema::SourceKind::kTextIndexed:
     case schema::SourceKind::kTextOrElse: {
       for (size_t j = 0; j < n; ++j) {
-        std::string_view s = schema::DerivedText(c, row(j));
+        std::string_view s = c.kind == schema::SourceKind::kTextIndexed ? schema::IndexedTextAt(c, row(j))
+                                                                        : schema::DerivedText(c, row(j));
         duckdb_vector_assign_string_element_len(vector, j, s.data(), s.size());
       }
       break;

@@ -120,9 +120,9 @@ void Add(const MetricBatch& b, Tables* out) {
     s.temporality = b.temporality[i];
     s.monotonic = b.is_monotonic[i] != 0;
     s.service_name = Text(b.service_name, i);
-    s.resource_attributes = Text(b.resource_attributes, i);
-    s.scope_name = Text(b.scope_name, i);
-    s.scope_version = Text(b.scope_version, i);
+    s.resource_attributes = std::string(b.resource_attributes(i));
+    s.scope_name = std::string(b.scope_name(i));
+    s.scope_version = std::string(b.scope_version(i));
     s.attributes = Text(b.attributes, i);
     out->series.emplace(RowKey{b.project_id, b.series_id[i]}, std::move(s));
   }

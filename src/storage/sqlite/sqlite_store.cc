@@ -137,6 +137,7 @@ int BindCell(sqlite3_stmt* stmt, int index, const schema::Column& c, size_t r) {
       std::string_view s = static_cast<const StringColumn*>(c.a)->Get(r);
       return s.empty() ? sqlite3_bind_null(stmt, index) : BindText(stmt, index, s);
     }
+    case schema::SourceKind::kTextIndexed: return BindText(stmt, index, schema::IndexedTextAt(c, r));
     case schema::SourceKind::kTextOrElse: return BindText(stmt, index, schema::DerivedText(c, r));
     case schema::SourceKind::kIsEntry:
     case schema::SourceKind::kAnyText: return sqlite3_bind_int64(stmt, index, schema::DerivedInt(c, r));

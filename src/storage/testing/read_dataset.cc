@@ -428,9 +428,7 @@ void AddSeries(MetricBatch* b, const SeriesSpec& s) {
   b->temporality.push_back(s.temporality);
   b->is_monotonic.push_back(s.monotonic ? 1 : 0);
   b->service_name.Append(s.service);
-  b->resource_attributes.Append(std::string(R"({"service.name":")") + s.service + R"("})");
-  b->scope_name.Append("meter");
-  b->scope_version.Append("");
+  b->AddSeriesResource(std::string(R"({"service.name":")") + s.service + R"("})", "meter", "");
   b->attributes.Append(s.attributes);
 }
 
