@@ -167,6 +167,32 @@ inline void CheckSize(size_t got, size_t want, const char* column) {
   if (got != want) Fail("column length differs from row count", column);
 }
 
+//! The memory bound of issue #10 as an invariant: decoding with a budget of
+//! 16 times the body plus 64 KiB charges at most that, has charged at least
+//! what its batch holds when it succeeds, and otherwise stops with 413 (or
+//! 400 for a malformed body). `decode(body, batch, rejected, limits)`.
+template <typename Batch, typename DecodeFn>
+void CheckDecodeBudget(std::string_view body, DecodeFn decode) {
+  DecodeLimits limits;
+  limits.max_decode_bytes = 16 * body.size() + (64u << 10);
+  size_t charged = 0;
+  limits.charge = [&charged](size_t more) {
+    charged += more;
+    return Status::Ok();
+  };
+  Batch batch;
+  batch.project_id = 1;
+  Rejections rejected;
+  Status st = decode(body, &batch, &rejected, limits);
+  Check(charged <= limits.max_decode_bytes, "decoding charged more than its budget");
+  if (st.ok()) {
+    Check(batch.ByteSize() <= charged, "the batch holds more than decoding charged");
+  } else {
+    Check(st.code() == StatusCode::kInvalidArgument || st.code() == StatusCode::kPayloadTooLarge,
+          "decode error under a budget is neither 400 nor 413", st.ToString());
+  }
+}
+
 inline void CheckRejections(const Rejections& r) {
   Check(r.count >= 0, "negative rejection count");
   Check((r.count == 0) == r.message.empty(), "rejection message present iff items were rejected", r.message);
@@ -265,11 +291,11 @@ inline void CheckInvariants(const MetricBatch& b) {
   SL_SIZE(temporality);
   SL_SIZE(is_monotonic);
   SL_SIZE(service_name);
-  SL_SIZE(resource_attributes);
-  SL_SIZE(scope_name);
-  SL_SIZE(scope_version);
+  SL_SIZE(series_resource);
   SL_SIZE(attributes);
 #undef SL_SIZE
+  for (uint32_t r : b.series_resource) Check(r < b.resources.rows(), "series names a resource row the batch lacks");
+  CheckResources(b.resources, {}, "metric");
   const size_t n = b.rows();
 #define SL_SIZE(col) CheckSize(b.col.size(), n, #col)
   SL_SIZE(point_series_id);
@@ -301,7 +327,6 @@ inline void CheckInvariants(const MetricBatch& b) {
     Check(series.count(b.point_series_id[i]) == 1, "point references a series missing from the batch");
   }
   CheckJsonColumn(b.attributes, "metric attributes", '{', false);
-  CheckJsonColumn(b.resource_attributes, "metric resource_attributes", '{', false);
   CheckJsonColumn(b.bucket_counts, "bucket_counts", '[', true);
   CheckJsonColumn(b.explicit_bounds, "explicit_bounds", '[', true);
   CheckJsonColumn(b.exp_histogram, "exp_histogram", '{', true);
@@ -400,9 +425,11 @@ inline void CheckSame(const MetricBatch& a, const MetricBatch& b) {
   SL_SAME(temporality);
   SL_SAME(is_monotonic);
   SL_SAME(service_name);
-  SL_SAME(resource_attributes);
-  SL_SAME(scope_name);
-  SL_SAME(scope_version);
+  SL_SAME(series_resource);
+  SL_SAME(resources.resource_id);
+  SL_SAME(resources.resource_attributes);
+  SL_SAME(resources.scope_name);
+  SL_SAME(resources.scope_version);
   SL_SAME(attributes);
   SL_SAME(point_series_id);
   SL_SAME(time_ns);

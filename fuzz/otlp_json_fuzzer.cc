@@ -26,14 +26,14 @@ using opentelemetry::proto::collector::trace::v1::ExportTraceServiceRequest;
 
 constexpr int64_t kReceiveNs = 1700000000000000000;
 
-Status Decode(std::string_view body, PayloadFormat f, SpanBatch* b, Rejections* r) {
-  return DecodeSpans(body, f, b, r);
+Status Decode(std::string_view body, PayloadFormat f, SpanBatch* b, Rejections* r, const DecodeLimits& l = {}) {
+  return DecodeSpans(body, f, b, r, l);
 }
-Status Decode(std::string_view body, PayloadFormat f, LogBatch* b, Rejections* r) {
-  return DecodeLogs(body, f, kReceiveNs, b, r);
+Status Decode(std::string_view body, PayloadFormat f, LogBatch* b, Rejections* r, const DecodeLimits& l = {}) {
+  return DecodeLogs(body, f, kReceiveNs, b, r, l);
 }
-Status Decode(std::string_view body, PayloadFormat f, MetricBatch* b, Rejections* r) {
-  return DecodeMetrics(body, f, b, r);
+Status Decode(std::string_view body, PayloadFormat f, MetricBatch* b, Rejections* r, const DecodeLimits& l = {}) {
+  return DecodeMetrics(body, f, b, r, l);
 }
 
 //! The same request as protobuf bytes, or "" when protobuf's JSON parser
@@ -50,6 +50,9 @@ std::string AsProtobuf(std::string_view body) {
 
 template <typename Batch, typename Request>
 void Run(std::string_view body) {
+  fuzz::CheckDecodeBudget<Batch>(body, [](std::string_view b, Batch* out, Rejections* r, const DecodeLimits& l) {
+    return Decode(b, PayloadFormat::kJson, out, r, l);
+  });
   Batch batch;
   batch.project_id = 1;
   Rejections rejected;
