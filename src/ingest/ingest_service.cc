@@ -45,7 +45,7 @@ Admission IngestService::Admit(const ExportHeaders& h) {
     return refuse(Status::PayloadTooLarge("body of " + std::to_string(*h.content_length) +
                                           " bytes exceeds the limit of " + std::to_string(max_body)));
   }
-  auto ticket = gate_->Admit(h.content_length ? static_cast<size_t>(*h.content_length) : max_body);
+  auto ticket = gate_->Admit(h.content_length ? static_cast<size_t>(*h.content_length) : max_body, *project);
   if (!ticket.ok()) return refuse(ticket.status());
   auto admitted = std::make_unique<AdmittedExport>();
   admitted->signal_ = h.signal;

@@ -100,7 +100,7 @@ class IngestService {
 
   //! Before the body: authenticate, parse the format and encoding, check the
   //! declared length against the body limit, and take admission for it (the
-  //! body limit when unknown).
+  //! body limit when unknown) in the project's share of the gate.
   Admission Admit(const ExportHeaders& headers);
   //! Decodes and commits the body on other threads; `done` runs (on a decode
   //! or writer thread) with the response once the rows are committed or the

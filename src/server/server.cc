@@ -216,11 +216,15 @@ std::string Server::DeepHealthJson() {
   w.Key("admitted");
   w.Uint(g.admitted);
   w.Key("rejections");
-  w.Uint(g.rejected_bytes + g.rejected_requests);
+  w.Uint(g.rejected_bytes + g.rejected_requests + g.rejected_project_share);
   w.Key("rejected_bytes_budget");
   w.Uint(g.rejected_bytes);
   w.Key("rejected_request_limit");
   w.Uint(g.rejected_requests);
+  w.Key("rejected_project_share");
+  w.Uint(g.rejected_project_share);
+  w.Key("active_projects");
+  w.Int(g.active_projects);
   w.EndObject();
   w.Key("rss_bytes");
   w.Uint(ProcessRssBytes());
@@ -259,6 +263,9 @@ std::string Server::PrometheusText() {
       "# TYPE sightline_gate_rejections_total counter\n";
   out += fmt::format("sightline_gate_rejections_total{{reason=\"bytes\"}} {}\n", g.rejected_bytes);
   out += fmt::format("sightline_gate_rejections_total{{reason=\"requests\"}} {}\n", g.rejected_requests);
+  out += fmt::format("sightline_gate_rejections_total{{reason=\"project_share\"}} {}\n", g.rejected_project_share);
+  gauge("sightline_gate_active_projects", "Projects sharing the admission budget.",
+        static_cast<uint64_t>(g.active_projects));
   gauge("sightline_process_resident_memory_bytes", "Resident set size.", ProcessRssBytes());
   return out;
 }
