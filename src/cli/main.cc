@@ -186,6 +186,18 @@ int main(int argc, char** argv) {
   serve->add_option("--header-timeout-ms", so.http.header_timeout_ms, "Request headers / keep-alive idle timeout")
       ->envname("SIGHTLINE_HEADER_TIMEOUT_MS")
       ->capture_default_str();
+  serve
+      ->add_option("--min-body-bytes-per-second", so.http.min_body_bytes_per_second,
+                   "An OTLP body slower than this on average after --body-rate-grace-ms is cut with 503 (0 = off)")
+      ->envname("SIGHTLINE_MIN_BODY_BYTES_PER_SECOND")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  serve
+      ->add_option("--body-rate-grace-ms", so.http.body_rate_grace_ms,
+                   "Time a body has before --min-body-bytes-per-second applies")
+      ->envname("SIGHTLINE_BODY_RATE_GRACE_MS")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   serve->add_option("--io-threads", so.io_threads, "Network threads")
       ->envname("SIGHTLINE_IO_THREADS")
       ->capture_default_str();

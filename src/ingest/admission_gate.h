@@ -15,10 +15,11 @@ namespace sightline {
 
 //! Bounds the memory and concurrency of ingest before a body is read
 //! (DESIGN.md "admission control"). A request is admitted with the bytes it
-//! will hold (its Content-Length, or the body limit when unknown), and grows
-//! its reservation after decompression; everything is released when its
-//! Ticket is destroyed, i.e. after the response is sent. Refusals are
-//! Unavailable so clients retry (503 + Retry-After). Thread-safe.
+//! will hold (its Content-Length, or nothing yet for a chunked body, which is
+//! charged as its chunks arrive), and grows its reservation after
+//! decompression; everything is released when its Ticket is destroyed, i.e.
+//! after the response is sent. Refusals are Unavailable so clients retry
+//! (503 + Retry-After). Thread-safe.
 //!
 //! Fair shares: each request belongs to a project. A project is *active*
 //! while it has requests in flight or asked within `active_window_ms`; with N

@@ -388,42 +388,9 @@ class HttpServer::Impl {
     if (!admission.admitted) co_return ToHttp(admission.refusal, true);
     *admitted = std::move(admission.admitted);
 
-    const size_t max_body = ingest_->options().max_body_bytes;
-    parser.body_limit(max_body);
-    // The body timeout cancels the read instead of closing the socket (as
-    // the stream's own expiry would), so the client still gets its 408.
-    struct BodyDeadline {
-      bool read_done = false;
-      bool fired = false;
-    };
-    auto deadline = std::make_shared<BodyDeadline>();
-    asio::steady_timer timer(stream.get_executor(), std::chrono::milliseconds(options_.body_timeout_ms));
-    timer.async_wait([deadline, socket = &stream.socket()](boost::system::error_code tec) {
-      if (tec || deadline->read_done) return;  // the strand orders this after read_done is set
-      deadline->fired = true;
-      boost::system::error_code ignored;
-      socket->cancel(ignored);
-    });
-    stream.expires_never();
-    auto [ec, n] = co_await http::async_read(stream, buffer, parser, kNoThrow);
-    deadline->read_done = true;
-    timer.cancel();
-    if (deadline->fired) ec = beast::error::timeout;
-    if (ec == http::error::body_limit) {
-      co_return ToHttp(ingest_->Fail(**admitted, Status::PayloadTooLarge("body exceeds the limit of " +
-                                                                         std::to_string(max_body) + " bytes")),
-                       true);
-    }
-    if (ec == beast::error::timeout) {
-      co_return ToHttp(
-          ingest_->Fail(**admitted, Status::DeadlineExceeded("request body not received within " +
-                                                             std::to_string(options_.body_timeout_ms) + " ms")),
-          true);
-    }
-    if (ec) {
-      co_return ToHttp(ingest_->Fail(**admitted, Status::InvalidArgument("cannot read request body: " + ec.message())),
-                       true);
-    }
+    parser.body_limit(ingest_->options().max_body_bytes);
+    Status read = co_await ReadBody(stream, buffer, parser, admitted->get());
+    if (!read.ok()) co_return ToHttp(ingest_->Fail(**admitted, read), true);
     AdmittedExport* a = admitted->get();
     auto response = co_await AwaitCallback<std::shared_ptr<ExportResponse>>([&](auto done) {
       ingest_->Export(a, std::move(parser.get().body()),
@@ -434,6 +401,69 @@ class HttpServer::Impl {
     const StatusCode code = response->status.code();
     bool close = !response->ok() && (response->status.retryable() || code == StatusCode::kPayloadTooLarge);
     co_return ToHttp(*response, close);
+  }
+
+  // Reads an OTLP body, charging the admission gate as it arrives
+  // (IngestService::ChargeBody) and holding it to the body timeout and the
+  // minimum rate. A timer cancels the read instead of closing the socket (as
+  // the stream's own expiry would), so the client still gets its answer: 408
+  // past the timeout, a retryable 503 below the rate, 413 past the limit.
+  asio::awaitable<Status> ReadBody(beast::tcp_stream& stream, beast::flat_buffer& buffer,
+                                   http::request_parser<http::string_body>& parser, AdmittedExport* admitted) {
+    using Clock = std::chrono::steady_clock;
+    const auto started = Clock::now();
+    const auto timeout_at = started + std::chrono::milliseconds(options_.body_timeout_ms);
+    const int64_t min_rate = options_.min_body_bytes_per_second;
+    uint64_t received = 0;  // bytes consumed past the headers, chunk framing included
+    struct ReadWait {
+      bool done = false;
+      bool fired = false;
+    };
+    asio::steady_timer timer(stream.get_executor());
+    stream.expires_never();
+    while (!parser.is_done()) {
+      // The rate as a deadline (Apache's mod_reqtimeout MinRate): after the
+      // grace, each byte received buys 1/rate s more.
+      auto deadline = timeout_at;
+      bool rate_deadline = false;
+      if (min_rate > 0) {
+        auto by_rate = started + std::chrono::milliseconds(options_.body_rate_grace_ms) +
+                       std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                           static_cast<double>(received) / static_cast<double>(min_rate)));
+        if (by_rate < deadline) {
+          deadline = by_rate;
+          rate_deadline = true;
+        }
+      }
+      auto wait = std::make_shared<ReadWait>();
+      timer.expires_at(deadline);
+      timer.async_wait([wait, socket = &stream.socket()](boost::system::error_code ec) {
+        if (ec || wait->done) return;  // the strand orders this after done is set
+        wait->fired = true;
+        boost::system::error_code ignored;
+        socket->cancel(ignored);
+      });
+      auto [ec, n] = co_await http::async_read_some(stream, buffer, parser, kNoThrow);
+      wait->done = true;
+      timer.cancel();
+      received += n;
+      if (wait->fired) {
+        if (rate_deadline) {
+          co_return Status::Unavailable("request body arrived slower than " + std::to_string(min_rate) +
+                                        " bytes/s (--min-body-bytes-per-second); retry later");
+        }
+        co_return Status::DeadlineExceeded("request body not received within " +
+                                           std::to_string(options_.body_timeout_ms) + " ms");
+      }
+      if (ec == http::error::body_limit) {
+        co_return Status::PayloadTooLarge("body exceeds the limit of " +
+                                          std::to_string(ingest_->options().max_body_bytes) + " bytes");
+      }
+      if (ec) co_return Status::InvalidArgument("cannot read request body: " + ec.message());
+      Status charged = ingest_->ChargeBody(admitted, parser.get().body().size());
+      if (!charged.ok()) co_return charged;
+    }
+    co_return Status::Ok();
   }
 
   asio::io_context* ioc_;

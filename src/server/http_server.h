@@ -4,10 +4,10 @@
 //
 // For ingest the session only moves bytes through the transport-neutral
 // pipeline (ingest/ingest_service.h): read headers (header timeout) →
-// IngestService::Admit → read the body (body timeout, body limit) →
-// IngestService::Export → write its response. Everything refused before the
-// body is read is answered with `Connection: close`, so an unread body is
-// never parsed as the next request.
+// IngestService::Admit → read the body (body timeout, minimum rate, body
+// limit; charged to the gate as it arrives) → IngestService::Export → write
+// its response. Everything refused before the body is read is answered with
+// `Connection: close`, so an unread body is never parsed as the next request.
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -32,6 +32,10 @@ using SimpleRoutes = std::function<std::optional<HttpResponse>(const std::string
 struct HttpServerOptions {
   int header_timeout_ms = 30000;  // also the keep-alive idle timeout
   int body_timeout_ms = 30000;    // a body must arrive within this
+  //! An OTLP body must arrive at this average rate once the grace has passed
+  //! (each byte buys 1/rate s more), else it is cut with a retryable 503. 0 = off.
+  int64_t min_body_bytes_per_second = 4096;
+  int body_rate_grace_ms = 5000;
 };
 
 //! Lifecycle: Listen() for each endpoint, then the io_context runs the
