@@ -198,6 +198,12 @@ int main(int argc, char** argv) {
       ->envname("SIGHTLINE_BODY_RATE_GRACE_MS")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  serve
+      ->add_option("--max-connections", so.http.max_connections,
+                   "Open connections per listener; past it new ones get 503 and are closed")
+      ->envname("SIGHTLINE_MAX_CONNECTIONS")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   serve->add_option("--io-threads", so.io_threads, "Network threads")
       ->envname("SIGHTLINE_IO_THREADS")
       ->capture_default_str();

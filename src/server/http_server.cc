@@ -5,6 +5,8 @@
 
 #include <cerrno>
 
+#include <algorithm>
+#include <atomic>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/as_tuple.hpp>
@@ -14,6 +16,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/system/errc.hpp>
 #include <chrono>
 #include <cstdint>
 #include <limits>
@@ -70,6 +73,51 @@ std::string JsonError(const std::string& message) {
   return out;
 }
 
+// Accept errors that come from a shortage of descriptors or kernel memory.
+// The connection stays queued, so accepting again at once would fail again
+// at once: a spin that takes a core and starves the sessions that could free
+// descriptors.
+bool IsResourceShortage(const boost::system::error_code& ec) {
+  namespace errc = boost::system::errc;
+  return ec == errc::too_many_files_open || ec == errc::too_many_files_open_in_system || ec == errc::no_buffer_space ||
+         ec == errc::not_enough_memory;
+}
+
+//! The answer to a connection past the cap, written without waiting: the
+//! socket's send buffer is empty, so it fits; if not, the close says enough.
+const std::string& TooManyConnectionsResponse() {
+  static const std::string response = [] {
+    std::string body = JsonError("too many open connections; retry later");
+    return "HTTP/1.1 503 Service Unavailable\r\nServer: sightline\r\nContent-Type: application/json\r\n"
+           "Retry-After: 1\r\nConnection: close\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n\r\n" + body;
+  }();
+  return response;
+}
+
+// Open connections of one listener; shared with the sessions, which may
+// outlive the listener during shutdown.
+struct ConnectionCount {
+  std::atomic<int> open{0};
+  std::atomic<uint64_t> refused{0};
+};
+
+//! Holds one connection's place in its listener's count.
+class ConnectionSlot {
+ public:
+  explicit ConnectionSlot(std::shared_ptr<ConnectionCount> count) : count_(std::move(count)) { count_->open++; }
+  ConnectionSlot(ConnectionSlot&& other) noexcept = default;
+  ConnectionSlot(const ConnectionSlot&) = delete;
+  ConnectionSlot& operator=(const ConnectionSlot&) = delete;
+  ConnectionSlot& operator=(ConnectionSlot&&) = delete;
+  ~ConnectionSlot() {
+    if (count_) count_->open--;
+  }
+
+ private:
+  std::shared_ptr<ConnectionCount> count_;
+};
+
 }  // namespace
 
 Status ParseHostPort(const std::string& s, std::string* host, int* port) {
@@ -102,39 +150,103 @@ class HttpServer::Impl {
     boost::system::error_code ec;
     auto addr = asio::ip::make_address(host, ec);
     if (ec) return Status::InvalidArgument("cannot parse address '" + host + "': " + ec.message());
-    auto acceptor = std::make_unique<tcp::acceptor>(*ioc_);
+    auto listener = std::make_unique<Listener>(*ioc_, api_port);
+    tcp::acceptor& acceptor = listener->acceptor;
     tcp::endpoint ep(addr, static_cast<unsigned short>(port));
-    acceptor->open(ep.protocol(), ec);
-    if (!ec) acceptor->set_option(asio::socket_base::reuse_address(true), ec);
-    if (!ec) acceptor->bind(ep, ec);
-    if (!ec) acceptor->listen(asio::socket_base::max_listen_connections, ec);
+    acceptor.open(ep.protocol(), ec);
+    if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor.bind(ep, ec);
+    if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
     if (ec) return Status::IoError("cannot listen on " + host_port + ": " + ec.message());
-    int bound = acceptor->local_endpoint().port();
-    asio::co_spawn(*ioc_, Accept(acceptor.get(), api_port), asio::detached);
-    acceptors_.push_back(std::move(acceptor));
+    int bound = acceptor.local_endpoint().port();
+    asio::co_spawn(listener->strand, Accept(listener.get()), asio::detached);
+    listeners_.push_back(std::move(listener));
     return bound;
   }
 
   void StopAccepting() {
-    asio::post(*ioc_, [this] {
-      for (auto& a : acceptors_) {
+    for (auto& l : listeners_) {
+      asio::post(l->strand, [listener = l.get()] {
         boost::system::error_code ec;
-        a->close(ec);
-      }
-    });
+        listener->acceptor.close(ec);
+        listener->backoff.cancel();
+      });
+    }
+  }
+
+  std::vector<ListenerStats> GetListenerStats() const {
+    std::vector<ListenerStats> out;
+    for (const auto& l : listeners_) {
+      out.push_back(ListenerStats{l->api_port, l->count->open.load(), l->count->refused.load()});
+    }
+    return out;
   }
 
  private:
-  asio::awaitable<void> Accept(tcp::acceptor* acceptor, bool api_port) {
+  // A listening socket and its accept loop, which runs on `strand` (as does
+  // StopAccepting's close).
+  struct Listener {
+    Listener(asio::io_context& ioc, bool api)
+        : strand(asio::make_strand(ioc)), acceptor(strand), backoff(strand), api_port(api) {}
+    asio::strand<asio::io_context::executor_type> strand;
+    tcp::acceptor acceptor;
+    asio::steady_timer backoff;
+    const bool api_port;
+    std::shared_ptr<ConnectionCount> count = std::make_shared<ConnectionCount>();
+  };
+
+  static const char* ListenerName(const Listener& l) { return l.api_port ? "API" : "OTLP"; }
+
+  asio::awaitable<void> Accept(Listener* listener) {
+    tcp::acceptor& acceptor = listener->acceptor;
+    constexpr auto kFirstBackoff = std::chrono::milliseconds(10);
+    constexpr auto kMaxBackoff = std::chrono::milliseconds(1000);
+    std::chrono::milliseconds backoff{0};  // > 0 while accept fails for a shortage
+    uint64_t refused_in_burst = 0;         // > 0 while at the connection cap
     for (;;) {
       auto strand = asio::make_strand(*ioc_);
-      auto [ec, socket] = co_await acceptor->async_accept(strand, kNoThrow);
+      auto [ec, socket] = co_await acceptor.async_accept(strand, kNoThrow);
       if (ec) {
-        if (ec == asio::error::operation_aborted || !acceptor->is_open()) co_return;
-        spdlog::warn("accept failed: {}", ec.message());
+        if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
+        if (!IsResourceShortage(ec)) {
+          spdlog::warn("accept failed on the {} port: {}", ListenerName(*listener), ec.message());
+          continue;
+        }
+        if (backoff.count() == 0) {
+          spdlog::error(
+              "accept failed on the {} port: {}; pausing new connections (backoff up to {} ms) until "
+              "descriptors are free: raise the open-file limit (ulimit -n) or lower --max-connections",
+              ListenerName(*listener), ec.message(), kMaxBackoff.count());
+        }
+        backoff = std::clamp(backoff * 2, kFirstBackoff, kMaxBackoff);
+        listener->backoff.expires_after(backoff);
+        co_await listener->backoff.async_wait(kNoThrow);  // cancelled by StopAccepting
+        if (!acceptor.is_open()) co_return;
         continue;
       }
-      asio::co_spawn(strand, Session(std::move(socket), api_port), [](std::exception_ptr e) {
+      if (backoff.count() > 0) {
+        spdlog::info("the {} port accepts connections again", ListenerName(*listener));
+        backoff = std::chrono::milliseconds(0);
+      }
+      if (listener->count->open.load() >= options_.max_connections) {
+        if (refused_in_burst++ == 0) {
+          spdlog::warn("the {} port holds its cap of {} open connections (--max-connections): refusing new ones",
+                       ListenerName(*listener), options_.max_connections);
+        }
+        listener->count->refused++;
+        const std::string& answer = TooManyConnectionsResponse();
+        (void)::send(socket.native_handle(), answer.data(), answer.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+        boost::system::error_code ignored;
+        socket.close(ignored);
+        continue;
+      }
+      if (refused_in_burst > 0) {
+        spdlog::info("the {} port accepts connections again after refusing {} at its cap", ListenerName(*listener),
+                     refused_in_burst);
+        refused_in_burst = 0;
+      }
+      ConnectionSlot slot(listener->count);
+      asio::co_spawn(strand, Session(std::move(socket), listener->api_port, std::move(slot)), [](std::exception_ptr e) {
         if (!e) return;
         try {
           std::rethrow_exception(e);
@@ -145,7 +257,9 @@ class HttpServer::Impl {
     }
   }
 
-  asio::awaitable<void> Session(tcp::socket socket, bool api_port) {
+  // `slot` holds the connection's place in its listener's count until the
+  // session ends.
+  asio::awaitable<void> Session(tcp::socket socket, bool api_port, ConnectionSlot slot) {
     beast::tcp_stream stream(std::move(socket));
     beast::flat_buffer buffer;
     for (;;) {
@@ -472,7 +586,7 @@ class HttpServer::Impl {
   asio::thread_pool* query_pool_;
   SimpleRoutes routes_;
   HttpServerOptions options_;
-  std::vector<std::unique_ptr<tcp::acceptor>> acceptors_;
+  std::vector<std::unique_ptr<Listener>> listeners_;  // filled before the io threads run
 };
 
 HttpServer::HttpServer(asio::io_context* ioc, IngestService* ingest, ApiService* api, asio::thread_pool* query_pool,
@@ -486,5 +600,7 @@ Result<int> HttpServer::Listen(const std::string& host_port, bool api_port) {
 }
 
 void HttpServer::StopAccepting() { impl_->StopAccepting(); }
+
+std::vector<ListenerStats> HttpServer::GetListenerStats() const { return impl_->GetListenerStats(); }
 
 }  // namespace sightline

@@ -32,14 +32,28 @@ using SimpleRoutes = std::function<std::optional<HttpResponse>(const std::string
 struct HttpServerOptions {
   int header_timeout_ms = 30000;  // also the keep-alive idle timeout
   int body_timeout_ms = 30000;    // a body must arrive within this
+  //! Open connections per listener; past it a new connection gets a 503 and
+  //! is closed at once.
+  int max_connections = 1024;
   //! An OTLP body must arrive at this average rate once the grace has passed
   //! (each byte buys 1/rate s more), else it is cut with a retryable 503. 0 = off.
   int64_t min_body_bytes_per_second = 4096;
   int body_rate_grace_ms = 5000;
 };
 
+//! One listener's connections, for /metrics and the deep health check.
+struct ListenerStats {
+  bool api_port = false;
+  int open_connections = 0;
+  uint64_t refused_connections = 0;  // refused at the max_connections cap
+};
+
 //! Lifecycle: Listen() for each endpoint, then the io_context runs the
 //! sessions; StopAccepting() closes the listeners (in-flight requests finish).
+//!
+//! The accept loop survives a shortage of descriptors (EMFILE, ENFILE) or
+//! kernel memory by backing off (10 ms doubling to 1 s) instead of retrying
+//! at once, and logs each shortage or cap burst once, not per connection.
 class HttpServer {
  public:
   //! `api` may be null (no query API); query calls run on `query_pool`.
@@ -51,6 +65,8 @@ class HttpServer {
   //! api_port selects the route table: OTLP only, or OTLP under /api/otel plus the API.
   Result<int> Listen(const std::string& host_port, bool api_port);
   void StopAccepting();
+  //! Thread-safe; one entry per Listen(), in order.
+  std::vector<ListenerStats> GetListenerStats() const;
 
  private:
   class Impl;

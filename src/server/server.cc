@@ -1,6 +1,7 @@
 #include "server/server.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -21,6 +22,17 @@ uint64_t ProcessRssBytes() {
   return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
+uint64_t RaiseOpenFileLimit() {
+  struct rlimit limit {};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return 0;
+  if (limit.rlim_cur < limit.rlim_max) {
+    struct rlimit raised = limit;
+    raised.rlim_cur = limit.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
+  }
+  return limit.rlim_cur == RLIM_INFINITY ? UINT64_MAX : static_cast<uint64_t>(limit.rlim_cur);
+}
+
 Server::Server(ServerOptions options) : options_(std::move(options)), started_(std::chrono::steady_clock::now()) {}
 
 Server::~Server() { (void)Stop(); }
@@ -36,6 +48,16 @@ Result<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
 }
 
 Status Server::Open() {
+  const uint64_t open_files = RaiseOpenFileLimit();
+  const uint64_t wanted_files = 2 * static_cast<uint64_t>(options_.http.max_connections) + 256;
+  spdlog::info("open-file limit: {}", open_files);
+  if (open_files < wanted_files) {
+    spdlog::warn(
+        "the open-file limit {} is below the {} that two listeners at --max-connections {} need beside the "
+        "engine's files; new connections will wait for descriptors: raise the hard limit (LimitNOFILE=, ulimit "
+        "-Hn) or lower --max-connections",
+        open_files, wanted_files, options_.http.max_connections);
+  }
   auto state = OpenStateStore(options_.data_dir);
   if (!state.ok()) return state.status();
   state_ = std::move(state.value());
@@ -226,6 +248,20 @@ std::string Server::DeepHealthJson() {
   w.Key("active_projects");
   w.Int(g.active_projects);
   w.EndObject();
+  w.Key("connections");
+  w.BeginObject();
+  for (const ListenerStats& l : http_->GetListenerStats()) {
+    w.Key(l.api_port ? "api" : "otlp");
+    w.BeginObject();
+    w.Key("open");
+    w.Int(l.open_connections);
+    w.Key("max");
+    w.Int(options_.http.max_connections);
+    w.Key("refused");
+    w.Uint(l.refused_connections);
+    w.EndObject();
+  }
+  w.EndObject();
   w.Key("rss_bytes");
   w.Uint(ProcessRssBytes());
   w.EndObject();
@@ -266,6 +302,19 @@ std::string Server::PrometheusText() {
   out += fmt::format("sightline_gate_rejections_total{{reason=\"project_share\"}} {}\n", g.rejected_project_share);
   gauge("sightline_gate_active_projects", "Projects sharing the admission budget.",
         static_cast<uint64_t>(g.active_projects));
+  const std::vector<ListenerStats> listeners = http_->GetListenerStats();
+  out += "# HELP sightline_connections_open Open connections per listener.\n# TYPE sightline_connections_open gauge\n";
+  for (const ListenerStats& l : listeners) {
+    out += fmt::format("sightline_connections_open{{listener=\"{}\"}} {}\n", l.api_port ? "api" : "otlp",
+                       l.open_connections);
+  }
+  out +=
+      "# HELP sightline_connections_refused_total Connections refused at the --max-connections cap.\n"
+      "# TYPE sightline_connections_refused_total counter\n";
+  for (const ListenerStats& l : listeners) {
+    out += fmt::format("sightline_connections_refused_total{{listener=\"{}\"}} {}\n", l.api_port ? "api" : "otlp",
+                       l.refused_connections);
+  }
   gauge("sightline_process_resident_memory_bytes", "Resident set size.", ProcessRssBytes());
   return out;
 }

@@ -100,4 +100,8 @@ class Server {
 //! Resident set size of this process in bytes (from /proc/self/statm).
 uint64_t ProcessRssBytes();
 
+//! Raises this process's soft RLIMIT_NOFILE to its hard limit; returns the
+//! soft limit in force afterwards.
+uint64_t RaiseOpenFileLimit();
+
 }  // namespace sightline

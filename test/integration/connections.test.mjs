@@ -1,7 +1,8 @@
-// Connections (docs/SECURITY.md "Connections"): the minimum body rate, chunked
-// bodies charged as they arrive, and the fair shares of the admission gate
-// between projects. Every loop is bounded in count and time; all traffic is
-// loopback.
+// Connections (docs/SECURITY.md "Connections"): the cap on open connections
+// per listener, the open-file limit raised at start, the accept loop's
+// backoff when descriptors run out, the minimum body rate, chunked bodies
+// charged as they arrive, and the fair shares of the admission gate between
+// projects. Every loop is bounded in count and time; all traffic is loopback.
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -52,6 +53,118 @@ function mintToken(dataDir, project) {
       (err, stdout, stderr) => (err ? reject(new Error(`token create: ${stderr}`)) : resolve(stdout.trim())));
   });
 }
+
+describe('connections: a cap on open connections per listener', { timeout: 60_000 }, () => {
+  const CAP = 16;
+  let server;
+  before(async () => { server = await startServer({ args: ['--max-connections', String(CAP)] }); });
+  after(async () => { await server?.cleanup(); });
+
+  it(`refuses connections past ${CAP} at once, keeps serving the others, and accepts again when they close`, async () => {
+    const held = [];
+    const extra = [];
+    try {
+      // Each of the first CAP connections is known to be accepted once it is answered.
+      for (let i = 0; i < CAP; i++) {
+        const c = await RawConnection.open(server.otlpPort);
+        held.push(c);
+        const res = await c.request('GET', '/healthz');
+        assert.equal(res?.status, 200, `connection ${i} under the cap`);
+      }
+      for (let i = 0; i < 8; i++) extra.push(await RawConnection.open(server.otlpPort));
+      for (const [i, c] of extra.entries()) {
+        assert.ok(await c.waitClosed(3000), `connection ${CAP + i} past the cap was closed at once`);
+        const text = c.pending().toString();
+        assert.ok(text === '' || /^HTTP\/1\.1 503 /.test(text), `past the cap: 503 or a bare close, got ${text.slice(0, 80)}`);
+      }
+      for (const [i, c] of held.entries()) {
+        const res = await c.request('GET', '/healthz');
+        assert.equal(res?.status, 200, `held connection ${i} still serves`);
+      }
+      const apiHealth = await request(`${server.apiUrl}/healthz`);
+      assert.equal(apiHealth.status, 200, 'the API port serves /healthz');
+      const metrics = await metricsText(server);
+      assert.equal(metricValue(metrics, 'sightline_connections_open{listener="otlp"}'), CAP);
+      assert.ok(metricValue(metrics, 'sightline_connections_refused_total{listener="otlp"}') >= 8, metrics);
+      assert.equal(countInLog(server, /holds its cap of 16 open connections/), 1, 'one log line for the burst');
+
+      for (const c of held.splice(0, 4)) c.destroy();
+      const deadline = Date.now() + 5000;
+      let res = null;
+      while (Date.now() < deadline) {
+        const c = await RawConnection.open(server.otlpPort);
+        res = await c.request('GET', '/healthz', { timeoutMs: 1000 });
+        c.destroy();
+        if (res?.status === 200) break;
+        await sleep(100);
+      }
+      assert.equal(res?.status, 200, 'a new connection is served once others closed');
+      assert.equal((await postSpans(server, 1)).status, 200, 'and ingest works');
+    } finally {
+      for (const c of [...held, ...extra]) c.destroy();
+    }
+  });
+});
+
+//! [soft, hard] open-file limits of a process, from /proc/PID/limits.
+function openFileLimits(pid) {
+  const line = fs.readFileSync(`/proc/${pid}/limits`, 'utf8').split('\n').find((l) => l.startsWith('Max open files'));
+  const [soft, hard] = line.slice('Max open files'.length).trim().split(/\s+/);
+  return [soft, hard].map((v) => (v === 'unlimited' ? Infinity : Number(v)));
+}
+
+describe('connections: the open-file limit is raised at start', { timeout: 60_000 }, () => {
+  const SOFT = 200;
+  let server;
+  before(async () => { server = await startServer({ softUlimitFiles: SOFT }); });
+  after(async () => { await server?.cleanup(); });
+
+  it('raises the soft RLIMIT_NOFILE to the hard limit and logs it', async (t) => {
+    const [soft, hard] = openFileLimits(server.pid);
+    t.diagnostic(`started with soft ${SOFT}; now soft ${soft}, hard ${hard}`);
+    assert.ok(hard > SOFT, `the hard limit ${hard} is above the soft limit the test starts with`);
+    assert.equal(soft, hard, 'the soft limit was raised to the hard one');
+    assert.equal(countInLog(server, new RegExp(`open-file limit: ${hard === Infinity ? '\\d+' : hard}\\b`)), 1);
+  });
+});
+
+describe('connections: out of descriptors, the accept loop backs off instead of spinning', { timeout: 90_000 }, () => {
+  let server;
+  before(async () => { server = await startServer({ ulimitFiles: 128 }); });
+  after(async () => { await server?.cleanup(); });
+
+  it('uses little CPU while connections wait for descriptors, and recovers when they close', async (t) => {
+    const conns = [];
+    try {
+      for (let i = 0; i < 300; i++) conns.push(await RawConnection.open(server.otlpPort));
+      // Let the server take what descriptors it can and hit EMFILE.
+      const deadline = Date.now() + 10_000;
+      while (countInLog(server, /accept failed on the OTLP port/) === 0 && Date.now() < deadline) await sleep(100);
+      assert.equal(countInLog(server, /accept failed on the OTLP port/), 1, `EMFILE logged once\n${server.logTail()}`);
+      const before = cpuSeconds(server.pid);
+      await sleep(2000);
+      const used = cpuSeconds(server.pid) - before;
+      t.diagnostic(`server CPU while out of descriptors: ${(used / 2 * 100).toFixed(1)}% of a core`);
+      assert.ok(used < 0.5, `the server used ${used.toFixed(2)} s of CPU in 2 s while out of descriptors`);
+      assert.equal(countInLog(server, /accept failed on the OTLP port/), 1, 'still one log line, not one per retry');
+    } finally {
+      for (const c of conns) c.destroy();
+    }
+    const deadline = Date.now() + 15_000;
+    let status = 0;
+    while (Date.now() < deadline) {
+      try {
+        status = (await postSpans(server, 2)).status;
+        if (status === 200) break;
+      } catch { /* still short of descriptors */ }
+      await sleep(200);
+    }
+    assert.equal(status, 200, 'ingest works again once the connections closed');
+    assert.equal((await request(`${server.apiUrl}/healthz`)).status, 200);
+    assert.ok(countInLog(server, /the OTLP port accepts connections again/) >= 1, 'recovery is logged');
+    assert.ok(server.alive());
+  });
+});
 
 describe('connections: a minimum body rate', { timeout: 60_000 }, () => {
   const RATE = 2000;     // bytes/s
