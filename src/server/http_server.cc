@@ -83,6 +83,35 @@ bool IsResourceShortage(const boost::system::error_code& ec) {
          ec == errc::not_enough_memory;
 }
 
+// The UI loads only its own scripts, styles and data, and is never framed;
+// other answers (JSON, metrics) are data and may load nothing.
+constexpr const char* kUiPolicy =
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+constexpr const char* kDataPolicy = "default-src 'none'; frame-ancestors 'none'";
+
+bool HasHeader(const HttpResponse& r, std::string_view name) {
+  return std::any_of(r.headers.begin(), r.headers.end(), [name](const auto& h) {
+    return h.first.size() == name.size() &&
+           std::equal(h.first.begin(), h.first.end(), name.begin(), [](char a, char b) {
+             return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+           });
+  });
+}
+
+//! Browser protections for every answer of the API port (UI and API JSON),
+//! unless the route set its own.
+void AddSecurityHeaders(HttpResponse* r) {
+  const bool html = r->content_type.starts_with("text/html");
+  auto add = [r](const char* name, const char* value) {
+    if (!HasHeader(*r, name)) r->headers.emplace_back(name, value);
+  };
+  add("Content-Security-Policy", html ? kUiPolicy : kDataPolicy);
+  add("X-Content-Type-Options", "nosniff");
+  add("Referrer-Policy", "no-referrer");
+  add("X-Frame-Options", "DENY");  // frame-ancestors for browsers without CSP 2
+}
+
 //! The answer to a connection past the cap, written without waiting: the
 //! socket's send buffer is empty, so it fits; if not, the close says enough.
 const std::string& TooManyConnectionsResponse() {
@@ -281,6 +310,7 @@ class HttpServer::Impl {
       const auto& header = parser.get();
       unsigned version = header.version();
       bool keep_alive = header.keep_alive();
+      const bool head = header.method() == http::verb::head;
       std::string target(header.target());
       size_t q = target.find('?');
       std::string path = target.substr(0, q);
@@ -322,7 +352,8 @@ class HttpServer::Impl {
               r ? std::move(*r) : HttpResponse{404, "application/json", JsonError("no such path: " + path), {}, false};
         }
       }
-      bool ok = co_await Write(stream, res, version, keep_alive && !res.close);
+      if (api_port) AddSecurityHeaders(&res);
+      bool ok = co_await Write(stream, res, version, keep_alive && !res.close, head);
       if (ok && res.close && !parser.is_done()) {
         co_await DrainUnreadBody(stream);
         co_return;
@@ -454,7 +485,11 @@ class HttpServer::Impl {
 
   static constexpr int kLingerMs = 2000;
 
-  asio::awaitable<bool> Write(beast::tcp_stream& stream, const HttpResponse& r, unsigned version, bool keep_alive) {
+  // `head`: the answer to a HEAD request, whose headers (Content-Length
+  // included) are those of the GET but which carries no body; one sent anyway
+  // would be read by a keep-alive client as its next response.
+  asio::awaitable<bool> Write(beast::tcp_stream& stream, const HttpResponse& r, unsigned version, bool keep_alive,
+                              bool head = false) {
     http::response<http::string_body> res{static_cast<http::status>(r.status), version};
     res.set(http::field::server, "sightline");
     res.set(http::field::content_type, r.content_type);
@@ -462,6 +497,7 @@ class HttpServer::Impl {
     res.keep_alive(keep_alive);
     res.body() = r.body;
     res.prepare_payload();
+    if (head) res.body().clear();
     stream.expires_after(std::chrono::milliseconds(options_.body_timeout_ms));
     auto [ec, n] = co_await http::async_write(stream, res, kNoThrow);
     co_return !ec;

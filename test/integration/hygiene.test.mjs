@@ -1,0 +1,79 @@
+// Hygiene (docs/SECURITY.md "Hygiene"): HEAD answers headers only, and the UI
+// and API carry browser protections.
+
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+
+import { request, startServer } from './lib/server.mjs';
+import { RawConnection } from './lib/raw_http.mjs';
+import { api } from './lib/api.mjs';
+
+const ADMIN_PASSWORD = 'hygiene-admin-pw';
+
+describe('hygiene: HTTP', { timeout: 60_000 }, () => {
+  let server;
+  before(async () => { server = await startServer({ env: { SIGHTLINE_ADMIN_PASSWORD: ADMIN_PASSWORD } }); });
+  after(async () => { await server?.cleanup(); });
+
+  it('HEAD answers headers only, so the next response on the connection is intact', async () => {
+    for (const port of [server.apiPort, server.otlpPort]) {
+      const c = await RawConnection.open(port);
+      try {
+        const head = await c.request('HEAD', '/healthz');
+        assert.equal(head?.status, 200, `HEAD /healthz on ${port}`);
+        assert.equal(head.body.length, 0);
+        const get = await c.request('GET', '/healthz');
+        assert.equal(get?.status, 200, 'the GET after a HEAD is read as its own response');
+        assert.deepEqual(JSON.parse(get.body.toString()), { status: 'ok' });
+        assert.equal(head.headers['content-length'], get.headers['content-length'], 'HEAD announces the GET\'s length');
+        assert.equal(c.pending().length, 0, 'no stray bytes after the GET');
+      } finally {
+        c.destroy();
+      }
+    }
+    const c = await RawConnection.open(server.apiPort);
+    try {
+      const head = await c.request('HEAD', '/');
+      assert.equal(head?.status, 200, 'HEAD / (the UI)');
+      assert.ok(Number(head.headers['content-length']) > 0);
+      const get = await c.request('GET', '/readyz');
+      assert.equal(get?.status, 200);
+      assert.equal(c.pending().length, 0);
+    } finally {
+      c.destroy();
+    }
+  });
+
+  it('serves the UI with a Content-Security-Policy, nosniff and a referrer policy', async () => {
+    const page = await request(`${server.apiUrl}/`);
+    assert.equal(page.status, 200);
+    assert.match(page.headers['content-type'], /^text\/html/);
+    const csp = page.headers['content-security-policy'] ?? '';
+    for (const directive of ["script-src 'self'", "frame-ancestors 'none'", "object-src 'none'", "base-uri 'none'"]) {
+      assert.ok(csp.includes(directive), `UI CSP has ${directive}: ${csp}`);
+    }
+    assert.ok(!csp.includes('unsafe'), `no unsafe-* source in the UI's CSP: ${csp}`);
+    assert.equal(page.headers['x-content-type-options'], 'nosniff');
+    assert.equal(page.headers['referrer-policy'], 'no-referrer');
+    assert.equal(page.headers['x-frame-options'], 'DENY');
+    // Everything the page runs comes from a file, which the policy allows.
+    const html = page.body.toString();
+    assert.doesNotMatch(html, /<script(?![^>]*\bsrc=)[^>]*>/, 'no inline script in index.html');
+    const script = /<script[^>]*\bsrc="([^"]+)"/.exec(html);
+    assert.ok(script, 'index.html loads a script');
+    const asset = await request(`${server.apiUrl}${script[1]}`);
+    assert.equal(asset.status, 200);
+    assert.match(asset.headers['content-type'], /javascript/);
+    assert.equal(asset.headers['x-content-type-options'], 'nosniff');
+  });
+
+  it('serves API JSON with a policy that loads nothing', async () => {
+    for (const res of [await api(server, 'projects'), await api(server, 'projects', {}, { token: null }),
+      await request(`${server.apiUrl}/api/v1/no-such-call`)]) {
+      assert.match(res.headers['content-type'], /^application\/json/);
+      assert.match(res.headers['content-security-policy'] ?? '', /default-src 'none'/);
+      assert.match(res.headers['content-security-policy'] ?? '', /frame-ancestors 'none'/);
+      assert.equal(res.headers['x-content-type-options'], 'nosniff');
+    }
+  });
+});
