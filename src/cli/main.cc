@@ -204,6 +204,10 @@ int main(int argc, char** argv) {
       ->envname("SIGHTLINE_MAX_CONNECTIONS")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  serve
+      ->add_flag("--metrics-require-auth", so.metrics_require_auth,
+                 "/metrics and /api/health/deep answer only a UI session or a project's token (401 otherwise)")
+      ->envname("SIGHTLINE_METRICS_REQUIRE_AUTH");
   serve->add_option("--io-threads", so.io_threads, "Network threads")
       ->envname("SIGHTLINE_IO_THREADS")
       ->capture_default_str();

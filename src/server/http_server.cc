@@ -347,7 +347,10 @@ class HttpServer::Impl {
             res = co_await RunQuery(stream, call);
           }
         } else {
-          auto r = routes_(std::string(parser.get().method_string()), path, query, api_port);
+          const auto& req = parser.get();
+          RouteRequest route{
+              req.method_string(), path, query, req[http::field::cookie], req[http::field::authorization], api_port};
+          auto r = routes_(route);
           res =
               r ? std::move(*r) : HttpResponse{404, "application/json", JsonError("no such path: " + path), {}, false};
         }

@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -25,9 +26,20 @@
 
 namespace sightline {
 
-//! A non-ingest route: GET path → response, or nullopt for 404.
-using SimpleRoutes = std::function<std::optional<HttpResponse>(const std::string& method, const std::string& path,
-                                                               const std::string& query, bool api_port)>;
+//! What a non-ingest route sees of a request (valid during the call).
+struct RouteRequest {
+  std::string_view method;
+  std::string_view path;
+  std::string_view query;
+  std::string_view cookie;
+  std::string_view authorization;
+  bool api_port = false;
+};
+
+//! A non-ingest route: request → response, or nullopt for 404. A HEAD
+//! request is routed as itself; the server sends only the headers of the
+//! answer.
+using SimpleRoutes = std::function<std::optional<HttpResponse>(const RouteRequest& request)>;
 
 struct HttpServerOptions {
   int header_timeout_ms = 30000;  // also the keep-alive idle timeout

@@ -122,10 +122,7 @@ Status Server::Open() {
   query_pool_ = std::make_unique<boost::asio::thread_pool>(std::max(1, options_.read_connections));
   http_ = std::make_unique<HttpServer>(
       &ioc_, ingest_.get(), api_.get(), query_pool_.get(),
-      [this](const std::string& m, const std::string& p, const std::string& q, bool api) {
-        return Route(m, p, q, api);
-      },
-      options_.http);
+      [this](const RouteRequest& request) { return Route(request); }, options_.http);
   auto otlp = http_->Listen(options_.otlp_http, /*api_port=*/false);
   if (!otlp.ok()) return otlp.status();
   otlp_port_ = *otlp;
@@ -319,8 +316,10 @@ std::string Server::PrometheusText() {
   return out;
 }
 
-std::optional<HttpResponse> Server::Route(const std::string& method, const std::string& path, const std::string&,
-                                          bool api_port) {
+std::optional<HttpResponse> Server::Route(const RouteRequest& request) {
+  const std::string_view method = request.method;
+  const std::string_view path = request.path;
+  const bool api_port = request.api_port;
   if (method != "GET" && method != "HEAD") {
     if (path == "/healthz" || path == "/readyz" || path == "/api/health/deep" || path == "/metrics") {
       return HttpResponse{405, "application/json", "{\"error\":\"use GET\"}", {{"Allow", "GET"}}, false};
@@ -333,6 +332,14 @@ std::optional<HttpResponse> Server::Route(const std::string& method, const std::
     return HttpResponse{503, "application/json", "{\"status\":\"stopping\"}", {{"Retry-After", "1"}}, false};
   }
   if (!api_port) return std::nullopt;
+  if (options_.metrics_require_auth && (path == "/api/health/deep" || path == "/metrics") &&
+      !api_->MayRead(request.cookie, request.authorization)) {
+    HttpResponse denied =
+        ApiService::JsonError(401, "this server restricts " + std::string(path) +
+                                       " (--metrics-require-auth): log in or send Authorization: Bearer <token>");
+    denied.headers.emplace_back("WWW-Authenticate", "Bearer");
+    return denied;
+  }
   if (path == "/api/health/deep") return HttpResponse{200, "application/json", DeepHealthJson(), {}, false};
   if (path == "/metrics") {
     return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", PrometheusText(), {}, false};

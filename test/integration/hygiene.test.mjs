@@ -1,12 +1,13 @@
-// Hygiene (docs/SECURITY.md "Hygiene"): HEAD answers headers only, and the UI
-// and API carry browser protections.
+// Hygiene (docs/SECURITY.md "Hygiene"): HEAD answers headers only, the UI and
+// API carry browser protections, and /metrics and the deep health check can
+// require a credential.
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { request, startServer } from './lib/server.mjs';
+import { TOKEN, request, startServer } from './lib/server.mjs';
 import { RawConnection } from './lib/raw_http.mjs';
-import { api } from './lib/api.mjs';
+import { api, login } from './lib/api.mjs';
 
 const ADMIN_PASSWORD = 'hygiene-admin-pw';
 
@@ -74,6 +75,40 @@ describe('hygiene: HTTP', { timeout: 60_000 }, () => {
       assert.match(res.headers['content-security-policy'] ?? '', /default-src 'none'/);
       assert.match(res.headers['content-security-policy'] ?? '', /frame-ancestors 'none'/);
       assert.equal(res.headers['x-content-type-options'], 'nosniff');
+    }
+  });
+  it('leaves /metrics and the deep health check open by default', async () => {
+    assert.equal((await request(`${server.apiUrl}/metrics`)).status, 200);
+    assert.equal((await request(`${server.apiUrl}/api/health/deep`)).status, 200);
+  });
+});
+
+describe('hygiene: --metrics-require-auth', { timeout: 60_000 }, () => {
+  let server;
+  before(async () => {
+    server = await startServer({ args: ['--metrics-require-auth'], env: { SIGHTLINE_ADMIN_PASSWORD: ADMIN_PASSWORD } });
+  });
+  after(async () => { await server?.cleanup(); });
+
+  it('answers /metrics and /api/health/deep only with a session or a project token', async () => {
+    const session = await login(server, 'admin', ADMIN_PASSWORD);
+    assert.equal(session.status, 200);
+    for (const p of ['/metrics', '/api/health/deep']) {
+      const url = `${server.apiUrl}${p}`;
+      const anonymous = await request(url);
+      assert.equal(anonymous.status, 401, `${p} without a credential`);
+      assert.match(anonymous.body.toString(), /metrics-require-auth/);
+      assert.equal((await request(url, { headers: { Authorization: 'Bearer not-a-token' } })).status, 401,
+        `${p} with a wrong token`);
+      assert.equal((await request(url, { headers: { Cookie: 'sl_session=forged' } })).status, 401,
+        `${p} with a forged session`);
+      assert.equal((await request(url, { headers: { Authorization: `Bearer ${TOKEN}` } })).status, 200,
+        `${p} with a project's token`);
+      assert.equal((await request(url, { headers: { Cookie: session.cookie } })).status, 200, `${p} with a session`);
+    }
+    for (const p of ['/healthz', '/readyz']) {
+      assert.equal((await request(`${server.apiUrl}${p}`)).status, 200, `${p} stays open`);
+      assert.equal((await request(`${server.otlpUrl}${p}`)).status, 200, `${p} stays open on the OTLP port`);
     }
   });
 });
