@@ -3,6 +3,7 @@
 
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -259,6 +260,12 @@ int main(int argc, char** argv) {
 
   AddBenchCommands(&app);
 
+  // Telemetry and credential hashes are nobody else's business: every file
+  // and directory sightline makes is its owner's alone (0600 / 0700). Set
+  // before parsing, as the token commands run while parsing; the benchmarks
+  // write reports meant to be shared, and get the inherited mask back.
+  const mode_t inherited_umask = umask(077);
+  app.get_subcommand("bench")->preparse_callback([inherited_umask](std::size_t) { umask(inherited_umask); });
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::from_str(log_level));
 

@@ -2,9 +2,11 @@
 
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <boost/asio/executor_work_guard.hpp>
+#include <filesystem>
 #include <fstream>
 
 #include "auth/crypto.h"
@@ -33,6 +35,26 @@ uint64_t RaiseOpenFileLimit() {
   return limit.rlim_cur == RLIM_INFINITY ? UINT64_MAX : static_cast<uint64_t>(limit.rlim_cur);
 }
 
+namespace {
+
+// The data directory holds every project's telemetry and the credential
+// hashes: a new one is made 0700 (the files in it are 0600 by the umask
+// `sightline` sets). An existing one keeps the mode its operator gave it.
+Status PrepareDataDir(const std::string& dir) {
+  std::error_code ec;
+  if (std::filesystem::create_directories(dir, ec)) {
+    std::filesystem::permissions(dir, std::filesystem::perms::owner_all, std::filesystem::perm_options::replace, ec);
+  }
+  if (ec) return Status::IoError("cannot create the data directory " + dir + ": " + ec.message());
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) == 0 && (st.st_mode & 077) != 0) {
+    spdlog::warn("the data directory {} is readable by other users (mode {:o}); chmod 700 it", dir, st.st_mode & 0777);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Server::Server(ServerOptions options) : options_(std::move(options)), started_(std::chrono::steady_clock::now()) {}
 
 Server::~Server() { (void)Stop(); }
@@ -48,6 +70,7 @@ Result<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
 }
 
 Status Server::Open() {
+  SL_RETURN_IF_ERROR(PrepareDataDir(options_.data_dir));
   const uint64_t open_files = RaiseOpenFileLimit();
   const uint64_t wanted_files = 2 * static_cast<uint64_t>(options_.http.max_connections) + 256;
   spdlog::info("open-file limit: {}", open_files);

@@ -1,15 +1,79 @@
-// Hygiene (docs/SECURITY.md "Hygiene"): HEAD answers headers only, the UI and
-// API carry browser protections, and /metrics and the deep health check can
-// require a credential.
+// Hygiene (docs/SECURITY.md "Hygiene"): the data directory and its files are
+// the owner's alone, HEAD answers headers only, the UI and API carry browser
+// protections, and /metrics and the deep health check can require a
+// credential.
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
 
-import { TOKEN, request, startServer } from './lib/server.mjs';
+import { BIN, ENGINES, TOKEN, makeTempDir, request, startServer } from './lib/server.mjs';
 import { RawConnection } from './lib/raw_http.mjs';
+import { encodeTraceRequestProto, makeRunTag, makeSpanBatch } from './lib/otlp.mjs';
 import { api, login } from './lib/api.mjs';
 
+const PROTO = 'application/x-protobuf';
 const ADMIN_PASSWORD = 'hygiene-admin-pw';
+const runTag = makeRunTag();
+
+function postSpans(server, n, token = TOKEN) {
+  const body = encodeTraceRequestProto(makeSpanBatch(runTag, n, 3));
+  return request(`${server.otlpUrl}/v1/traces`, {
+    method: 'POST', body,
+    headers: { Authorization: `Bearer ${token}`, 'Content-Type': PROTO, 'Content-Length': body.length },
+  });
+}
+
+//! Every file and directory under `root` (itself included) with its permission bits.
+function modes(root) {
+  const out = [{ path: root, dir: true, mode: fs.statSync(root).mode & 0o777 }];
+  for (const entry of fs.readdirSync(root, { withFileTypes: true })) {
+    const p = path.join(root, entry.name);
+    if (entry.isDirectory()) out.push(...modes(p));
+    else out.push({ path: p, dir: false, mode: fs.statSync(p).mode & 0o777 });
+  }
+  return out;
+}
+
+function assertPrivate(dataDir, when) {
+  const all = modes(dataDir);
+  const loose = all.filter((e) => e.mode !== (e.dir ? 0o700 : 0o600));
+  assert.deepEqual(loose.map((e) => `${e.path} ${e.mode.toString(8)}`), [], `${when}: modes other than 0700/0600`);
+  assert.ok(all.some((e) => e.path.endsWith('state.sqlite')), `${when}: state.sqlite is there`);
+  return all.filter((e) => !e.dir).map((e) => path.basename(e.path));
+}
+
+describe('hygiene: the data directory is the owner\'s alone', { timeout: 120_000 }, () => {
+  for (const engine of ENGINES) {
+    it(`${engine}: a new data dir is 0700 and every file in it 0600, running and stopped`, async (t) => {
+      const server = await startServer({ engine, createDataDir: false });
+      try {
+        assert.equal((await postSpans(server, 1)).status, 200);
+        const running = assertPrivate(server.dataDir, 'running');
+        await server.stop();
+        const stopped = assertPrivate(server.dataDir, 'stopped');
+        t.diagnostic(`files: running ${running.join(' ')}; stopped ${stopped.join(' ')}`);
+        assert.ok(running.length >= 2, 'the engine and the state store made files');
+      } finally {
+        await server.cleanup();
+      }
+    });
+  }
+
+  it('`sightline token create` on a new data dir makes it private too', async () => {
+    const dir = await makeTempDir('sightline-it-token-dir-');
+    try {
+      const dataDir = path.join(dir, 'data');
+      const r = spawnSync(BIN, ['token', 'create', '--project', 'p', '--data', dataDir], { encoding: 'utf8', timeout: 30_000 });
+      assert.equal(r.status, 0, r.stderr);
+      assertPrivate(dataDir, 'after token create');
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
 
 describe('hygiene: HTTP', { timeout: 60_000 }, () => {
   let server;

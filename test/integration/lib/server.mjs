@@ -301,16 +301,17 @@ export class Server {
 }
 
 /**
- * Starts a server on a fresh temp data dir; `ulimitFiles` runs it under that
+ * Starts a server on a fresh temp data dir. `createDataDir: false` leaves the
+ * data dir for the server to create; `ulimitFiles` runs it under that
  * open-file limit (soft and hard), `softUlimitFiles` under that soft limit.
  */
 export async function startServer({
-  engine = 'duckdb', args = [], env = {}, readyTimeoutMs, ulimitFiles, softUlimitFiles,
+  engine = 'duckdb', args = [], env = {}, readyTimeoutMs, createDataDir = true, ulimitFiles, softUlimitFiles,
 } = {}) {
   requireBinary();
   const dir = await makeTempDir(`sightline-it-${engine}-`);
   const dataDir = path.join(dir, 'data');
-  await fsp.mkdir(dataDir);
+  if (createDataDir) await fsp.mkdir(dataDir);
   const server = new Server({ engine, dir, dataDir, args, env, ulimitFiles, softUlimitFiles });
   try {
     await server.start({ readyTimeoutMs });
