@@ -84,6 +84,51 @@ Status Server::Open() {
   auto state = OpenStateStore(options_.data_dir);
   if (!state.ok()) return state.status();
   state_ = std::move(state.value());
+  auth_ = std::make_unique<Authenticator>(options_.auth, state_.get());
+
+  RegisterBuiltinStores();
+  StoreOptions store_options = options_.store;
+  store_options.data_dir = options_.data_dir;
+  store_options.read_connections = options_.read_connections;
+  auto store = StoreRegistry::Instance().Open(options_.storage, store_options);
+  if (!store.ok()) return store.status();
+  store_ = std::move(store.value());
+  for (int s = 0; s < kSignalCount; ++s) {
+    auto sink = store_->NewSink(Signal(s));
+    if (!sink.ok()) return sink.status();
+    writers_[s] = std::make_unique<SignalWriter>(Signal(s), std::move(sink.value()), options_.writer);
+    writers_[s]->Start();
+  }
+  gate_ = std::make_unique<AdmissionGate>(options_.gate);
+  ingest_ = std::make_unique<IngestService>(
+      options_.ingest, auth_.get(), gate_.get(),
+      std::array<SignalWriter*, kSignalCount>{writers_[0].get(), writers_[1].get(), writers_[2].get()}, &metrics_);
+  api_ = std::make_unique<ApiService>(options_.api, auth_.get(), state_.get(), store_.get());
+  query_pool_ = std::make_unique<boost::asio::thread_pool>(std::max(1, options_.read_connections));
+  http_ = std::make_unique<HttpServer>(
+      &ioc_, ingest_.get(), api_.get(), query_pool_.get(),
+      [this](const RouteRequest& request) { return Route(request); }, options_.http);
+  auto otlp = http_->Listen(options_.otlp_http, /*api_port=*/false);
+  if (!otlp.ok()) return otlp.status();
+  otlp_port_ = *otlp;
+  auto api = http_->Listen(options_.listen, /*api_port=*/true);
+  if (!api.ok()) return api.status();
+  api_port_ = *api;
+  // Last of all that can fail, so a first start that fails mints nothing
+  // (its credentials would be stored hashed and never shown); no request is
+  // served before this, as the io threads start below.
+  SL_RETURN_IF_ERROR(SetUpCredentials());
+  for (int i = 0; i < std::max(1, options_.io_threads); ++i) {
+    io_threads_.emplace_back([this] {
+      auto guard = boost::asio::make_work_guard(ioc_);
+      ioc_.run();
+    });
+  }
+  ready_ = true;
+  return Status::Ok();
+}
+
+Status Server::SetUpCredentials() {
   // First start means no default project yet. Counting its tokens instead
   // would bring SIGHTLINE_INGEST_TOKEN (or a new token) back after an operator
   // revoked them all.
@@ -122,43 +167,6 @@ Status Server::Open() {
       SL_RETURN_IF_ERROR(SetUserPassword(state_.get(), "admin", minted_admin_password_));
     }
   }
-  auth_ = std::make_unique<Authenticator>(options_.auth, state_.get());
-
-  RegisterBuiltinStores();
-  StoreOptions store_options = options_.store;
-  store_options.data_dir = options_.data_dir;
-  store_options.read_connections = options_.read_connections;
-  auto store = StoreRegistry::Instance().Open(options_.storage, store_options);
-  if (!store.ok()) return store.status();
-  store_ = std::move(store.value());
-  for (int s = 0; s < kSignalCount; ++s) {
-    auto sink = store_->NewSink(Signal(s));
-    if (!sink.ok()) return sink.status();
-    writers_[s] = std::make_unique<SignalWriter>(Signal(s), std::move(sink.value()), options_.writer);
-    writers_[s]->Start();
-  }
-  gate_ = std::make_unique<AdmissionGate>(options_.gate);
-  ingest_ = std::make_unique<IngestService>(
-      options_.ingest, auth_.get(), gate_.get(),
-      std::array<SignalWriter*, kSignalCount>{writers_[0].get(), writers_[1].get(), writers_[2].get()}, &metrics_);
-  api_ = std::make_unique<ApiService>(options_.api, auth_.get(), state_.get(), store_.get());
-  query_pool_ = std::make_unique<boost::asio::thread_pool>(std::max(1, options_.read_connections));
-  http_ = std::make_unique<HttpServer>(
-      &ioc_, ingest_.get(), api_.get(), query_pool_.get(),
-      [this](const RouteRequest& request) { return Route(request); }, options_.http);
-  auto otlp = http_->Listen(options_.otlp_http, /*api_port=*/false);
-  if (!otlp.ok()) return otlp.status();
-  otlp_port_ = *otlp;
-  auto api = http_->Listen(options_.listen, /*api_port=*/true);
-  if (!api.ok()) return api.status();
-  api_port_ = *api;
-  for (int i = 0; i < std::max(1, options_.io_threads); ++i) {
-    io_threads_.emplace_back([this] {
-      auto guard = boost::asio::make_work_guard(ioc_);
-      ioc_.run();
-    });
-  }
-  ready_ = true;
   return Status::Ok();
 }
 

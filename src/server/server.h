@@ -75,6 +75,9 @@ class Server {
  private:
   explicit Server(ServerOptions options);
   Status Open();
+  //! The default project's token and the admin's password: set from the
+  //! options, or minted on first start (kept for printing).
+  Status SetUpCredentials();
   std::optional<HttpResponse> Route(const RouteRequest& request);
 
   ServerOptions options_;

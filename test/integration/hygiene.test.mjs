@@ -1,15 +1,16 @@
 // Hygiene (docs/SECURITY.md "Hygiene"): the data directory and its files are
 // the owner's alone, HEAD answers headers only, the UI and API carry browser
-// protections, and /metrics and the deep health check can require a
-// credential.
+// protections, /metrics and the deep health check can require a credential,
+// and a first start that fails mints no credentials it cannot show.
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 
-import { BIN, ENGINES, TOKEN, makeTempDir, request, startServer } from './lib/server.mjs';
+import { BIN, ENGINES, HOST, Server, TOKEN, makeTempDir, request, startServer } from './lib/server.mjs';
 import { RawConnection } from './lib/raw_http.mjs';
 import { encodeTraceRequestProto, makeRunTag, makeSpanBatch } from './lib/otlp.mjs';
 import { api, login } from './lib/api.mjs';
@@ -173,6 +174,43 @@ describe('hygiene: --metrics-require-auth', { timeout: 60_000 }, () => {
     for (const p of ['/healthz', '/readyz']) {
       assert.equal((await request(`${server.apiUrl}${p}`)).status, 200, `${p} stays open`);
       assert.equal((await request(`${server.otlpUrl}${p}`)).status, 200, `${p} stays open on the OTLP port`);
+    }
+  });
+});
+
+describe('hygiene: first-start credentials', { timeout: 90_000 }, () => {
+  it('a first start that fails mints nothing; the next start mints them and prints them', async (t) => {
+    const blocker = net.createServer();
+    await new Promise((resolve) => blocker.listen(0, HOST, resolve));
+    const dir = await makeTempDir('sightline-it-first-start-');
+    const dataDir = path.join(dir, 'data');
+    const env = { ...process.env };
+    delete env.SIGHTLINE_INGEST_TOKEN;
+    delete env.SIGHTLINE_ADMIN_PASSWORD;
+    let server;
+    try {
+      // The API port is taken: the start fails after the state store and the
+      // engine opened, where credentials used to be minted already.
+      const failed = spawnSync(BIN, ['serve', '--data', dataDir, '--otlp-http', `${HOST}:0`,
+        '--listen', `${HOST}:${blocker.address().port}`], { env, timeout: 60_000, encoding: 'utf8' });
+      t.diagnostic(`failed start: exit ${failed.status}: ${(failed.stderr + failed.stdout).trim().split('\n').pop()}`);
+      assert.notEqual(failed.status, 0, 'the start fails');
+      assert.match(failed.stderr + failed.stdout, /cannot listen/);
+      assert.doesNotMatch(failed.stdout, /Ingest token|UI login/, 'a failed start prints no credentials');
+
+      server = new Server({ engine: 'duckdb', dir, dataDir, args: [], env: { SIGHTLINE_INGEST_TOKEN: '' } });
+      await server.start();
+      const log = fs.readFileSync(server.logPath, 'utf8');
+      const token = /Ingest token of project 'default'[^\n]*\n\s*(\S+)/.exec(log)?.[1];
+      const password = /UI login: admin \/ (\S+)/.exec(log)?.[1];
+      assert.ok(token, `the next start prints the minted token\n${log}`);
+      assert.ok(password, `the next start prints the admin password\n${log}`);
+      assert.equal((await postSpans(server, 1, token)).status, 200, 'the printed token ingests');
+      assert.equal((await login(server, 'admin', password)).status, 200, 'the printed password logs in');
+    } finally {
+      blocker.close();
+      if (server) await server.cleanup();
+      else fs.rmSync(dir, { recursive: true, force: true });
     }
   });
 });
