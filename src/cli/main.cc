@@ -3,6 +3,7 @@
 
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -192,6 +193,28 @@ int main(int argc, char** argv) {
   serve->add_option("--header-timeout-ms", so.http.header_timeout_ms, "Request headers / keep-alive idle timeout")
       ->envname("SIGHTLINE_HEADER_TIMEOUT_MS")
       ->capture_default_str();
+  serve
+      ->add_option("--min-body-bytes-per-second", so.http.min_body_bytes_per_second,
+                   "An OTLP body slower than this on average after --body-rate-grace-ms is cut with 503 (0 = off)")
+      ->envname("SIGHTLINE_MIN_BODY_BYTES_PER_SECOND")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  serve
+      ->add_option("--body-rate-grace-ms", so.http.body_rate_grace_ms,
+                   "Time a body has before --min-body-bytes-per-second applies")
+      ->envname("SIGHTLINE_BODY_RATE_GRACE_MS")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  serve
+      ->add_option("--max-connections", so.http.max_connections,
+                   "Open connections per listener; past it new ones get 503 and are closed")
+      ->envname("SIGHTLINE_MAX_CONNECTIONS")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  serve
+      ->add_flag("--metrics-require-auth", so.metrics_require_auth,
+                 "/metrics and /api/health/deep answer only a UI session or a project's token (401 otherwise)")
+      ->envname("SIGHTLINE_METRICS_REQUIRE_AUTH");
   serve->add_option("--io-threads", so.io_threads, "Network threads")
       ->envname("SIGHTLINE_IO_THREADS")
       ->capture_default_str();
@@ -311,6 +334,12 @@ int main(int argc, char** argv) {
 
   AddBenchCommands(&app);
 
+  // Telemetry and credential hashes are nobody else's business: every file
+  // and directory sightline makes is its owner's alone (0600 / 0700). Set
+  // before parsing, as the token commands run while parsing; the benchmarks
+  // write reports meant to be shared, and get the inherited mask back.
+  const mode_t inherited_umask = umask(077);
+  app.get_subcommand("bench")->preparse_callback([inherited_umask](std::size_t) { umask(inherited_umask); });
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::from_str(log_level));
 

@@ -1,6 +1,7 @@
 #include "ingest/admission_gate.h"
 
-#include <chrono>
+#include <algorithm>
+#include <string>
 
 namespace sightline {
 
@@ -8,6 +9,7 @@ AdmissionGate::Ticket& AdmissionGate::Ticket::operator=(Ticket&& other) noexcept
   if (this != &other) {
     Release();
     gate_ = other.gate_;
+    project_ = other.project_;
     bytes_ = other.bytes_;
     other.gate_ = nullptr;
   }
@@ -16,23 +18,66 @@ AdmissionGate::Ticket& AdmissionGate::Ticket::operator=(Ticket&& other) noexcept
 
 Status AdmissionGate::Ticket::Grow(size_t bytes) {
   if (gate_ == nullptr) return Status::Internal("ticket not admitted");
-  if (!gate_->TryGrow(bytes)) {
-    return Status::Unavailable("ingest memory budget exhausted (" + std::to_string(gate_->limits_.max_inflight_bytes) +
-                               " bytes in flight); retry later");
-  }
+  SL_RETURN_IF_ERROR(gate_->TryGrow(project_, bytes));
   bytes_ += bytes;
   return Status::Ok();
 }
 
 void AdmissionGate::Ticket::Release() {
-  if (gate_ != nullptr) gate_->Release(bytes_);
+  if (gate_ != nullptr) gate_->Release(project_, bytes_);
   gate_ = nullptr;
   bytes_ = 0;
 }
 
-Result<AdmissionGate::Ticket> AdmissionGate::Admit(size_t bytes) {
+AdmissionGate::AdmissionGate(Limits limits, Clock clock)
+    : limits_(limits), clock_(clock ? std::move(clock) : Clock(std::chrono::steady_clock::now)) {}
+
+Status AdmissionGate::BudgetExhausted() const {
+  return Status::Unavailable("ingest memory budget exhausted (" + std::to_string(limits_.max_inflight_bytes) +
+                             " bytes in flight); retry later");
+}
+
+int AdmissionGate::ActiveProjectsLocked(std::chrono::steady_clock::time_point now) {
+  const auto window = std::chrono::milliseconds(limits_.active_window_ms);
+  int active = 0;
+  // One pass over the projects seen within the window: as many as send at
+  // once, so a handful to a few hundred entries.
+  for (auto it = projects_.begin(); it != projects_.end();) {
+    if (it->second.requests == 0 && now - it->second.last_seen > window) {
+      it = projects_.erase(it);
+    } else {
+      ++active;
+      ++it;
+    }
+  }
+  return active;
+}
+
+AdmissionGate::Share AdmissionGate::ShareLocked(int active) const {
+  active = std::max(1, active);
+  return Share{limits_.max_inflight_bytes / static_cast<size_t>(active),
+               std::max(1, limits_.max_inflight_requests / active)};
+}
+
+Result<AdmissionGate::Ticket> AdmissionGate::Admit(size_t bytes, int64_t project_id) {
   MutexLock lock(&mu_);
   if (closed_) return Status::Unavailable("server is shutting down");
+  const auto now = clock_();
+  ProjectUse& project = projects_[project_id];
+  project.last_seen = now;
+  const int active = ActiveProjectsLocked(now);  // never forgets `project`: it was just seen
+  // The floor: a project with nothing in flight is only held to the global
+  // budget, so every project gets at least one request in. Alone, a project's
+  // share is the global budget, refused below with its own message.
+  if (active > 1 && project.requests > 0) {
+    const Share share = ShareLocked(active);
+    if (project.requests >= share.requests || project.bytes + bytes > share.bytes) {
+      rejected_project_share_++;
+      return Status::Unavailable("this project holds its fair share of the ingest budget (" + std::to_string(active) +
+                                 " projects active: " + std::to_string(share.bytes) + " bytes and " +
+                                 std::to_string(share.requests) + " requests each); retry later");
+    }
+  }
   if (inflight_requests_ >= limits_.max_inflight_requests) {
     rejected_requests_++;
     return Status::Unavailable("too many concurrent ingest requests (limit " +
@@ -42,29 +87,49 @@ Result<AdmissionGate::Ticket> AdmissionGate::Admit(size_t bytes) {
   // alone rather than starve it (the body limit still bounds it).
   if (inflight_bytes_ + bytes > limits_.max_inflight_bytes && inflight_requests_ > 0) {
     rejected_bytes_++;
-    return Status::Unavailable("ingest memory budget exhausted (" + std::to_string(limits_.max_inflight_bytes) +
-                               " bytes in flight); retry later");
+    return BudgetExhausted();
   }
+  project.requests++;
+  project.bytes += bytes;
   inflight_requests_++;
   inflight_bytes_ += bytes;
   if (inflight_bytes_ > peak_inflight_bytes_) peak_inflight_bytes_ = inflight_bytes_;
   admitted_++;
-  return Ticket(this, bytes);
+  return Ticket(this, project_id, bytes);
 }
 
-bool AdmissionGate::TryGrow(size_t bytes) {
+Status AdmissionGate::TryGrow(int64_t project_id, size_t bytes) {
   MutexLock lock(&mu_);
   if (inflight_bytes_ + bytes > limits_.max_inflight_bytes && inflight_requests_ > 1) {
     rejected_bytes_++;
-    return false;
+    return BudgetExhausted();
   }
+  const auto now = clock_();
+  const int active = ActiveProjectsLocked(now);
+  ProjectUse& project = projects_[project_id];  // present: this ticket is one of its requests
+  project.last_seen = now;
+  // As on admission, a project's only request is held to the global budget alone.
+  if (active > 1 && project.requests > 1) {
+    const Share share = ShareLocked(active);
+    if (project.bytes + bytes > share.bytes) {
+      rejected_project_share_++;
+      return Status::Unavailable("this project holds its fair share of the ingest memory budget (" +
+                                 std::to_string(share.bytes) + " bytes with " + std::to_string(active) +
+                                 " projects active); retry later");
+    }
+  }
+  project.bytes += bytes;
   inflight_bytes_ += bytes;
   if (inflight_bytes_ > peak_inflight_bytes_) peak_inflight_bytes_ = inflight_bytes_;
-  return true;
+  return Status::Ok();
 }
 
-void AdmissionGate::Release(size_t bytes) {
+void AdmissionGate::Release(int64_t project_id, size_t bytes) {
   MutexLock lock(&mu_);
+  ProjectUse& project = projects_[project_id];
+  project.bytes -= bytes;
+  project.requests--;
+  project.last_seen = clock_();
   inflight_bytes_ -= bytes;
   inflight_requests_--;
   if (inflight_requests_ == 0) idle_cv_.SignalAll();
@@ -93,6 +158,8 @@ AdmissionGate::Stats AdmissionGate::GetStats() {
   s.admitted = admitted_;
   s.rejected_bytes = rejected_bytes_;
   s.rejected_requests = rejected_requests_;
+  s.rejected_project_share = rejected_project_share_;
+  s.active_projects = ActiveProjectsLocked(clock_());
   return s;
 }
 

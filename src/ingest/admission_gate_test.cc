@@ -1,5 +1,6 @@
 // AdmissionGate: the request and byte limits, growth after decompression,
-// release by ticket lifetime (including moves), Close and WaitIdle, counters.
+// release by ticket lifetime (including moves), Close and WaitIdle, counters,
+// and the fair shares between projects.
 
 #include "ingest/admission_gate.h"
 
@@ -24,8 +25,8 @@ AdmissionGate::Limits Limits(size_t bytes, int requests) {
   return l;
 }
 
-AdmissionGate::Ticket AdmitOk(AdmissionGate* gate, size_t bytes) {
-  auto r = gate->Admit(bytes);
+AdmissionGate::Ticket AdmitOk(AdmissionGate* gate, size_t bytes, int64_t project = 0) {
+  auto r = gate->Admit(bytes, project);
   EXPECT_TRUE(r.ok()) << r.status().ToString();
   if (!r.ok()) return {};
   return std::move(r).value();
@@ -254,6 +255,179 @@ TEST(AdmissionGateTest, ConcurrentAdmitsNeverExceedTheLimitsAndBalance) {
   EXPECT_LE(s.peak_inflight_bytes, kBudget);
   EXPECT_GT(ok.load(), 0u);
   EXPECT_TRUE(gate.WaitIdle(0));
+}
+
+// A clock the fair-share tests move by hand.
+struct FakeClock {
+  steady_clock::time_point now = steady_clock::time_point() + std::chrono::hours(1);
+  AdmissionGate::Clock Get() {
+    return [this] { return now; };
+  }
+};
+
+AdmissionGate::Limits FairLimits(size_t bytes, int requests, int64_t window_ms = 10000) {
+  AdmissionGate::Limits l = Limits(bytes, requests);
+  l.active_window_ms = window_ms;
+  return l;
+}
+
+bool IsShareRefusal(const Result<AdmissionGate::Ticket>& r) {
+  return !r.ok() && r.status().code() == StatusCode::kUnavailable &&
+         r.status().message().find("fair share") != std::string::npos;
+}
+
+TEST(AdmissionGateFairnessTest, AProjectAloneMayUseTheWholeBudget) {
+  FakeClock clock;
+  AdmissionGate gate(FairLimits(1000, 8), clock.Get());
+  std::vector<AdmissionGate::Ticket> a;
+  for (int i = 0; i < 8; ++i) a.push_back(AdmitOk(&gate, 125, /*project=*/1));
+  EXPECT_EQ(gate.GetStats().inflight_bytes, 1000u);
+  EXPECT_EQ(gate.GetStats().rejected_project_share, 0u);
+  EXPECT_EQ(gate.GetStats().active_projects, 1);
+}
+
+TEST(AdmissionGateFairnessTest, WithTwoActiveProjectsEachGetsHalfTheRequests) {
+  FakeClock clock;
+  AdmissionGate gate(FairLimits(1u << 20, 8), clock.Get());
+  auto b = AdmitOk(&gate, 10, /*project=*/2);  // B is active
+  b = AdmissionGate::Ticket();                 // ... and idle again, but within the window
+  std::vector<AdmissionGate::Ticket> a;
+  for (int i = 0; i < 4; ++i) a.push_back(AdmitOk(&gate, 10, /*project=*/1));
+  auto refused = gate.Admit(10, /*project=*/1);
+  EXPECT_TRUE(IsShareRefusal(refused)) << refused.status().ToString();
+  EXPECT_TRUE(refused.status().retryable());
+  EXPECT_EQ(gate.GetStats().rejected_project_share, 1u);
+  EXPECT_EQ(gate.GetStats().active_projects, 2);
+  // B still gets all of its half while A waits.
+  std::vector<AdmissionGate::Ticket> bs;
+  for (int i = 0; i < 4; ++i) bs.push_back(AdmitOk(&gate, 10, /*project=*/2));
+  EXPECT_FALSE(gate.Admit(10, /*project=*/2).ok());
+  EXPECT_EQ(gate.GetStats().inflight_requests, 8);
+}
+
+TEST(AdmissionGateFairnessTest, WithTwoActiveProjectsEachGetsHalfTheBytes) {
+  FakeClock clock;
+  AdmissionGate gate(FairLimits(1000, 64), clock.Get());
+  { auto b = AdmitOk(&gate, 1, /*project=*/2); }
+  auto a1 = AdmitOk(&gate, 300, /*project=*/1);
+  auto a2 = AdmitOk(&gate, 200, /*project=*/1);  // exactly its half
+  EXPECT_TRUE(IsShareRefusal(gate.Admit(1, /*project=*/1)));
+  auto b1 = AdmitOk(&gate, 500, /*project=*/2);
+  EXPECT_EQ(gate.GetStats().inflight_bytes, 1000u);
+}
+
+TEST(AdmissionGateFairnessTest, AFloodingProjectCannotKeepAnotherOut) {
+  // A fills the gate while alone; B arrives and is refused by the global
+  // budget, which makes it active: from then on A is held to half, so B gets
+  // in as soon as A's requests end, however fast A asks again.
+  FakeClock clock;
+  AdmissionGate gate(FairLimits(1u << 20, 4), clock.Get());
+  std::vector<AdmissionGate::Ticket> a;
+  for (int i = 0; i < 4; ++i) a.push_back(AdmitOk(&gate, 10, /*project=*/1));
+  auto b_refused = gate.Admit(10, /*project=*/2);
+  ASSERT_FALSE(b_refused.ok());
+  EXPECT_FALSE(IsShareRefusal(b_refused)) << "B holds nothing: the global limit refused it";
+  a.pop_back();                                                // one of A's requests ends
+  EXPECT_TRUE(IsShareRefusal(gate.Admit(10, /*project=*/1)));  // A asks again first: over its half
+  auto b1 = AdmitOk(&gate, 10, /*project=*/2);                 // B gets the slot
+  a.pop_back();
+  EXPECT_TRUE(IsShareRefusal(gate.Admit(10, /*project=*/1)));
+  auto b2 = AdmitOk(&gate, 10, /*project=*/2);
+  EXPECT_EQ(gate.GetStats().inflight_requests, 4);
+}
+
+TEST(AdmissionGateFairnessTest, AProjectIdleForTheWindowNoLongerCounts) {
+  FakeClock clock;
+  AdmissionGate gate(FairLimits(1u << 20, 4, /*window_ms=*/10000), clock.Get());
+  { auto b = AdmitOk(&gate, 10, /*project=*/2); }
+  std::vector<AdmissionGate::Ticket> a;
+  a.push_back(AdmitOk(&gate, 10, /*project=*/1));
+  a.push_back(AdmitOk(&gate, 10, /*project=*/1));
+  EXPECT_TRUE(IsShareRefusal(gate.Admit(10, /*project=*/1)));
+  clock.now += milliseconds(10001);
+  EXPECT_EQ(gate.GetStats().active_projects, 1);
+  a.push_back(AdmitOk(&gate, 10, /*project=*/1));
+  a.push_back(AdmitOk(&gate, 10, /*project=*/1));
+  EXPECT_EQ(gate.GetStats().inflight_requests, 4);
+}
+
+TEST(AdmissionGateFairnessTest, AProjectWithRequestsInFlightStaysActive) {
+  FakeClock clock;
+  AdmissionGate gate(FairLimits(1u << 20, 4, /*window_ms=*/1000), clock.Get());
+  auto b = AdmitOk(&gate, 10, /*project=*/2);  // a slow request of B's
+  clock.now += std::chrono::minutes(5);
+  auto a1 = AdmitOk(&gate, 10, /*project=*/1);
+  auto a2 = AdmitOk(&gate, 10, /*project=*/1);
+  EXPECT_TRUE(IsShareRefusal(gate.Admit(10, /*project=*/1)));
+  EXPECT_EQ(gate.GetStats().active_projects, 2);
+}
+
+TEST(AdmissionGateFairnessTest, EveryProjectGetsOneRequestWhenThereAreMoreProjectsThanSlots) {
+  FakeClock clock;
+  AdmissionGate gate(FairLimits(1u << 20, 4), clock.Get());
+  for (int64_t p = 1; p <= 8; ++p) {  // 8 projects active
+    auto t = AdmitOk(&gate, 10, p);
+  }
+  std::vector<AdmissionGate::Ticket> held;
+  for (int64_t p = 1; p <= 4; ++p) held.push_back(AdmitOk(&gate, 10, p));
+  EXPECT_TRUE(IsShareRefusal(gate.Admit(10, /*project=*/1)));  // a second one: over its share of 1
+  auto fifth = gate.Admit(10, /*project=*/5);                  // the gate is full
+  ASSERT_FALSE(fifth.ok());
+  EXPECT_FALSE(IsShareRefusal(fifth));
+  held.erase(held.begin());
+  auto p5 = AdmitOk(&gate, 10, /*project=*/5);
+}
+
+TEST(AdmissionGateFairnessTest, GrowPastTheShareIsRefusedUnlessItIsTheProjectsOnlyRequest) {
+  FakeClock clock;
+  AdmissionGate gate(FairLimits(1000, 8), clock.Get());
+  { auto b = AdmitOk(&gate, 0, /*project=*/2); }
+  auto a1 = AdmitOk(&gate, 0, /*project=*/1);
+  ASSERT_TRUE(a1.Grow(700).ok());  // A's only request: held to the global budget only
+  EXPECT_TRUE(IsShareRefusal(gate.Admit(0, /*project=*/1))) << "A already holds more than its half";
+  a1 = AdmissionGate::Ticket();
+  a1 = AdmitOk(&gate, 0, /*project=*/1);
+  ASSERT_TRUE(a1.Grow(400).ok());
+  auto a2 = AdmitOk(&gate, 0, /*project=*/1);
+  Status st = a2.Grow(101);
+  EXPECT_EQ(st.code(), StatusCode::kUnavailable) << st.ToString();
+  EXPECT_NE(st.message().find("fair share"), std::string::npos) << st.message();
+  EXPECT_EQ(a2.bytes(), 0u);
+  EXPECT_EQ(gate.GetStats().inflight_bytes, 400u);
+  EXPECT_TRUE(a2.Grow(100).ok()) << "exactly A's half";
+  auto b1 = AdmitOk(&gate, 0, /*project=*/2);
+  EXPECT_TRUE(b1.Grow(500).ok());
+  Status global = b1.Grow(1);
+  EXPECT_EQ(global.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(global.message().find("fair share"), std::string::npos) << "the global budget: " << global.message();
+  EXPECT_EQ(gate.GetStats().inflight_bytes, 1000u);
+}
+
+TEST(AdmissionGateFairnessTest, ConcurrentProjectsBalanceAndNeverExceedTheRequestLimit) {
+  AdmissionGate gate(FairLimits(10000, 6));
+  constexpr int kThreads = 6, kIterations = 2000;
+  std::atomic<int> holders{0}, max_holders{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kIterations; ++i) {
+        auto r = gate.Admit(static_cast<size_t>(10 + i % 100), /*project=*/t % 3);
+        if (!r.ok()) continue;
+        int now = ++holders;
+        int seen = max_holders.load();
+        while (now > seen && !max_holders.compare_exchange_weak(seen, now)) {
+        }
+        (void)r->Grow(static_cast<size_t>(i % 50));
+        --holders;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  auto s = gate.GetStats();
+  EXPECT_EQ(s.inflight_bytes, 0u);
+  EXPECT_EQ(s.inflight_requests, 0);
+  EXPECT_LE(max_holders.load(), 6);
+  EXPECT_GT(s.admitted, 0u);
 }
 
 }  // namespace

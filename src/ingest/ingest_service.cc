@@ -45,7 +45,10 @@ Admission IngestService::Admit(const ExportHeaders& h) {
     return refuse(Status::PayloadTooLarge("body of " + std::to_string(*h.content_length) +
                                           " bytes exceeds the limit of " + std::to_string(max_body)));
   }
-  auto ticket = gate_->Admit(h.content_length ? static_cast<size_t>(*h.content_length) : max_body);
+  // A chunked body is charged as it arrives (ChargeBody), so a slow one holds
+  // only what it sent, not the body limit.
+  const size_t declared = h.content_length ? static_cast<size_t>(*h.content_length) : 0;
+  auto ticket = gate_->Admit(declared, *project);
   if (!ticket.ok()) return refuse(ticket.status());
   auto admitted = std::make_unique<AdmittedExport>();
   admitted->signal_ = h.signal;
@@ -53,8 +56,20 @@ Admission IngestService::Admit(const ExportHeaders& h) {
   admitted->format_ = *format;
   admitted->encoding_ = *encoding;
   admitted->ticket_ = std::move(ticket.value());
+  admitted->body_charged_ = declared;
   admitted->started_ = started;
   return Admission{std::move(admitted), {}};
+}
+
+Status IngestService::ChargeBody(AdmittedExport* a, size_t received) {
+  if (received <= a->body_charged_) return Status::Ok();
+  // Charged ahead in steps, so a body of many small chunks does not take the
+  // gate's lock for each.
+  constexpr size_t kStep = 64 * 1024;
+  const size_t more = (received - a->body_charged_ + kStep - 1) / kStep * kStep;
+  SL_RETURN_IF_ERROR(a->ticket_.Grow(more));
+  a->body_charged_ += more;
+  return Status::Ok();
 }
 
 void IngestService::Export(AdmittedExport* a, std::string body, std::function<void(ExportResponse)> done) {

@@ -89,6 +89,7 @@ class AdmittedExport {
   PayloadFormat format_ = PayloadFormat::kJson;
   ContentEncoding encoding_ = ContentEncoding::kIdentity;
   AdmissionGate::Ticket ticket_;
+  size_t body_charged_ = 0;  // body bytes the ticket holds
   std::chrono::steady_clock::time_point started_;
 };
 
@@ -110,9 +111,14 @@ class IngestService {
   const IngestOptions& options() const { return options_; }
 
   //! Before the body: authenticate, parse the format and encoding, check the
-  //! declared length against the body limit, and take admission for it (the
-  //! body limit when unknown).
+  //! declared length against the body limit, and take admission for it in the
+  //! project's share of the gate (nothing yet when the length is unknown).
   Admission Admit(const ExportHeaders& headers);
+  //! While the body arrives: `received` body bytes so far. Charges the gate
+  //! for what Admit did not reserve (a chunked body, as its chunks arrive);
+  //! Unavailable when the gate or the project's share has no room, and the
+  //! transport then answers Fail(admitted, status) without reading more.
+  Status ChargeBody(AdmittedExport* admitted, size_t received);
   //! Decodes and commits the body on other threads; `done` runs (on a decode
   //! or writer thread) with the response once the rows are committed or the
   //! request failed. `admitted` must stay alive until then.

@@ -144,6 +144,39 @@ TEST_F(IngestServiceTest, OverloadIsRetryableWithItsDelay) {
   EXPECT_NE(ingest_->Admit(Headers()).admitted, nullptr);
 }
 
+TEST_F(IngestServiceTest, AChunkedBodyIsChargedAsItArrives) {
+  // No Content-Length: admission reserves nothing, so two slow chunked
+  // requests hold only what they sent (the gate's budget is 1 MiB).
+  Admission first = ingest_->Admit(Headers());
+  Admission second = ingest_->Admit(Headers());
+  ASSERT_NE(first.admitted, nullptr);
+  ASSERT_NE(second.admitted, nullptr);
+  EXPECT_EQ(gate_->GetStats().inflight_bytes, 0u);
+  ASSERT_TRUE(ingest_->ChargeBody(first.admitted.get(), 1000).ok());
+  const size_t after_first_chunk = gate_->GetStats().inflight_bytes;
+  EXPECT_GE(after_first_chunk, 1000u);
+  EXPECT_LE(after_first_chunk, 64u * 1024);
+  ASSERT_TRUE(ingest_->ChargeBody(first.admitted.get(), 1500).ok());  // within what was charged ahead
+  EXPECT_EQ(gate_->GetStats().inflight_bytes, after_first_chunk);
+  ASSERT_TRUE(ingest_->ChargeBody(first.admitted.get(), 700 * 1024).ok());
+  EXPECT_GE(gate_->GetStats().inflight_bytes, 700u * 1024);
+  // The second body would take the gate past its budget: refused, retryable.
+  Status st = ingest_->ChargeBody(second.admitted.get(), 400 * 1024);
+  EXPECT_EQ(HttpStatusFor(st.code()), 503) << st.ToString();
+  ExportResponse r = ingest_->Fail(*second.admitted, st);
+  EXPECT_EQ(r.retry_after_seconds, 3);
+  // A declared length is reserved at admission and not charged twice.
+  first.admitted.reset();
+  second.admitted.reset();
+  ExportHeaders h = Headers();
+  h.content_length = 5000;
+  Admission sized = ingest_->Admit(h);
+  ASSERT_NE(sized.admitted, nullptr);
+  EXPECT_EQ(gate_->GetStats().inflight_bytes, 5000u);
+  ASSERT_TRUE(ingest_->ChargeBody(sized.admitted.get(), 5000).ok());
+  EXPECT_EQ(gate_->GetStats().inflight_bytes, 5000u);
+}
+
 TEST_F(IngestServiceTest, MalformedBodiesAndTransportFailures) {
   Admission a = ingest_->Admit(Headers());
   ASSERT_NE(a.admitted, nullptr);

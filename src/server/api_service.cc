@@ -55,6 +55,13 @@ std::optional<std::string> ApiService::SessionUser(const ApiRequest& request) {
   return *user;
 }
 
+bool ApiService::MayRead(std::string_view cookie, std::string_view authorization) {
+  ApiRequest request;
+  request.cookie = cookie;
+  if (SessionUser(request)) return true;
+  return auth_->ProjectForBearer(authorization).ok();
+}
+
 HttpResponse ApiService::Login(const ApiRequest& request) {
   simdjson::dom::parser parser;
   simdjson::dom::element doc;

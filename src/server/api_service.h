@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "auth/authenticator.h"
 #include "query/query_service.h"
@@ -49,6 +50,9 @@ class ApiService {
   ApiCall Prepare(const ApiRequest& request);
   //! Runs a prepared query call on a reader; maps errors to statuses.
   HttpResponse Execute(const ApiCall& call, TelemetryReader* reader) const;
+  //! True when the request carries a credential the query API accepts (a UI
+  //! session cookie or a project's bearer token).
+  bool MayRead(std::string_view cookie, std::string_view authorization);
   TelemetryStore* store() { return store_; }
   const ApiOptions& options() const { return options_; }
 

@@ -5,6 +5,8 @@
 
 #include <cerrno>
 
+#include <algorithm>
+#include <atomic>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/as_tuple.hpp>
@@ -14,6 +16,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/system/errc.hpp>
 #include <chrono>
 #include <cstdint>
 #include <limits>
@@ -70,6 +73,80 @@ std::string JsonError(const std::string& message) {
   return out;
 }
 
+// Accept errors that come from a shortage of descriptors or kernel memory.
+// The connection stays queued, so accepting again at once would fail again
+// at once: a spin that takes a core and starves the sessions that could free
+// descriptors.
+bool IsResourceShortage(const boost::system::error_code& ec) {
+  namespace errc = boost::system::errc;
+  return ec == errc::too_many_files_open || ec == errc::too_many_files_open_in_system || ec == errc::no_buffer_space ||
+         ec == errc::not_enough_memory;
+}
+
+// The UI loads only its own scripts, styles and data, and is never framed;
+// other answers (JSON, metrics) are data and may load nothing.
+constexpr const char* kUiPolicy =
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+constexpr const char* kDataPolicy = "default-src 'none'; frame-ancestors 'none'";
+
+bool HasHeader(const HttpResponse& r, std::string_view name) {
+  return std::any_of(r.headers.begin(), r.headers.end(), [name](const auto& h) {
+    return h.first.size() == name.size() &&
+           std::equal(h.first.begin(), h.first.end(), name.begin(), [](char a, char b) {
+             return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+           });
+  });
+}
+
+//! Browser protections for every answer of the API port (UI and API JSON),
+//! unless the route set its own.
+void AddSecurityHeaders(HttpResponse* r) {
+  const bool html = r->content_type.starts_with("text/html");
+  auto add = [r](const char* name, const char* value) {
+    if (!HasHeader(*r, name)) r->headers.emplace_back(name, value);
+  };
+  add("Content-Security-Policy", html ? kUiPolicy : kDataPolicy);
+  add("X-Content-Type-Options", "nosniff");
+  add("Referrer-Policy", "no-referrer");
+  add("X-Frame-Options", "DENY");  // frame-ancestors for browsers without CSP 2
+}
+
+//! The answer to a connection past the cap, written without waiting: the
+//! socket's send buffer is empty, so it fits; if not, the close says enough.
+const std::string& TooManyConnectionsResponse() {
+  static const std::string response = [] {
+    std::string body = JsonError("too many open connections; retry later");
+    return "HTTP/1.1 503 Service Unavailable\r\nServer: sightline\r\nContent-Type: application/json\r\n"
+           "Retry-After: 1\r\nConnection: close\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n\r\n" + body;
+  }();
+  return response;
+}
+
+// Open connections of one listener; shared with the sessions, which may
+// outlive the listener during shutdown.
+struct ConnectionCount {
+  std::atomic<int> open{0};
+  std::atomic<uint64_t> refused{0};
+};
+
+//! Holds one connection's place in its listener's count.
+class ConnectionSlot {
+ public:
+  explicit ConnectionSlot(std::shared_ptr<ConnectionCount> count) : count_(std::move(count)) { count_->open++; }
+  ConnectionSlot(ConnectionSlot&& other) noexcept = default;
+  ConnectionSlot(const ConnectionSlot&) = delete;
+  ConnectionSlot& operator=(const ConnectionSlot&) = delete;
+  ConnectionSlot& operator=(ConnectionSlot&&) = delete;
+  ~ConnectionSlot() {
+    if (count_) count_->open--;
+  }
+
+ private:
+  std::shared_ptr<ConnectionCount> count_;
+};
+
 }  // namespace
 
 Status ParseHostPort(const std::string& s, std::string* host, int* port) {
@@ -102,39 +179,103 @@ class HttpServer::Impl {
     boost::system::error_code ec;
     auto addr = asio::ip::make_address(host, ec);
     if (ec) return Status::InvalidArgument("cannot parse address '" + host + "': " + ec.message());
-    auto acceptor = std::make_unique<tcp::acceptor>(*ioc_);
+    auto listener = std::make_unique<Listener>(*ioc_, api_port);
+    tcp::acceptor& acceptor = listener->acceptor;
     tcp::endpoint ep(addr, static_cast<unsigned short>(port));
-    acceptor->open(ep.protocol(), ec);
-    if (!ec) acceptor->set_option(asio::socket_base::reuse_address(true), ec);
-    if (!ec) acceptor->bind(ep, ec);
-    if (!ec) acceptor->listen(asio::socket_base::max_listen_connections, ec);
+    acceptor.open(ep.protocol(), ec);
+    if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor.bind(ep, ec);
+    if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
     if (ec) return Status::IoError("cannot listen on " + host_port + ": " + ec.message());
-    int bound = acceptor->local_endpoint().port();
-    asio::co_spawn(*ioc_, Accept(acceptor.get(), api_port), asio::detached);
-    acceptors_.push_back(std::move(acceptor));
+    int bound = acceptor.local_endpoint().port();
+    asio::co_spawn(listener->strand, Accept(listener.get()), asio::detached);
+    listeners_.push_back(std::move(listener));
     return bound;
   }
 
   void StopAccepting() {
-    asio::post(*ioc_, [this] {
-      for (auto& a : acceptors_) {
+    for (auto& l : listeners_) {
+      asio::post(l->strand, [listener = l.get()] {
         boost::system::error_code ec;
-        a->close(ec);
-      }
-    });
+        listener->acceptor.close(ec);
+        listener->backoff.cancel();
+      });
+    }
+  }
+
+  std::vector<ListenerStats> GetListenerStats() const {
+    std::vector<ListenerStats> out;
+    for (const auto& l : listeners_) {
+      out.push_back(ListenerStats{l->api_port, l->count->open.load(), l->count->refused.load()});
+    }
+    return out;
   }
 
  private:
-  asio::awaitable<void> Accept(tcp::acceptor* acceptor, bool api_port) {
+  // A listening socket and its accept loop, which runs on `strand` (as does
+  // StopAccepting's close).
+  struct Listener {
+    Listener(asio::io_context& ioc, bool api)
+        : strand(asio::make_strand(ioc)), acceptor(strand), backoff(strand), api_port(api) {}
+    asio::strand<asio::io_context::executor_type> strand;
+    tcp::acceptor acceptor;
+    asio::steady_timer backoff;
+    const bool api_port;
+    std::shared_ptr<ConnectionCount> count = std::make_shared<ConnectionCount>();
+  };
+
+  static const char* ListenerName(const Listener& l) { return l.api_port ? "API" : "OTLP"; }
+
+  asio::awaitable<void> Accept(Listener* listener) {
+    tcp::acceptor& acceptor = listener->acceptor;
+    constexpr auto kFirstBackoff = std::chrono::milliseconds(10);
+    constexpr auto kMaxBackoff = std::chrono::milliseconds(1000);
+    std::chrono::milliseconds backoff{0};  // > 0 while accept fails for a shortage
+    uint64_t refused_in_burst = 0;         // > 0 while at the connection cap
     for (;;) {
       auto strand = asio::make_strand(*ioc_);
-      auto [ec, socket] = co_await acceptor->async_accept(strand, kNoThrow);
+      auto [ec, socket] = co_await acceptor.async_accept(strand, kNoThrow);
       if (ec) {
-        if (ec == asio::error::operation_aborted || !acceptor->is_open()) co_return;
-        spdlog::warn("accept failed: {}", ec.message());
+        if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
+        if (!IsResourceShortage(ec)) {
+          spdlog::warn("accept failed on the {} port: {}", ListenerName(*listener), ec.message());
+          continue;
+        }
+        if (backoff.count() == 0) {
+          spdlog::error(
+              "accept failed on the {} port: {}; pausing new connections (backoff up to {} ms) until "
+              "descriptors are free: raise the open-file limit (ulimit -n) or lower --max-connections",
+              ListenerName(*listener), ec.message(), kMaxBackoff.count());
+        }
+        backoff = std::clamp(backoff * 2, kFirstBackoff, kMaxBackoff);
+        listener->backoff.expires_after(backoff);
+        co_await listener->backoff.async_wait(kNoThrow);  // cancelled by StopAccepting
+        if (!acceptor.is_open()) co_return;
         continue;
       }
-      asio::co_spawn(strand, Session(std::move(socket), api_port), [](std::exception_ptr e) {
+      if (backoff.count() > 0) {
+        spdlog::info("the {} port accepts connections again", ListenerName(*listener));
+        backoff = std::chrono::milliseconds(0);
+      }
+      if (listener->count->open.load() >= options_.max_connections) {
+        if (refused_in_burst++ == 0) {
+          spdlog::warn("the {} port holds its cap of {} open connections (--max-connections): refusing new ones",
+                       ListenerName(*listener), options_.max_connections);
+        }
+        listener->count->refused++;
+        const std::string& answer = TooManyConnectionsResponse();
+        (void)::send(socket.native_handle(), answer.data(), answer.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+        boost::system::error_code ignored;
+        socket.close(ignored);
+        continue;
+      }
+      if (refused_in_burst > 0) {
+        spdlog::info("the {} port accepts connections again after refusing {} at its cap", ListenerName(*listener),
+                     refused_in_burst);
+        refused_in_burst = 0;
+      }
+      ConnectionSlot slot(listener->count);
+      asio::co_spawn(strand, Session(std::move(socket), listener->api_port, std::move(slot)), [](std::exception_ptr e) {
         if (!e) return;
         try {
           std::rethrow_exception(e);
@@ -145,7 +286,9 @@ class HttpServer::Impl {
     }
   }
 
-  asio::awaitable<void> Session(tcp::socket socket, bool api_port) {
+  // `slot` holds the connection's place in its listener's count until the
+  // session ends.
+  asio::awaitable<void> Session(tcp::socket socket, bool api_port, ConnectionSlot slot) {
     beast::tcp_stream stream(std::move(socket));
     beast::flat_buffer buffer;
     for (;;) {
@@ -167,6 +310,7 @@ class HttpServer::Impl {
       const auto& header = parser.get();
       unsigned version = header.version();
       bool keep_alive = header.keep_alive();
+      const bool head = header.method() == http::verb::head;
       std::string target(header.target());
       size_t q = target.find('?');
       std::string path = target.substr(0, q);
@@ -203,12 +347,16 @@ class HttpServer::Impl {
             res = co_await RunQuery(stream, call);
           }
         } else {
-          auto r = routes_(std::string(parser.get().method_string()), path, query, api_port);
+          const auto& req = parser.get();
+          RouteRequest route{
+              req.method_string(), path, query, req[http::field::cookie], req[http::field::authorization], api_port};
+          auto r = routes_(route);
           res =
               r ? std::move(*r) : HttpResponse{404, "application/json", JsonError("no such path: " + path), {}, false};
         }
       }
-      bool ok = co_await Write(stream, res, version, keep_alive && !res.close);
+      if (api_port) AddSecurityHeaders(&res);
+      bool ok = co_await Write(stream, res, version, keep_alive && !res.close, head);
       if (ok && res.close && !parser.is_done()) {
         co_await DrainUnreadBody(stream);
         co_return;
@@ -340,7 +488,11 @@ class HttpServer::Impl {
 
   static constexpr int kLingerMs = 2000;
 
-  asio::awaitable<bool> Write(beast::tcp_stream& stream, const HttpResponse& r, unsigned version, bool keep_alive) {
+  // `head`: the answer to a HEAD request, whose headers (Content-Length
+  // included) are those of the GET but which carries no body; one sent anyway
+  // would be read by a keep-alive client as its next response.
+  asio::awaitable<bool> Write(beast::tcp_stream& stream, const HttpResponse& r, unsigned version, bool keep_alive,
+                              bool head = false) {
     http::response<http::string_body> res{static_cast<http::status>(r.status), version};
     res.set(http::field::server, "sightline");
     res.set(http::field::content_type, r.content_type);
@@ -348,6 +500,7 @@ class HttpServer::Impl {
     res.keep_alive(keep_alive);
     res.body() = r.body;
     res.prepare_payload();
+    if (head) res.body().clear();
     stream.expires_after(std::chrono::milliseconds(options_.body_timeout_ms));
     auto [ec, n] = co_await http::async_write(stream, res, kNoThrow);
     co_return !ec;
@@ -388,42 +541,9 @@ class HttpServer::Impl {
     if (!admission.admitted) co_return ToHttp(admission.refusal, true);
     *admitted = std::move(admission.admitted);
 
-    const size_t max_body = ingest_->options().max_body_bytes;
-    parser.body_limit(max_body);
-    // The body timeout cancels the read instead of closing the socket (as
-    // the stream's own expiry would), so the client still gets its 408.
-    struct BodyDeadline {
-      bool read_done = false;
-      bool fired = false;
-    };
-    auto deadline = std::make_shared<BodyDeadline>();
-    asio::steady_timer timer(stream.get_executor(), std::chrono::milliseconds(options_.body_timeout_ms));
-    timer.async_wait([deadline, socket = &stream.socket()](boost::system::error_code tec) {
-      if (tec || deadline->read_done) return;  // the strand orders this after read_done is set
-      deadline->fired = true;
-      boost::system::error_code ignored;
-      socket->cancel(ignored);
-    });
-    stream.expires_never();
-    auto [ec, n] = co_await http::async_read(stream, buffer, parser, kNoThrow);
-    deadline->read_done = true;
-    timer.cancel();
-    if (deadline->fired) ec = beast::error::timeout;
-    if (ec == http::error::body_limit) {
-      co_return ToHttp(ingest_->Fail(**admitted, Status::PayloadTooLarge("body exceeds the limit of " +
-                                                                         std::to_string(max_body) + " bytes")),
-                       true);
-    }
-    if (ec == beast::error::timeout) {
-      co_return ToHttp(
-          ingest_->Fail(**admitted, Status::DeadlineExceeded("request body not received within " +
-                                                             std::to_string(options_.body_timeout_ms) + " ms")),
-          true);
-    }
-    if (ec) {
-      co_return ToHttp(ingest_->Fail(**admitted, Status::InvalidArgument("cannot read request body: " + ec.message())),
-                       true);
-    }
+    parser.body_limit(ingest_->options().max_body_bytes);
+    Status read = co_await ReadBody(stream, buffer, parser, admitted->get());
+    if (!read.ok()) co_return ToHttp(ingest_->Fail(**admitted, read), true);
     AdmittedExport* a = admitted->get();
     auto response = co_await AwaitCallback<std::shared_ptr<ExportResponse>>([&](auto done) {
       ingest_->Export(a, std::move(parser.get().body()),
@@ -436,13 +556,76 @@ class HttpServer::Impl {
     co_return ToHttp(*response, close);
   }
 
+  // Reads an OTLP body, charging the admission gate as it arrives
+  // (IngestService::ChargeBody) and holding it to the body timeout and the
+  // minimum rate. A timer cancels the read instead of closing the socket (as
+  // the stream's own expiry would), so the client still gets its answer: 408
+  // past the timeout, a retryable 503 below the rate, 413 past the limit.
+  asio::awaitable<Status> ReadBody(beast::tcp_stream& stream, beast::flat_buffer& buffer,
+                                   http::request_parser<http::string_body>& parser, AdmittedExport* admitted) {
+    using Clock = std::chrono::steady_clock;
+    const auto started = Clock::now();
+    const auto timeout_at = started + std::chrono::milliseconds(options_.body_timeout_ms);
+    const int64_t min_rate = options_.min_body_bytes_per_second;
+    uint64_t received = 0;  // bytes consumed past the headers, chunk framing included
+    struct ReadWait {
+      bool done = false;
+      bool fired = false;
+    };
+    asio::steady_timer timer(stream.get_executor());
+    stream.expires_never();
+    while (!parser.is_done()) {
+      // The rate as a deadline (Apache's mod_reqtimeout MinRate): after the
+      // grace, each byte received buys 1/rate s more.
+      auto deadline = timeout_at;
+      bool rate_deadline = false;
+      if (min_rate > 0) {
+        auto by_rate = started + std::chrono::milliseconds(options_.body_rate_grace_ms) +
+                       std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                           static_cast<double>(received) / static_cast<double>(min_rate)));
+        if (by_rate < deadline) {
+          deadline = by_rate;
+          rate_deadline = true;
+        }
+      }
+      auto wait = std::make_shared<ReadWait>();
+      timer.expires_at(deadline);
+      timer.async_wait([wait, socket = &stream.socket()](boost::system::error_code ec) {
+        if (ec || wait->done) return;  // the strand orders this after done is set
+        wait->fired = true;
+        boost::system::error_code ignored;
+        socket->cancel(ignored);
+      });
+      auto [ec, n] = co_await http::async_read_some(stream, buffer, parser, kNoThrow);
+      wait->done = true;
+      timer.cancel();
+      received += n;
+      if (wait->fired) {
+        if (rate_deadline) {
+          co_return Status::Unavailable("request body arrived slower than " + std::to_string(min_rate) +
+                                        " bytes/s (--min-body-bytes-per-second); retry later");
+        }
+        co_return Status::DeadlineExceeded("request body not received within " +
+                                           std::to_string(options_.body_timeout_ms) + " ms");
+      }
+      if (ec == http::error::body_limit) {
+        co_return Status::PayloadTooLarge("body exceeds the limit of " +
+                                          std::to_string(ingest_->options().max_body_bytes) + " bytes");
+      }
+      if (ec) co_return Status::InvalidArgument("cannot read request body: " + ec.message());
+      Status charged = ingest_->ChargeBody(admitted, parser.get().body().size());
+      if (!charged.ok()) co_return charged;
+    }
+    co_return Status::Ok();
+  }
+
   asio::io_context* ioc_;
   IngestService* ingest_;
   ApiService* api_;
   asio::thread_pool* query_pool_;
   SimpleRoutes routes_;
   HttpServerOptions options_;
-  std::vector<std::unique_ptr<tcp::acceptor>> acceptors_;
+  std::vector<std::unique_ptr<Listener>> listeners_;  // filled before the io threads run
 };
 
 HttpServer::HttpServer(asio::io_context* ioc, IngestService* ingest, ApiService* api, asio::thread_pool* query_pool,
@@ -456,5 +639,7 @@ Result<int> HttpServer::Listen(const std::string& host_port, bool api_port) {
 }
 
 void HttpServer::StopAccepting() { impl_->StopAccepting(); }
+
+std::vector<ListenerStats> HttpServer::GetListenerStats() const { return impl_->GetListenerStats(); }
 
 }  // namespace sightline

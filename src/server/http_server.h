@@ -4,10 +4,10 @@
 //
 // For ingest the session only moves bytes through the transport-neutral
 // pipeline (ingest/ingest_service.h): read headers (header timeout) →
-// IngestService::Admit → read the body (body timeout, body limit) →
-// IngestService::Export → write its response. Everything refused before the
-// body is read is answered with `Connection: close`, so an unread body is
-// never parsed as the next request.
+// IngestService::Admit → read the body (body timeout, minimum rate, body
+// limit; charged to the gate as it arrives) → IngestService::Export → write
+// its response. Everything refused before the body is read is answered with
+// `Connection: close`, so an unread body is never parsed as the next request.
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -25,17 +26,46 @@
 
 namespace sightline {
 
-//! A non-ingest route: GET path → response, or nullopt for 404.
-using SimpleRoutes = std::function<std::optional<HttpResponse>(const std::string& method, const std::string& path,
-                                                               const std::string& query, bool api_port)>;
+//! What a non-ingest route sees of a request (valid during the call).
+struct RouteRequest {
+  std::string_view method;
+  std::string_view path;
+  std::string_view query;
+  std::string_view cookie;
+  std::string_view authorization;
+  bool api_port = false;
+};
+
+//! A non-ingest route: request → response, or nullopt for 404. A HEAD
+//! request is routed as itself; the server sends only the headers of the
+//! answer.
+using SimpleRoutes = std::function<std::optional<HttpResponse>(const RouteRequest& request)>;
 
 struct HttpServerOptions {
   int header_timeout_ms = 30000;  // also the keep-alive idle timeout
   int body_timeout_ms = 30000;    // a body must arrive within this
+  //! Open connections per listener; past it a new connection gets a 503 and
+  //! is closed at once.
+  int max_connections = 1024;
+  //! An OTLP body must arrive at this average rate once the grace has passed
+  //! (each byte buys 1/rate s more), else it is cut with a retryable 503. 0 = off.
+  int64_t min_body_bytes_per_second = 4096;
+  int body_rate_grace_ms = 5000;
+};
+
+//! One listener's connections, for /metrics and the deep health check.
+struct ListenerStats {
+  bool api_port = false;
+  int open_connections = 0;
+  uint64_t refused_connections = 0;  // refused at the max_connections cap
 };
 
 //! Lifecycle: Listen() for each endpoint, then the io_context runs the
 //! sessions; StopAccepting() closes the listeners (in-flight requests finish).
+//!
+//! The accept loop survives a shortage of descriptors (EMFILE, ENFILE) or
+//! kernel memory by backing off (10 ms doubling to 1 s) instead of retrying
+//! at once, and logs each shortage or cap burst once, not per connection.
 class HttpServer {
  public:
   //! `api` may be null (no query API); query calls run on `query_pool`.
@@ -47,6 +77,8 @@ class HttpServer {
   //! api_port selects the route table: OTLP only, or OTLP under /api/otel plus the API.
   Result<int> Listen(const std::string& host_port, bool api_port);
   void StopAccepting();
+  //! Thread-safe; one entry per Listen(), in order.
+  std::vector<ListenerStats> GetListenerStats() const;
 
  private:
   class Impl;

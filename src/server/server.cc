@@ -1,9 +1,12 @@
 #include "server/server.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <boost/asio/executor_work_guard.hpp>
+#include <filesystem>
 #include <fstream>
 
 #include "auth/crypto.h"
@@ -21,6 +24,37 @@ uint64_t ProcessRssBytes() {
   return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
+uint64_t RaiseOpenFileLimit() {
+  struct rlimit limit {};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return 0;
+  if (limit.rlim_cur < limit.rlim_max) {
+    struct rlimit raised = limit;
+    raised.rlim_cur = limit.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
+  }
+  return limit.rlim_cur == RLIM_INFINITY ? UINT64_MAX : static_cast<uint64_t>(limit.rlim_cur);
+}
+
+namespace {
+
+// The data directory holds every project's telemetry and the credential
+// hashes: a new one is made 0700 (the files in it are 0600 by the umask
+// `sightline` sets). An existing one keeps the mode its operator gave it.
+Status PrepareDataDir(const std::string& dir) {
+  std::error_code ec;
+  if (std::filesystem::create_directories(dir, ec)) {
+    std::filesystem::permissions(dir, std::filesystem::perms::owner_all, std::filesystem::perm_options::replace, ec);
+  }
+  if (ec) return Status::IoError("cannot create the data directory " + dir + ": " + ec.message());
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) == 0 && (st.st_mode & 077) != 0) {
+    spdlog::warn("the data directory {} is readable by other users (mode {:o}); chmod 700 it", dir, st.st_mode & 0777);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Server::Server(ServerOptions options) : options_(std::move(options)), started_(std::chrono::steady_clock::now()) {}
 
 Server::~Server() { (void)Stop(); }
@@ -36,9 +70,65 @@ Result<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
 }
 
 Status Server::Open() {
+  SL_RETURN_IF_ERROR(PrepareDataDir(options_.data_dir));
+  const uint64_t open_files = RaiseOpenFileLimit();
+  const uint64_t wanted_files = 2 * static_cast<uint64_t>(options_.http.max_connections) + 256;
+  spdlog::info("open-file limit: {}", open_files);
+  if (open_files < wanted_files) {
+    spdlog::warn(
+        "the open-file limit {} is below the {} that two listeners at --max-connections {} need beside the "
+        "engine's files; new connections will wait for descriptors: raise the hard limit (LimitNOFILE=, ulimit "
+        "-Hn) or lower --max-connections",
+        open_files, wanted_files, options_.http.max_connections);
+  }
   auto state = OpenStateStore(options_.data_dir);
   if (!state.ok()) return state.status();
   state_ = std::move(state.value());
+  auth_ = std::make_unique<Authenticator>(options_.auth, state_.get());
+
+  RegisterBuiltinStores();
+  StoreOptions store_options = options_.store;
+  store_options.data_dir = options_.data_dir;
+  store_options.read_connections = options_.read_connections;
+  auto store = StoreRegistry::Instance().Open(options_.storage, store_options);
+  if (!store.ok()) return store.status();
+  store_ = std::move(store.value());
+  for (int s = 0; s < kSignalCount; ++s) {
+    auto sink = store_->NewSink(Signal(s));
+    if (!sink.ok()) return sink.status();
+    writers_[s] = std::make_unique<SignalWriter>(Signal(s), std::move(sink.value()), options_.writer);
+    writers_[s]->Start();
+  }
+  gate_ = std::make_unique<AdmissionGate>(options_.gate);
+  ingest_ = std::make_unique<IngestService>(
+      options_.ingest, auth_.get(), gate_.get(),
+      std::array<SignalWriter*, kSignalCount>{writers_[0].get(), writers_[1].get(), writers_[2].get()}, &metrics_);
+  api_ = std::make_unique<ApiService>(options_.api, auth_.get(), state_.get(), store_.get());
+  query_pool_ = std::make_unique<boost::asio::thread_pool>(std::max(1, options_.read_connections));
+  http_ = std::make_unique<HttpServer>(
+      &ioc_, ingest_.get(), api_.get(), query_pool_.get(),
+      [this](const RouteRequest& request) { return Route(request); }, options_.http);
+  auto otlp = http_->Listen(options_.otlp_http, /*api_port=*/false);
+  if (!otlp.ok()) return otlp.status();
+  otlp_port_ = *otlp;
+  auto api = http_->Listen(options_.listen, /*api_port=*/true);
+  if (!api.ok()) return api.status();
+  api_port_ = *api;
+  // Last of all that can fail, so a first start that fails mints nothing
+  // (its credentials would be stored hashed and never shown); no request is
+  // served before this, as the io threads start below.
+  SL_RETURN_IF_ERROR(SetUpCredentials());
+  for (int i = 0; i < std::max(1, options_.io_threads); ++i) {
+    io_threads_.emplace_back([this] {
+      auto guard = boost::asio::make_work_guard(ioc_);
+      ioc_.run();
+    });
+  }
+  ready_ = true;
+  return Status::Ok();
+}
+
+Status Server::SetUpCredentials() {
   // First start means no default project yet. Counting its tokens instead
   // would bring SIGHTLINE_INGEST_TOKEN (or a new token) back after an operator
   // revoked them all.
@@ -77,46 +167,6 @@ Status Server::Open() {
       SL_RETURN_IF_ERROR(SetUserPassword(state_.get(), "admin", minted_admin_password_));
     }
   }
-  auth_ = std::make_unique<Authenticator>(options_.auth, state_.get());
-
-  RegisterBuiltinStores();
-  StoreOptions store_options = options_.store;
-  store_options.data_dir = options_.data_dir;
-  store_options.read_connections = options_.read_connections;
-  auto store = StoreRegistry::Instance().Open(options_.storage, store_options);
-  if (!store.ok()) return store.status();
-  store_ = std::move(store.value());
-  for (int s = 0; s < kSignalCount; ++s) {
-    auto sink = store_->NewSink(Signal(s));
-    if (!sink.ok()) return sink.status();
-    writers_[s] = std::make_unique<SignalWriter>(Signal(s), std::move(sink.value()), options_.writer);
-    writers_[s]->Start();
-  }
-  gate_ = std::make_unique<AdmissionGate>(options_.gate);
-  ingest_ = std::make_unique<IngestService>(
-      options_.ingest, auth_.get(), gate_.get(),
-      std::array<SignalWriter*, kSignalCount>{writers_[0].get(), writers_[1].get(), writers_[2].get()}, &metrics_);
-  api_ = std::make_unique<ApiService>(options_.api, auth_.get(), state_.get(), store_.get());
-  query_pool_ = std::make_unique<boost::asio::thread_pool>(std::max(1, options_.read_connections));
-  http_ = std::make_unique<HttpServer>(
-      &ioc_, ingest_.get(), api_.get(), query_pool_.get(),
-      [this](const std::string& m, const std::string& p, const std::string& q, bool api) {
-        return Route(m, p, q, api);
-      },
-      options_.http);
-  auto otlp = http_->Listen(options_.otlp_http, /*api_port=*/false);
-  if (!otlp.ok()) return otlp.status();
-  otlp_port_ = *otlp;
-  auto api = http_->Listen(options_.listen, /*api_port=*/true);
-  if (!api.ok()) return api.status();
-  api_port_ = *api;
-  for (int i = 0; i < std::max(1, options_.io_threads); ++i) {
-    io_threads_.emplace_back([this] {
-      auto guard = boost::asio::make_work_guard(ioc_);
-      ioc_.run();
-    });
-  }
-  ready_ = true;
   return Status::Ok();
 }
 
@@ -216,11 +266,29 @@ std::string Server::DeepHealthJson() {
   w.Key("admitted");
   w.Uint(g.admitted);
   w.Key("rejections");
-  w.Uint(g.rejected_bytes + g.rejected_requests);
+  w.Uint(g.rejected_bytes + g.rejected_requests + g.rejected_project_share);
   w.Key("rejected_bytes_budget");
   w.Uint(g.rejected_bytes);
   w.Key("rejected_request_limit");
   w.Uint(g.rejected_requests);
+  w.Key("rejected_project_share");
+  w.Uint(g.rejected_project_share);
+  w.Key("active_projects");
+  w.Int(g.active_projects);
+  w.EndObject();
+  w.Key("connections");
+  w.BeginObject();
+  for (const ListenerStats& l : http_->GetListenerStats()) {
+    w.Key(l.api_port ? "api" : "otlp");
+    w.BeginObject();
+    w.Key("open");
+    w.Int(l.open_connections);
+    w.Key("max");
+    w.Int(options_.http.max_connections);
+    w.Key("refused");
+    w.Uint(l.refused_connections);
+    w.EndObject();
+  }
   w.EndObject();
   w.Key("rss_bytes");
   w.Uint(ProcessRssBytes());
@@ -259,12 +327,30 @@ std::string Server::PrometheusText() {
       "# TYPE sightline_gate_rejections_total counter\n";
   out += fmt::format("sightline_gate_rejections_total{{reason=\"bytes\"}} {}\n", g.rejected_bytes);
   out += fmt::format("sightline_gate_rejections_total{{reason=\"requests\"}} {}\n", g.rejected_requests);
+  out += fmt::format("sightline_gate_rejections_total{{reason=\"project_share\"}} {}\n", g.rejected_project_share);
+  gauge("sightline_gate_active_projects", "Projects sharing the admission budget.",
+        static_cast<uint64_t>(g.active_projects));
+  const std::vector<ListenerStats> listeners = http_->GetListenerStats();
+  out += "# HELP sightline_connections_open Open connections per listener.\n# TYPE sightline_connections_open gauge\n";
+  for (const ListenerStats& l : listeners) {
+    out += fmt::format("sightline_connections_open{{listener=\"{}\"}} {}\n", l.api_port ? "api" : "otlp",
+                       l.open_connections);
+  }
+  out +=
+      "# HELP sightline_connections_refused_total Connections refused at the --max-connections cap.\n"
+      "# TYPE sightline_connections_refused_total counter\n";
+  for (const ListenerStats& l : listeners) {
+    out += fmt::format("sightline_connections_refused_total{{listener=\"{}\"}} {}\n", l.api_port ? "api" : "otlp",
+                       l.refused_connections);
+  }
   gauge("sightline_process_resident_memory_bytes", "Resident set size.", ProcessRssBytes());
   return out;
 }
 
-std::optional<HttpResponse> Server::Route(const std::string& method, const std::string& path, const std::string&,
-                                          bool api_port) {
+std::optional<HttpResponse> Server::Route(const RouteRequest& request) {
+  const std::string_view method = request.method;
+  const std::string_view path = request.path;
+  const bool api_port = request.api_port;
   if (method != "GET" && method != "HEAD") {
     if (path == "/healthz" || path == "/readyz" || path == "/api/health/deep" || path == "/metrics") {
       return HttpResponse{405, "application/json", "{\"error\":\"use GET\"}", {{"Allow", "GET"}}, false};
@@ -277,6 +363,14 @@ std::optional<HttpResponse> Server::Route(const std::string& method, const std::
     return HttpResponse{503, "application/json", "{\"status\":\"stopping\"}", {{"Retry-After", "1"}}, false};
   }
   if (!api_port) return std::nullopt;
+  if (options_.metrics_require_auth && (path == "/api/health/deep" || path == "/metrics") &&
+      !api_->MayRead(request.cookie, request.authorization)) {
+    HttpResponse denied =
+        ApiService::JsonError(401, "this server restricts " + std::string(path) +
+                                       " (--metrics-require-auth): log in or send Authorization: Bearer <token>");
+    denied.headers.emplace_back("WWW-Authenticate", "Bearer");
+    return denied;
+  }
   if (path == "/api/health/deep") return HttpResponse{200, "application/json", DeepHealthJson(), {}, false};
   if (path == "/metrics") {
     return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", PrometheusText(), {}, false};

@@ -48,6 +48,9 @@ struct ServerOptions {
   int read_connections = 4;    // query pool and engine read connections
   std::string admin_password;  // SIGHTLINE_ADMIN_PASSWORD: sets the UI admin's password
   std::string ingest_token;    // SIGHTLINE_INGEST_TOKEN: the default project's token on first start
+  //! /metrics and /api/health/deep answer only a read credential (a UI
+  //! session or a project's token); /healthz and /readyz stay open.
+  bool metrics_require_auth = false;
 };
 
 class Server {
@@ -72,8 +75,10 @@ class Server {
  private:
   explicit Server(ServerOptions options);
   Status Open();
-  std::optional<HttpResponse> Route(const std::string& method, const std::string& path, const std::string& query,
-                                    bool api_port);
+  //! The default project's token and the admin's password: set from the
+  //! options, or minted on first start (kept for printing).
+  Status SetUpCredentials();
+  std::optional<HttpResponse> Route(const RouteRequest& request);
 
   ServerOptions options_;
   std::chrono::steady_clock::time_point started_;
@@ -99,5 +104,9 @@ class Server {
 
 //! Resident set size of this process in bytes (from /proc/self/statm).
 uint64_t ProcessRssBytes();
+
+//! Raises this process's soft RLIMIT_NOFILE to its hard limit; returns the
+//! soft limit in force afterwards.
+uint64_t RaiseOpenFileLimit();
 
 }  // namespace sightline

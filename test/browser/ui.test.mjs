@@ -72,6 +72,10 @@ before(async () => {
   browser = await launchBrowser();
   page = await browser.context.newPage();
   page.on('pageerror', (err) => pageErrors.push(String(err)));
+  // What the server's Content-Security-Policy blocks is only a console error.
+  page.on('console', (msg) => {
+    if (msg.type() === 'error' && /Content Security Policy/i.test(msg.text())) pageErrors.push(msg.text());
+  });
 });
 
 after(async () => {

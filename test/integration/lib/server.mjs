@@ -141,12 +141,14 @@ function tail(file, bytes = 4000) {
  * A running server. Created by startServer(); restart() reuses the data dir.
  */
 export class Server {
-  constructor({ engine, dir, dataDir, args, env }) {
+  constructor({ engine, dir, dataDir, args, env, ulimitFiles, softUlimitFiles }) {
     this.engine = engine;
     this.dir = dir;            // temp root: data/ and logs live here
     this.dataDir = dataDir;
     this.args = args;
     this.env = env;
+    this.ulimitFiles = ulimitFiles;  // run under `ulimit -n` (soft and hard) when set
+    this.softUlimitFiles = softUlimitFiles;  // run under `ulimit -Sn` (soft only) when set
     this.child = null;
     this.exit = null;          // {code, signal} once exited
     this.starts = 0;
@@ -191,7 +193,14 @@ export class Server {
       '--storage', this.engine,
       ...this.args,
     ];
-    const child = spawn(BIN, argv, {
+    // Under a shell that lowers the open-file limit and then execs the
+    // server, so the pid is the server's.
+    const ulimit = this.ulimitFiles ? `-n ${Number(this.ulimitFiles)}`
+      : this.softUlimitFiles ? `-Sn ${Number(this.softUlimitFiles)}` : null;
+    const [cmd, cmdArgs] = ulimit
+      ? ['bash', ['-c', `ulimit ${ulimit} && exec "$0" "$@"`, BIN, ...argv]]
+      : [BIN, argv];
+    const child = spawn(cmd, cmdArgs, {
       stdio: ['ignore', fd, fd],
       env: { ...process.env, SIGHTLINE_INGEST_TOKEN: TOKEN, ...this.env },
     });
@@ -291,12 +300,19 @@ export class Server {
   }
 }
 
-export async function startServer({ engine = 'duckdb', args = [], env = {}, readyTimeoutMs } = {}) {
+/**
+ * Starts a server on a fresh temp data dir. `createDataDir: false` leaves the
+ * data dir for the server to create; `ulimitFiles` runs it under that
+ * open-file limit (soft and hard), `softUlimitFiles` under that soft limit.
+ */
+export async function startServer({
+  engine = 'duckdb', args = [], env = {}, readyTimeoutMs, createDataDir = true, ulimitFiles, softUlimitFiles,
+} = {}) {
   requireBinary();
   const dir = await makeTempDir(`sightline-it-${engine}-`);
   const dataDir = path.join(dir, 'data');
-  await fsp.mkdir(dataDir);
-  const server = new Server({ engine, dir, dataDir, args, env });
+  if (createDataDir) await fsp.mkdir(dataDir);
+  const server = new Server({ engine, dir, dataDir, args, env, ulimitFiles, softUlimitFiles });
   try {
     await server.start({ readyTimeoutMs });
   } catch (err) {
