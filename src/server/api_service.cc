@@ -97,15 +97,21 @@ ApiCall ApiService::Prepare(const ApiRequest& request) {
     call.immediate = request.method == "POST" ? Logout(request) : JsonError(405, "use POST");
     return call;
   }
-  // Who is asking: a UI session (every project) or a project's token (that project).
+  // Who is asking: a UI session (every project) or a project's read token
+  // (that project). An ingest token is refused here: the credential every
+  // exporter holds must not read what it sent.
   std::optional<std::string> user = SessionUser(request);
   std::optional<int64_t> token_project;
   if (!user) {
-    auto p = auth_->ProjectForBearer(request.authorization);
+    auto p = auth_->ProjectForBearer(request.authorization, TokenScope::kRead);
     if (!p.ok()) {
-      call.immediate = p.status().code() == StatusCode::kUnauthenticated
-                           ? JsonError(401, "log in (POST /api/v1/login) or send Authorization: Bearer <token>")
-                           : JsonError(503, p.status().message());
+      switch (p.status().code()) {
+        case StatusCode::kUnauthenticated:
+          call.immediate = JsonError(401, "log in (POST /api/v1/login) or send Authorization: Bearer <read token>");
+          break;
+        case StatusCode::kPermissionDenied: call.immediate = JsonError(403, p.status().message()); break;
+        default: call.immediate = JsonError(503, p.status().message());
+      }
       return call;
     }
     token_project = *p;
@@ -165,12 +171,10 @@ ApiCall ApiService::Prepare(const ApiRequest& request) {
     call.immediate = JsonError(503, id.status().message());
     return call;
   }
-  if (!id->has_value()) {
-    call.immediate = JsonError(404, "no project '" + project + "'");
-    return call;
-  }
-  if (token_project && **id != *token_project) {
-    call.immediate = JsonError(403, "this token belongs to another project");
+  // A token of another project gets the answer a missing project gets, so a
+  // token cannot tell which other projects exist.
+  if (!id->has_value() || (token_project && **id != *token_project)) {
+    call.immediate = JsonError(404, "no project '" + project + "'" + (token_project ? " for this credential" : ""));
     return call;
   }
   call.op = op;

@@ -1,7 +1,7 @@
 #pragma once
 
 // The query API (/api/v1/, docs/API.md) minus the transport: authentication
-// (session cookie or bearer token), login/logout, and turning a request into
+// (session cookie or read token), login/logout, and turning a request into
 // a query call that the HTTP layer runs on a leased read connection under a
 // deadline.
 

@@ -51,10 +51,10 @@ Status Server::Open() {
     } else {
       auto known = FindToken(state_.get(), options_.ingest_token);
       if (!known.ok()) return known.status();
-      if (!known->has_value()) {
+      if (!known->has_value() || (*known)->scope != TokenScope::kIngest) {
         spdlog::warn(
             "SIGHTLINE_INGEST_TOKEN ignored: it only applies on first start, and it is not (or no longer) "
-            "a token of the default project; mint one with `sightline token create`");
+            "an ingest token of the default project; mint one with `sightline token create`");
       }
     }
   } else if (first_start) {
