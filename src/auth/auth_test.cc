@@ -1,17 +1,23 @@
 // auth/: the hashes are the published algorithms (pinned vectors), passwords
-// stored by earlier releases still verify, tokens and sessions reach the store
-// only hashed, revocation by id, and the Authenticator's cache: a revoked
-// token keeps working for at most the TTL, a minted one works at once.
+// stored by earlier releases still verify, an unknown user costs a hash, a new
+// password ends the user's sessions, tokens and sessions reach the store only
+// hashed, revocation by id, a token opens only its scope, and the
+// Authenticator's cache: a revoked token keeps working for at most the TTL, a
+// minted one works at once.
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <ctime>
 #include <filesystem>
+#include <map>
 #include <random>
 #include <regex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -154,6 +160,66 @@ TEST_F(AuthTest, UserPasswordsAreCheckedAndReset) {
   ASSERT_TRUE(user.has_value());
   EXPECT_EQ(user->password.hash.find("second-password"), std::string::npos);
   EXPECT_EQ(user->password.hash.size(), 64u);
+}
+
+TEST_F(AuthTest, AnUnknownUserCostsTheSameHashAsAWrongPassword) {
+  // Were an unknown name answered without a hash, its answer would come back
+  // in microseconds instead of tens of milliseconds: a timer would list the
+  // users. The CPU time of this thread (not wall time, which other processes
+  // stretch), the least of a few runs each.
+  ASSERT_TRUE(SetUserPassword(store(), "admin", "the-right-password").ok());
+  auto cpu_ms = [] {
+    timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+  };
+  auto least_ms = [&](const std::string& user) {
+    double least = 1e9;
+    for (int i = 0; i < 5; ++i) {
+      const double start = cpu_ms();
+      EXPECT_FALSE(CheckUserPassword(store(), user, "a-wrong-password").value());
+      least = std::min(least, cpu_ms() - start);
+    }
+    return least;
+  };
+  const double wrong = least_ms("admin");
+  const double unknown = least_ms("nobody");
+  EXPECT_GT(unknown, 0.5 * wrong) << "unknown user " << unknown << " ms, wrong password " << wrong << " ms";
+  EXPECT_LT(unknown, 2.0 * wrong) << "unknown user " << unknown << " ms, wrong password " << wrong << " ms";
+}
+
+TEST_F(AuthTest, ANewPasswordEndsTheUsersSessionsAndTheSameOneKeepsThem) {
+  ASSERT_TRUE(SetUserPassword(store(), "admin", "password-one").ok());
+  ASSERT_TRUE(SetUserPassword(store(), "alice", "alice-password").ok());
+  const int64_t now = UnixSeconds();
+  auto before = CreateSession(store(), "admin", 3600, now);
+  auto alice = CreateSession(store(), "alice", 3600, now);
+  ASSERT_TRUE(before.ok() && alice.ok());
+
+  // A restart with the same --admin-password: nothing changes, nobody is logged out.
+  auto same = EnsureUserPassword(store(), "admin", "password-one");
+  ASSERT_TRUE(same.ok()) << same.status().ToString();
+  EXPECT_FALSE(*same);
+  EXPECT_EQ(SessionUser(store(), *before, now).value(), std::optional<std::string>("admin"));
+
+  // A new one: the old sessions end, the old password stops working, other users stay logged in.
+  auto changed = EnsureUserPassword(store(), "admin", "password-two");
+  ASSERT_TRUE(changed.ok()) << changed.status().ToString();
+  EXPECT_TRUE(*changed);
+  EXPECT_EQ(SessionUser(store(), *before, now).value(), std::nullopt) << "a session of the old password";
+  EXPECT_FALSE(CheckUserPassword(store(), "admin", "password-one").value());
+  EXPECT_TRUE(CheckUserPassword(store(), "admin", "password-two").value());
+  EXPECT_EQ(SessionUser(store(), *alice, now).value(), std::optional<std::string>("alice"));
+  auto after = CreateSession(store(), "admin", 3600, now);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(SessionUser(store(), *after, now).value(), std::optional<std::string>("admin"));
+
+  // SetUserPassword, even to the same password, always ends them (an operator resetting it means it).
+  ASSERT_TRUE(SetUserPassword(store(), "admin", "password-two").ok());
+  EXPECT_EQ(SessionUser(store(), *after, now).value(), std::nullopt);
+  // An unknown user is created.
+  EXPECT_TRUE(EnsureUserPassword(store(), "bob", "bob-password").value());
+  EXPECT_TRUE(CheckUserPassword(store(), "bob", "bob-password").value());
 }
 
 // ------------------------------------------------------------- tokens --

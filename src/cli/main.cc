@@ -207,7 +207,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   serve
       ->add_option("--admin-password", so.admin_password,
-                   "Password of the UI user 'admin' (set on every start that gives it; else generated once)")
+                   "Password of the UI user 'admin' (set on every start that gives it, and a new one ends the "
+                   "admin's sessions; else generated once)")
       ->envname("SIGHTLINE_ADMIN_PASSWORD");
   serve
       ->add_option("--ingest-token", so.ingest_token,

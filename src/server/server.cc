@@ -64,9 +64,11 @@ Status Server::Open() {
   }
 
   // The UI's admin user: its password comes from SIGHTLINE_ADMIN_PASSWORD
-  // (reset on every start that sets it) or is generated once and printed.
+  // (a new one ends the admin's sessions; the same one keeps them) or is
+  // generated once and printed.
   if (!options_.admin_password.empty()) {
-    SL_RETURN_IF_ERROR(SetUserPassword(state_.get(), "admin", options_.admin_password));
+    auto changed = EnsureUserPassword(state_.get(), "admin", options_.admin_password);
+    if (!changed.ok()) return changed.status();
   } else {
     auto admin = state_->FindUser("admin");
     if (!admin.ok()) return admin.status();

@@ -97,7 +97,9 @@ class StateStore {
   virtual Result<bool> DeleteToken(const std::string& hash) = 0;
 
   // --- users ---
-  //! Creates the user, or replaces the password record of an existing one.
+  //! Creates the user, or replaces the password record of an existing one
+  //! and, in the same transaction, ends every session of that user: whoever
+  //! logged in with the old password is logged out by the change.
   virtual Status PutUser(const UserRecord& user) = 0;
   virtual Result<std::optional<UserRecord>> FindUser(const std::string& username) = 0;
 

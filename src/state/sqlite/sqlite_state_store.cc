@@ -243,16 +243,32 @@ class SqliteStateStore final : public StateStore {
 
   Status PutUser(const UserRecord& user) override EXCLUDES(mu_) {
     MutexLock lock(&mu_);
-    Stmt up(db_,
-            "INSERT INTO users(username, salt, password_hash, pbkdf2_iterations, created_at) VALUES (?, ?, ?, ?, ?) "
-            "ON CONFLICT (username) DO UPDATE SET salt = excluded.salt, password_hash = excluded.password_hash, "
-            "pbkdf2_iterations = excluded.pbkdf2_iterations");
-    up.Bind(1, user.username);
-    up.Bind(2, user.password.salt);
-    up.Bind(3, user.password.hash);
-    up.Bind(4, user.password.iterations);
-    up.Bind(5, UnixNow());
-    if (up.Step() != SQLITE_DONE) return SqliteError(db_, "put user");
+    // One transaction: a crash between the two statements must not leave the
+    // new password in place with the old sessions still live.
+    SL_RETURN_IF_ERROR(Exec(db_, "BEGIN IMMEDIATE", "begin put user"));
+    auto rollback = [db = db_](Status st) {
+      (void)Exec(db, "ROLLBACK", "rollback put user");
+      return st;
+    };
+    {
+      Stmt up(db_,
+              "INSERT INTO users(username, salt, password_hash, pbkdf2_iterations, created_at) VALUES (?, ?, ?, ?, ?) "
+              "ON CONFLICT (username) DO UPDATE SET salt = excluded.salt, password_hash = excluded.password_hash, "
+              "pbkdf2_iterations = excluded.pbkdf2_iterations");
+      up.Bind(1, user.username);
+      up.Bind(2, user.password.salt);
+      up.Bind(3, user.password.hash);
+      up.Bind(4, user.password.iterations);
+      up.Bind(5, UnixNow());
+      if (up.Step() != SQLITE_DONE) return rollback(SqliteError(db_, "put user"));
+    }
+    {
+      Stmt del(db_, "DELETE FROM sessions WHERE username = ?");
+      del.Bind(1, user.username);
+      if (del.Step() != SQLITE_DONE) return rollback(SqliteError(db_, "end the sessions of " + user.username));
+    }
+    Status st = Exec(db_, "COMMIT", "commit put user");
+    if (!st.ok()) return rollback(st);
     return Status::Ok();
   }
 

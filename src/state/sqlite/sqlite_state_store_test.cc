@@ -235,6 +235,23 @@ TEST(SqliteStateStoreTest, TokensKeepTheirScope) {
   sqlite3_close(db);
 }
 
+TEST(SqliteStateStoreTest, ReplacingAPasswordEndsThatUsersSessionsOnly) {
+  TempDir dir;
+  auto store = OpenOk(dir.str());
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->PutUser({"admin", {"s1", "h1", 1}}).ok());
+  ASSERT_TRUE(store->PutUser({"alice", {"s2", "h2", 1}}).ok());
+  ASSERT_TRUE(store->AddSession({"admin-1", "admin", 2000}).ok());
+  ASSERT_TRUE(store->AddSession({"admin-2", "admin", 2000}).ok());
+  ASSERT_TRUE(store->AddSession({"alice-1", "alice", 2000}).ok());
+  ASSERT_TRUE(store->PutUser({"admin", {"s3", "h3", 1}}).ok());
+  EXPECT_EQ(store->FindSession("admin-1", 1000).value(), std::nullopt);
+  EXPECT_EQ(store->FindSession("admin-2", 1000).value(), std::nullopt);
+  EXPECT_EQ(store->FindSession("alice-1", 1000).value(), std::optional<std::string>("alice"));
+  EXPECT_EQ(Query(dir.db(), "SELECT hash FROM sessions"), (std::vector<std::vector<std::string>>{{"alice-1"}}));
+  EXPECT_EQ(store->FindUser("admin").value()->password.hash, "h3");
+}
+
 TEST(SqliteStateStoreTest, SessionsExpireAndAreDeletedWithTheExpired) {
   TempDir dir;
   auto store = OpenOk(dir.str());
