@@ -80,6 +80,7 @@ Status Server::Open() {
     }
   }
   auth_ = std::make_unique<Authenticator>(options_.auth, state_.get());
+  login_ = std::make_unique<LoginService>(options_.login, auth_.get());
 
   RegisterBuiltinStores();
   StoreOptions store_options = options_.store;
@@ -98,7 +99,7 @@ Status Server::Open() {
   ingest_ = std::make_unique<IngestService>(
       options_.ingest, auth_.get(), gate_.get(),
       std::array<SignalWriter*, kSignalCount>{writers_[0].get(), writers_[1].get(), writers_[2].get()}, &metrics_);
-  api_ = std::make_unique<ApiService>(options_.api, auth_.get(), state_.get(), store_.get());
+  api_ = std::make_unique<ApiService>(options_.api, auth_.get(), login_.get(), state_.get(), store_.get());
   query_pool_ = std::make_unique<boost::asio::thread_pool>(std::max(1, options_.read_connections));
   http_ = std::make_unique<HttpServer>(
       &ioc_, ingest_.get(), api_.get(), query_pool_.get(),
@@ -142,11 +143,13 @@ Status Server::Stop() {
   io_threads_.clear();
   if (ingest_) ingest_->Stop();  // its decode pool
   if (query_pool_) query_pool_->join();
+  if (login_) login_->Stop();
   http_.reset();
   for (auto& w : writers_) w.reset();
   Status st;
   if (store_) st = store_->Close();
   store_.reset();
+  login_.reset();
   auth_.reset();
   state_.reset();
   return st;
