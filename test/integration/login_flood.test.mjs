@@ -26,13 +26,15 @@ const FLOOD_CONNECTIONS = 16;
 const BASELINE_MS = 2_000;
 const FLOOD_MS = 5_000;
 // The bound: under the flood the exporter's p95 stays under four times its
-// p95 before the flood plus 250 ms, and no export takes over 2 s. With the
-// hashes on the network threads (before LoginService), 16 connections of
-// wrong passwords queued 100k-iteration PBKDF2 runs in front of every export:
-// seconds each.
+// p95 before the flood plus 750 ms, no export takes over 3 s and none fails.
+// With the hashes on the network threads (before LoginService), 16
+// connections of wrong passwords queued 100k-iteration PBKDF2 runs in front
+// of every export: p95 4.5 s, max 6.7 s, half the exports failed
+// (docs/SECURITY.md). The slack is for this shared 2-core box, where a
+// commit's fsync now and then takes a second while other builds run.
 const P95_FACTOR = 4;
-const P95_SLACK_MS = 250;
-const MAX_MS = 2_000;
+const P95_SLACK_MS = 750;
+const MAX_MS = 3_000;
 
 // The flood runs in a worker thread so that its event loop does not delay the
 // exporter's callbacks (which would be counted as server latency). Each of its
@@ -94,7 +96,11 @@ function startFlood(server) {
 //! An SDK tracer whose exporter records how long each export took and its result.
 function timedExporter(server) {
   const exporter = new OTLPTraceExporter({
-    url: `${server.otlpUrl}/v1/traces`, headers: { Authorization: `Bearer ${TOKEN}` }, timeoutMillis: 10_000,
+    url: `${server.otlpUrl}/v1/traces`,
+    headers: { Authorization: `Bearer ${TOKEN}` },
+    timeoutMillis: 10_000,
+    // A stall shows as latency, not as exports the SDK refused to start (its default limit is 30 pending).
+    concurrencyLimit: 1_000,
   });
   const samples = [];
   const orig = exporter.export.bind(exporter);
