@@ -98,6 +98,8 @@ post traces '{"resourceSpans":[{"resource":'"$RES"',"scopeSpans":[{"scope":{"nam
 post logs '{"resourceLogs":[{"resource":'"$RES"',"scopeLogs":[{"scope":{"name":"logger"},"logRecords":[{"timeUnixNano":"'$NOW_NS'","severityNumber":9,"severityText":"INFO","body":{"stringValue":"request served"},"traceId":"5b8efff798038103d269b633813fc60c","spanId":"eee19b7ec3c1b174","attributes":[{"key":"thread","value":{"stringValue":"main"}}]}]}]}]}'
 post metrics '{"resourceMetrics":[{"resource":'"$RES"',"scopeMetrics":[{"scope":{"name":"runtime"},"metrics":[{"name":"process.runtime.goroutines","unit":"{goroutine}","gauge":{"dataPoints":[{"timeUnixNano":"'$NOW_NS'","asInt":"42"}]}}]}]}]}'
 stop_server seed
+# The ingest token cannot read the API: the timed calls use a read token.
+READ_AUTH="Authorization: Bearer $("$BIN" token create --project default --scope read --data "$DATA")"
 
 # ------------------------------------------------------------ 2. SQL bulk fill
 if [[ $ENGINE == duckdb ]]; then
@@ -347,7 +349,7 @@ for c in "${CALLS[@]}"; do
   IFS='|' read -r sig name path <<<"$c"
   times=() codes=() size=0
   for _ in $(seq 1 "$REPEAT"); do
-    res=$(curl -sS -m "$CURL_TIMEOUT" -o "$WORK/resp.json" -w '%{http_code} %{time_total} %{size_download}' -H "$AUTH" "$API/api/v1/$path" || echo "000 $CURL_TIMEOUT 0")
+    res=$(curl -sS -m "$CURL_TIMEOUT" -o "$WORK/resp.json" -w '%{http_code} %{time_total} %{size_download}' -H "$READ_AUTH" "$API/api/v1/$path" || echo "000 $CURL_TIMEOUT 0")
     read -r code t size <<<"$res"
     times+=("$t"); codes+=("$code")
     # Past the deadline (504) or the curl timeout: repeating only re-measures the timeout.

@@ -1,17 +1,23 @@
 // auth/: the hashes are the published algorithms (pinned vectors), passwords
-// stored by earlier releases still verify, tokens and sessions reach the store
-// only hashed, revocation by id, and the Authenticator's cache: a revoked
-// token keeps working for at most the TTL, a minted one works at once.
+// stored by earlier releases still verify, an unknown user costs a hash, a new
+// password ends the user's sessions, tokens and sessions reach the store only
+// hashed, revocation by id, a token opens only its scope, and the
+// Authenticator's cache: a revoked token keeps working for at most the TTL, a
+// minted one works at once.
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <ctime>
 #include <filesystem>
+#include <map>
 #include <random>
 #include <regex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -22,6 +28,7 @@
 #include "auth/tokens.h"
 #include "common/testing/temp_dir.h"
 #include "state/sqlite/sqlite_state_store.h"
+#include "state/testing/forwarding_state_store.h"
 
 namespace sightline {
 namespace {
@@ -35,37 +42,19 @@ class TempDir : public testing::TempDir {
 };
 
 //! Forwards to a real store, counting token lookups and failing them on demand.
-class CountingStore final : public StateStore {
+class CountingStore final : public testing::ForwardingStateStore {
  public:
-  explicit CountingStore(StateStore* inner) : inner_(inner) {}
+  explicit CountingStore(StateStore* inner) : ForwardingStateStore(inner) {}
   int token_lookups() const { return token_lookups_; }
   void set_fail(bool fail) { fail_ = fail; }
 
-  Result<int64_t> EnsureProject(const std::string& n) override { return inner_->EnsureProject(n); }
-  Result<std::optional<int64_t>> FindProject(const std::string& n) override { return inner_->FindProject(n); }
-  Result<std::vector<ProjectRecord>> ListProjects() override { return inner_->ListProjects(); }
-  Status AddToken(const std::string& p, const std::string& h) override { return inner_->AddToken(p, h); }
-  Result<std::optional<int64_t>> FindToken(const std::string& h) override {
+  Result<std::optional<TokenRecord>> FindToken(const std::string& h) override {
     ++token_lookups_;
     if (fail_) return Status::IoError("disk on fire");
-    return inner_->FindToken(h);
+    return ForwardingStateStore::FindToken(h);
   }
-  Result<std::vector<TokenRecord>> ListTokens(const std::optional<std::string>& p) override {
-    return inner_->ListTokens(p);
-  }
-  Result<int64_t> CountTokens(const std::string& p) override { return inner_->CountTokens(p); }
-  Result<bool> DeleteToken(const std::string& h) override { return inner_->DeleteToken(h); }
-  Status PutUser(const UserRecord& u) override { return inner_->PutUser(u); }
-  Result<std::optional<UserRecord>> FindUser(const std::string& u) override { return inner_->FindUser(u); }
-  Status AddSession(const SessionRecord& s) override { return inner_->AddSession(s); }
-  Result<std::optional<std::string>> FindSession(const std::string& h, int64_t now) override {
-    return inner_->FindSession(h, now);
-  }
-  Status DeleteSession(const std::string& h, int64_t now) override { return inner_->DeleteSession(h, now); }
-  Result<int> SchemaVersion() override { return inner_->SchemaVersion(); }
 
  private:
-  StateStore* inner_;
   std::atomic<int> token_lookups_{0};
   std::atomic<bool> fail_{false};
 };
@@ -173,6 +162,66 @@ TEST_F(AuthTest, UserPasswordsAreCheckedAndReset) {
   EXPECT_EQ(user->password.hash.size(), 64u);
 }
 
+TEST_F(AuthTest, AnUnknownUserCostsTheSameHashAsAWrongPassword) {
+  // Were an unknown name answered without a hash, its answer would come back
+  // in microseconds instead of tens of milliseconds: a timer would list the
+  // users. The CPU time of this thread (not wall time, which other processes
+  // stretch), the least of a few runs each.
+  ASSERT_TRUE(SetUserPassword(store(), "admin", "the-right-password").ok());
+  auto cpu_ms = [] {
+    timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+  };
+  auto least_ms = [&](const std::string& user) {
+    double least = 1e9;
+    for (int i = 0; i < 5; ++i) {
+      const double start = cpu_ms();
+      EXPECT_FALSE(CheckUserPassword(store(), user, "a-wrong-password").value());
+      least = std::min(least, cpu_ms() - start);
+    }
+    return least;
+  };
+  const double wrong = least_ms("admin");
+  const double unknown = least_ms("nobody");
+  EXPECT_GT(unknown, 0.5 * wrong) << "unknown user " << unknown << " ms, wrong password " << wrong << " ms";
+  EXPECT_LT(unknown, 2.0 * wrong) << "unknown user " << unknown << " ms, wrong password " << wrong << " ms";
+}
+
+TEST_F(AuthTest, ANewPasswordEndsTheUsersSessionsAndTheSameOneKeepsThem) {
+  ASSERT_TRUE(SetUserPassword(store(), "admin", "password-one").ok());
+  ASSERT_TRUE(SetUserPassword(store(), "alice", "alice-password").ok());
+  const int64_t now = UnixSeconds();
+  auto before = CreateSession(store(), "admin", 3600, now);
+  auto alice = CreateSession(store(), "alice", 3600, now);
+  ASSERT_TRUE(before.ok() && alice.ok());
+
+  // A restart with the same --admin-password: nothing changes, nobody is logged out.
+  auto same = EnsureUserPassword(store(), "admin", "password-one");
+  ASSERT_TRUE(same.ok()) << same.status().ToString();
+  EXPECT_FALSE(*same);
+  EXPECT_EQ(SessionUser(store(), *before, now).value(), std::optional<std::string>("admin"));
+
+  // A new one: the old sessions end, the old password stops working, other users stay logged in.
+  auto changed = EnsureUserPassword(store(), "admin", "password-two");
+  ASSERT_TRUE(changed.ok()) << changed.status().ToString();
+  EXPECT_TRUE(*changed);
+  EXPECT_EQ(SessionUser(store(), *before, now).value(), std::nullopt) << "a session of the old password";
+  EXPECT_FALSE(CheckUserPassword(store(), "admin", "password-one").value());
+  EXPECT_TRUE(CheckUserPassword(store(), "admin", "password-two").value());
+  EXPECT_EQ(SessionUser(store(), *alice, now).value(), std::optional<std::string>("alice"));
+  auto after = CreateSession(store(), "admin", 3600, now);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(SessionUser(store(), *after, now).value(), std::optional<std::string>("admin"));
+
+  // SetUserPassword, even to the same password, always ends them (an operator resetting it means it).
+  ASSERT_TRUE(SetUserPassword(store(), "admin", "password-two").ok());
+  EXPECT_EQ(SessionUser(store(), *after, now).value(), std::nullopt);
+  // An unknown user is created.
+  EXPECT_TRUE(EnsureUserPassword(store(), "bob", "bob-password").value());
+  EXPECT_TRUE(CheckUserPassword(store(), "bob", "bob-password").value());
+}
+
 // ------------------------------------------------------------- tokens --
 
 TEST_F(AuthTest, MintedTokensAreSlHexAndFoundByTheirHash) {
@@ -181,8 +230,12 @@ TEST_F(AuthTest, MintedTokensAreSlHexAndFoundByTheirHash) {
   EXPECT_TRUE(std::regex_match(*token, std::regex("sl_[0-9a-f]{64}"))) << *token;
   auto project = store()->FindProject("shop").value();
   ASSERT_TRUE(project.has_value());
-  EXPECT_EQ(store()->FindToken(HashToken(*token)).value(), project);
-  EXPECT_EQ(FindToken(store(), *token).value(), project);
+  auto stored = store()->FindToken(HashToken(*token)).value();
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_EQ(stored->project_id, *project);
+  EXPECT_EQ(stored->project, "shop");
+  EXPECT_EQ(stored->scope, TokenScope::kIngest) << "ingest is the default scope";
+  EXPECT_EQ(FindToken(store(), *token).value(), std::optional<TokenGrant>(TokenGrant{*project, TokenScope::kIngest}));
   EXPECT_EQ(store()->FindToken(*token).value(), std::nullopt) << "the plaintext is not a key";
 }
 
@@ -192,7 +245,7 @@ TEST_F(AuthTest, AddTokenRejectsShortTokens) {
   }
   EXPECT_EQ(store()->CountTokens("shop").value(), 0);
   ASSERT_TRUE(AddToken(store(), "shop", "12345678").ok());
-  EXPECT_EQ(FindToken(store(), "12345678").value(), store()->FindProject("shop").value());
+  EXPECT_EQ(FindToken(store(), "12345678").value()->project_id, store()->FindProject("shop").value().value());
 }
 
 TEST_F(AuthTest, ListTokensShowsIdsNeverTokensOrWholeHashes) {
@@ -230,8 +283,8 @@ TEST_F(AuthTest, RevokeTokenByIdDeletesExactlyThatToken) {
 }
 
 TEST_F(AuthTest, RevokeTokenRefusesMalformedAndAmbiguousIds) {
-  ASSERT_TRUE(store()->AddToken("a", std::string("abcdef01") + std::string(56, '1')).ok());
-  ASSERT_TRUE(store()->AddToken("b", std::string("abcdef01") + std::string(56, '2')).ok());
+  ASSERT_TRUE(store()->AddToken("a", std::string("abcdef01") + std::string(56, '1'), TokenScope::kIngest).ok());
+  ASSERT_TRUE(store()->AddToken("b", std::string("abcdef01") + std::string(56, '2'), TokenScope::kRead).ok());
   for (const char* bad : {"", "abcdef0", "not-hex!", "abcdef01zz"}) {
     EXPECT_EQ(RevokeToken(store(), bad).status().code(), StatusCode::kInvalidArgument) << bad;
   }
@@ -244,6 +297,34 @@ TEST_F(AuthTest, RevokeTokenRefusesMalformedAndAmbiguousIds) {
   EXPECT_EQ(one->project, "b");
   EXPECT_EQ(store()->CountTokens("a").value(), 1);
   EXPECT_EQ(store()->CountTokens("b").value(), 0);
+}
+
+TEST_F(AuthTest, TokensKeepTheirScopeAndListShowsIt) {
+  auto ingest = MintToken(store(), "shop", TokenScope::kIngest);
+  auto read = MintToken(store(), "shop", TokenScope::kRead);
+  ASSERT_TRUE(ingest.ok() && read.ok());
+  ASSERT_TRUE(AddToken(store(), "shop", "chosen-read-token", TokenScope::kRead).ok());
+  const int64_t shop = store()->FindProject("shop").value().value();
+  EXPECT_EQ(FindToken(store(), *ingest).value(), std::optional<TokenGrant>(TokenGrant{shop, TokenScope::kIngest}));
+  EXPECT_EQ(FindToken(store(), *read).value(), std::optional<TokenGrant>(TokenGrant{shop, TokenScope::kRead}));
+  EXPECT_EQ(FindToken(store(), "chosen-read-token").value(),
+            std::optional<TokenGrant>(TokenGrant{shop, TokenScope::kRead}));
+  // Adding a stored token again with another scope changes nothing.
+  ASSERT_TRUE(AddToken(store(), "shop", "chosen-read-token", TokenScope::kIngest).ok());
+  EXPECT_EQ(FindToken(store(), "chosen-read-token").value()->scope, TokenScope::kRead);
+  std::map<std::string, TokenScope> scopes;
+  auto listed = ListTokens(store(), "shop");
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  for (const TokenInfo& t : *listed) scopes[t.id] = t.scope;
+  EXPECT_EQ(scopes, (std::map<std::string, TokenScope>{{TokenId(HashToken(*ingest)), TokenScope::kIngest},
+                                                       {TokenId(HashToken(*read)), TokenScope::kRead},
+                                                       {TokenId(HashToken("chosen-read-token")), TokenScope::kRead}}));
+  EXPECT_STREQ(TokenScopeName(TokenScope::kIngest), "ingest");
+  EXPECT_STREQ(TokenScopeName(TokenScope::kRead), "read");
+  EXPECT_EQ(ParseTokenScope("read"), std::optional<TokenScope>(TokenScope::kRead));
+  EXPECT_EQ(ParseTokenScope("ingest"), std::optional<TokenScope>(TokenScope::kIngest));
+  EXPECT_EQ(ParseTokenScope("write"), std::nullopt);
+  EXPECT_EQ(ParseTokenScope("Read"), std::nullopt);
 }
 
 // ----------------------------------------------------------- sessions --
@@ -276,15 +357,40 @@ TEST_F(AuthTest, BearerHeadersAreParsedLeniently) {
   Authenticator auth({.token_cache_ttl_ms = 1000}, store());
   for (const char* ok : {"Bearer it-token-5f1c", "bearer it-token-5f1c", "BEARER it-token-5f1c",
                          "Bearer it-token-5f1c  ", "Bearer  it-token-5f1c"}) {
-    auto p = auth.ProjectForBearer(ok);
+    auto p = auth.ProjectForBearer(ok, TokenScope::kIngest);
     ASSERT_TRUE(p.ok()) << "'" << ok << "': " << p.status().ToString();
     EXPECT_EQ(*p, project);
   }
   for (const char* bad : {"", "Bearer", "Bearer ", "Basic it-token-5f1c", "it-token-5f1c", "Bearer it-token-5f1",
                           "Bearer it-token-5f1c-x", "Bearer IT-TOKEN-5F1C", "Bearer short"}) {
-    auto p = auth.ProjectForBearer(bad);
+    auto p = auth.ProjectForBearer(bad, TokenScope::kIngest);
     EXPECT_EQ(p.status().code(), StatusCode::kUnauthenticated) << "'" << bad << "'";
   }
+}
+
+TEST_F(AuthTest, ATokenOpensOnlyWhatItsScopeAllows) {
+  CountingStore counting(store());
+  FakeClock clock;
+  Authenticator auth({.token_cache_ttl_ms = 1000}, &counting, clock.fn());
+  auto ingest = MintToken(store(), "shop", TokenScope::kIngest);
+  auto read = MintToken(store(), "shop", TokenScope::kRead);
+  ASSERT_TRUE(ingest.ok() && read.ok());
+  const int64_t shop = store()->FindProject("shop").value().value();
+  // Twice each: once from the store, once from the cache; both must refuse the other scope.
+  for (int round = 0; round < 2; ++round) {
+    EXPECT_EQ(auth.ProjectForToken(*ingest, TokenScope::kIngest).value(), shop);
+    EXPECT_EQ(auth.ProjectForToken(*read, TokenScope::kRead).value(), shop);
+    auto ingest_reads = auth.ProjectForToken(*ingest, TokenScope::kRead);
+    EXPECT_EQ(ingest_reads.status().code(), StatusCode::kPermissionDenied) << "round " << round;
+    EXPECT_NE(ingest_reads.status().message().find("read token"), std::string::npos) << ingest_reads.status().message();
+    EXPECT_NE(ingest_reads.status().message().find("session"), std::string::npos) << ingest_reads.status().message();
+    auto read_sends = auth.ProjectForBearer("Bearer " + *read, TokenScope::kIngest);
+    EXPECT_EQ(read_sends.status().code(), StatusCode::kPermissionDenied) << "round " << round;
+    EXPECT_NE(read_sends.status().message().find("ingest token"), std::string::npos) << read_sends.status().message();
+  }
+  EXPECT_EQ(counting.token_lookups(), 2) << "one store lookup per token; the rest from the cache";
+  // An unknown token is unauthenticated whatever the scope asked for.
+  EXPECT_EQ(auth.ProjectForToken("sl_unknown-token", TokenScope::kRead).status().code(), StatusCode::kUnauthenticated);
 }
 
 TEST_F(AuthTest, ARevokedTokenWorksForAtMostTheTtl) {
@@ -294,17 +400,18 @@ TEST_F(AuthTest, ARevokedTokenWorksForAtMostTheTtl) {
   auto token = MintToken(store(), "shop");
   ASSERT_TRUE(token.ok());
   const std::string bearer = "Bearer " + *token;
-  ASSERT_TRUE(auth.ProjectForBearer(bearer).ok());
-  ASSERT_TRUE(auth.ProjectForBearer(bearer).ok());
+  ASSERT_TRUE(auth.ProjectForBearer(bearer, TokenScope::kIngest).ok());
+  ASSERT_TRUE(auth.ProjectForBearer(bearer, TokenScope::kIngest).ok());
   EXPECT_EQ(counting.token_lookups(), 1) << "the second request is served from the cache";
 
   ASSERT_TRUE(RevokeToken(store(), TokenId(HashToken(*token))).ok());
   clock.Advance(1999);
-  EXPECT_TRUE(auth.ProjectForBearer(bearer).ok()) << "still inside the TTL";
+  EXPECT_TRUE(auth.ProjectForBearer(bearer, TokenScope::kIngest).ok()) << "still inside the TTL";
   clock.Advance(1);
-  auto after = auth.ProjectForBearer(bearer);
+  auto after = auth.ProjectForBearer(bearer, TokenScope::kIngest);
   EXPECT_EQ(after.status().code(), StatusCode::kUnauthenticated) << "past the TTL the revocation is seen";
-  EXPECT_EQ(auth.ProjectForBearer(bearer).status().code(), StatusCode::kUnauthenticated) << "and stays seen";
+  EXPECT_EQ(auth.ProjectForBearer(bearer, TokenScope::kIngest).status().code(), StatusCode::kUnauthenticated)
+      << "and stays seen";
 }
 
 TEST_F(AuthTest, ZeroTtlSeesRevocationAtOnce) {
@@ -312,11 +419,11 @@ TEST_F(AuthTest, ZeroTtlSeesRevocationAtOnce) {
   Authenticator auth({.token_cache_ttl_ms = 0}, &counting);
   auto token = MintToken(store(), "shop");
   ASSERT_TRUE(token.ok());
-  ASSERT_TRUE(auth.ProjectForToken(*token).ok());
-  ASSERT_TRUE(auth.ProjectForToken(*token).ok());
+  ASSERT_TRUE(auth.ProjectForToken(*token, TokenScope::kIngest).ok());
+  ASSERT_TRUE(auth.ProjectForToken(*token, TokenScope::kIngest).ok());
   EXPECT_EQ(counting.token_lookups(), 2);
   ASSERT_TRUE(RevokeToken(store(), TokenId(HashToken(*token))).ok());
-  EXPECT_EQ(auth.ProjectForToken(*token).status().code(), StatusCode::kUnauthenticated);
+  EXPECT_EQ(auth.ProjectForToken(*token, TokenScope::kIngest).status().code(), StatusCode::kUnauthenticated);
 }
 
 TEST_F(AuthTest, ATokenMintedAfterAFailedAttemptWorksAtOnce) {
@@ -324,9 +431,9 @@ TEST_F(AuthTest, ATokenMintedAfterAFailedAttemptWorksAtOnce) {
   Authenticator auth({.token_cache_ttl_ms = 60'000}, store(), clock.fn());
   ASSERT_TRUE(store()->EnsureProject("shop").ok());
   const std::string chosen = "chosen-token-0001";
-  EXPECT_EQ(auth.ProjectForToken(chosen).status().code(), StatusCode::kUnauthenticated);
+  EXPECT_EQ(auth.ProjectForToken(chosen, TokenScope::kIngest).status().code(), StatusCode::kUnauthenticated);
   ASSERT_TRUE(AddToken(store(), "shop", chosen).ok());
-  auto p = auth.ProjectForToken(chosen);
+  auto p = auth.ProjectForToken(chosen, TokenScope::kIngest);
   ASSERT_TRUE(p.ok()) << "unknown tokens are not cached: " << p.status().ToString();
   EXPECT_EQ(*p, store()->FindProject("shop").value().value());
 }
@@ -336,11 +443,11 @@ TEST_F(AuthTest, AStoreFailureIsUnavailableNotUnauthenticated) {
   Authenticator auth({.token_cache_ttl_ms = 1000}, &counting);
   ASSERT_TRUE(AddToken(store(), "shop", "some-valid-token").ok());
   counting.set_fail(true);
-  auto p = auth.ProjectForToken("some-valid-token");
+  auto p = auth.ProjectForToken("some-valid-token", TokenScope::kIngest);
   EXPECT_EQ(p.status().code(), StatusCode::kUnavailable) << p.status().ToString();
   EXPECT_TRUE(p.status().retryable());
   counting.set_fail(false);
-  EXPECT_TRUE(auth.ProjectForToken("some-valid-token").ok());
+  EXPECT_TRUE(auth.ProjectForToken("some-valid-token", TokenScope::kIngest).ok());
 }
 
 TEST_F(AuthTest, LoginCreatesASessionAndLogoutEndsIt) {

@@ -1,9 +1,10 @@
 #pragma once
 
 // Who is asking: the one object the ingest path and the query API ask. A
-// bearer token resolves to its project through a TokenCache (TTL
-// --auth-cache-ttl-ms) in front of the state store; a UI session resolves to
-// its user from the store on every call.
+// bearer token resolves to its project and scope through a TokenCache (TTL
+// --auth-cache-ttl-ms) in front of the state store, and is refused where its
+// scope does not reach (an ingest token cannot read, a read token cannot
+// send); a UI session resolves to its user from the store on every call.
 
 #include <cstdint>
 #include <optional>
@@ -28,11 +29,13 @@ class Authenticator {
   Authenticator(AuthOptions options, StateStore* state, TokenCache::Clock clock = nullptr);
 
   //! Project of an `Authorization` header value `Bearer <token>` (scheme in
-  //! any case). Unauthenticated when missing, malformed, unknown or revoked;
-  //! Unavailable when the store could not be asked (the client may retry).
-  Result<int64_t> ProjectForBearer(std::string_view authorization);
+  //! any case) for a token of `scope`. Unauthenticated when missing,
+  //! malformed, unknown or revoked; PermissionDenied when the token is valid
+  //! but of the other scope; Unavailable when the store could not be asked
+  //! (the client may retry).
+  Result<int64_t> ProjectForBearer(std::string_view authorization, TokenScope scope);
   //! The same for the token itself.
-  Result<int64_t> ProjectForToken(std::string_view token);
+  Result<int64_t> ProjectForToken(std::string_view token, TokenScope scope);
 
   //! A new session id (plaintext, for the cookie) when the password matches;
   //! Unauthenticated when it does not or the user is unknown.

@@ -29,11 +29,21 @@ Status SetUserPassword(StateStore* state, const std::string& username, std::stri
   return state->PutUser(UserRecord{username, std::move(record.value())});
 }
 
+Result<bool> EnsureUserPassword(StateStore* state, const std::string& username, std::string_view password) {
+  auto same = CheckUserPassword(state, username, password);
+  if (!same.ok()) return same.status();
+  if (*same) return false;
+  SL_RETURN_IF_ERROR(SetUserPassword(state, username, password));
+  return true;
+}
+
 Result<bool> CheckUserPassword(StateStore* state, const std::string& username, std::string_view password) {
+  // No password hashes to an empty string, so this record never verifies.
+  static const PasswordRecord kNobody{"00000000000000000000000000000000", "", kPbkdf2Iterations};
   auto user = state->FindUser(username);
   if (!user.ok()) return user.status();
-  if (!user->has_value()) return false;
-  return VerifyPassword(password, (*user)->password);
+  const PasswordRecord& record = user->has_value() ? (*user)->password : kNobody;
+  return VerifyPassword(password, record) && user->has_value();
 }
 
 }  // namespace sightline

@@ -22,9 +22,16 @@ Result<PasswordRecord> HashPassword(std::string_view password);
 //! True when the password matches the record (constant-time comparison).
 bool VerifyPassword(std::string_view password, const PasswordRecord& record);
 
-//! Creates the user, or resets the password of an existing one.
+//! Creates the user, or resets the password of an existing one, which ends
+//! every session of that user.
 Status SetUserPassword(StateStore* state, const std::string& username, std::string_view password);
-//! True when the user exists and the password matches.
+//! SetUserPassword unless the user exists and already has this password: a
+//! restart with the same --admin-password keeps everyone logged in, a new one
+//! logs them out. Returns whether the password was set.
+Result<bool> EnsureUserPassword(StateStore* state, const std::string& username, std::string_view password);
+//! True when the user exists and the password matches. An unknown user is
+//! hashed against a dummy record of the same cost, so the answer takes as long
+//! as for a wrong password and does not tell which names exist.
 Result<bool> CheckUserPassword(StateStore* state, const std::string& username, std::string_view password);
 
 }  // namespace sightline

@@ -8,7 +8,7 @@ TokenCache::TokenCache(std::chrono::milliseconds ttl, Clock clock)
     : ttl_(std::max(ttl, std::chrono::milliseconds(0))),
       clock_(clock ? std::move(clock) : Clock([] { return std::chrono::steady_clock::now(); })) {}
 
-std::optional<int64_t> TokenCache::Get(const std::string& hash) {
+std::optional<TokenGrant> TokenCache::Get(const std::string& hash) {
   const auto now = clock_();
   MutexLock lock(&mu_);
   auto it = entries_.find(hash);
@@ -17,10 +17,10 @@ std::optional<int64_t> TokenCache::Get(const std::string& hash) {
     entries_.erase(it);
     return std::nullopt;
   }
-  return it->second.project_id;
+  return it->second.grant;
 }
 
-void TokenCache::Put(const std::string& hash, int64_t project_id) {
+void TokenCache::Put(const std::string& hash, TokenGrant grant) {
   if (ttl_.count() == 0) return;
   const auto now = clock_();
   MutexLock lock(&mu_);
@@ -30,7 +30,7 @@ void TokenCache::Put(const std::string& hash, int64_t project_id) {
     std::erase_if(entries_, [&](const auto& kv) { return now >= kv.second.expires; });
     sweep_at_ = std::max<size_t>(64, entries_.size() * 2);
   }
-  entries_[hash] = Entry{project_id, now + ttl_};
+  entries_[hash] = Entry{grant, now + ttl_};
 }
 
 size_t TokenCache::size() {

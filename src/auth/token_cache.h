@@ -1,6 +1,6 @@
 #pragma once
 
-// Token hash -> project id, remembered for a time to live. Ingest checks a
+// Token hash -> what it grants (project and scope), remembered for a time to live. Ingest checks a
 // token on every request; the cache keeps that off the state store, and the
 // TTL bounds how long a token revoked by another process (`sightline token
 // revoke`, or a second server on a shared PostgreSQL store) keeps working
@@ -14,6 +14,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "auth/tokens.h"
 #include "common/mutex.h"
 
 namespace sightline {
@@ -26,15 +27,15 @@ class TokenCache {
   //! A zero TTL caches nothing. `clock` defaults to steady_clock::now (tests pass their own).
   explicit TokenCache(std::chrono::milliseconds ttl, Clock clock = nullptr);
 
-  //! The project of a hash put less than the TTL ago, else nullopt.
-  std::optional<int64_t> Get(const std::string& hash) EXCLUDES(mu_);
-  void Put(const std::string& hash, int64_t project_id) EXCLUDES(mu_);
+  //! The grant of a hash put less than the TTL ago, else nullopt.
+  std::optional<TokenGrant> Get(const std::string& hash) EXCLUDES(mu_);
+  void Put(const std::string& hash, TokenGrant grant) EXCLUDES(mu_);
   //! Entries held, expired ones included until they are swept.
   size_t size() EXCLUDES(mu_);
 
  private:
   struct Entry {
-    int64_t project_id;
+    TokenGrant grant;
     std::chrono::steady_clock::time_point expires;
   };
 

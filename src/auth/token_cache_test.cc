@@ -16,6 +16,8 @@ namespace {
 
 using std::chrono::milliseconds;
 
+TokenGrant Grant(int64_t project_id, TokenScope scope = TokenScope::kIngest) { return {project_id, scope}; }
+
 //! A clock the test moves by hand.
 class FakeClock {
  public:
@@ -32,38 +34,47 @@ TEST(TokenCacheTest, AnEntryLivesForTheTtlAndNoLonger) {
   FakeClock clock;
   TokenCache cache(milliseconds(500), clock.fn());
   EXPECT_EQ(cache.Get("h1"), std::nullopt);
-  cache.Put("h1", 7);
-  EXPECT_EQ(cache.Get("h1"), std::optional<int64_t>(7));
+  cache.Put("h1", Grant(7));
+  EXPECT_EQ(cache.Get("h1"), std::optional<TokenGrant>(Grant(7)));
   clock.Advance(499);
-  EXPECT_EQ(cache.Get("h1"), std::optional<int64_t>(7));
+  EXPECT_EQ(cache.Get("h1"), std::optional<TokenGrant>(Grant(7)));
   clock.Advance(1);
   EXPECT_EQ(cache.Get("h1"), std::nullopt) << "an entry must not outlive its TTL";
   // Putting it again (the store said it is still valid) starts a new TTL.
-  cache.Put("h1", 7);
+  cache.Put("h1", Grant(7));
   clock.Advance(300);
-  EXPECT_EQ(cache.Get("h1"), std::optional<int64_t>(7));
+  EXPECT_EQ(cache.Get("h1"), std::optional<TokenGrant>(Grant(7)));
 }
 
 TEST(TokenCacheTest, EntriesAreIndependent) {
   FakeClock clock;
   TokenCache cache(milliseconds(100), clock.fn());
-  cache.Put("a", 1);
+  cache.Put("a", Grant(1));
   clock.Advance(60);
-  cache.Put("b", 2);
+  cache.Put("b", Grant(2));
   clock.Advance(60);
   EXPECT_EQ(cache.Get("a"), std::nullopt);
-  EXPECT_EQ(cache.Get("b"), std::optional<int64_t>(2));
+  EXPECT_EQ(cache.Get("b"), std::optional<TokenGrant>(Grant(2)));
   EXPECT_EQ(cache.Get("c"), std::nullopt);
+}
+
+TEST(TokenCacheTest, TheScopeIsCachedWithTheProject) {
+  FakeClock clock;
+  TokenCache cache(milliseconds(100), clock.fn());
+  cache.Put("r", Grant(3, TokenScope::kRead));
+  cache.Put("i", Grant(3, TokenScope::kIngest));
+  EXPECT_EQ(cache.Get("r"), std::optional<TokenGrant>(Grant(3, TokenScope::kRead)));
+  EXPECT_EQ(cache.Get("i"), std::optional<TokenGrant>(Grant(3, TokenScope::kIngest)));
 }
 
 TEST(TokenCacheTest, ZeroTtlCachesNothing) {
   FakeClock clock;
   TokenCache cache(milliseconds(0), clock.fn());
-  cache.Put("h", 1);
+  cache.Put("h", Grant(1));
   EXPECT_EQ(cache.Get("h"), std::nullopt);
   EXPECT_EQ(cache.size(), 0u);
   TokenCache negative(milliseconds(-5), clock.fn());
-  negative.Put("h", 1);
+  negative.Put("h", Grant(1));
   EXPECT_EQ(negative.Get("h"), std::nullopt);
 }
 
@@ -73,12 +84,12 @@ TEST(TokenCacheTest, ExpiredEntriesAreSweptSoTheMapStaysNearTheLiveSet) {
   // 10,000 tokens each seen once, then never again (revoked): without a sweep
   // every one of them would stay.
   for (int i = 0; i < 10'000; ++i) {
-    cache.Put("token-" + std::to_string(i), i);
+    cache.Put("token-" + std::to_string(i), Grant(i));
     clock.Advance(1);
   }
   EXPECT_LT(cache.size(), 200u);
   // The newest entries are still served.
-  EXPECT_EQ(cache.Get("token-9999"), std::optional<int64_t>(9999));
+  EXPECT_EQ(cache.Get("token-9999"), std::optional<TokenGrant>(Grant(9999)));
 }
 
 TEST(TokenCacheTest, ConcurrentPutsAndGetsAgree) {
@@ -90,9 +101,9 @@ TEST(TokenCacheTest, ConcurrentPutsAndGetsAgree) {
       for (int i = 0; i < 2000; ++i) {
         std::string key = "k" + std::to_string((i * 7 + t) % 50);
         int64_t want = (i * 7 + t) % 50;
-        cache.Put(key, want);
+        cache.Put(key, Grant(want));
         auto got = cache.Get(key);
-        if (got && *got != want) ++wrong;
+        if (got && got->project_id != want) ++wrong;
       }
     });
   }

@@ -13,7 +13,7 @@ bool IsLowerHex(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
-TokenInfo Info(const TokenRecord& t) { return {TokenId(t.hash), t.project, t.created_at}; }
+TokenInfo Info(const TokenRecord& t) { return {TokenId(t.hash), t.project, t.scope, t.created_at}; }
 
 }  // namespace
 
@@ -21,25 +21,28 @@ std::string HashToken(std::string_view token) { return Sha256Hex(token); }
 
 std::string TokenId(std::string_view hash) { return std::string(hash.substr(0, kTokenIdLength)); }
 
-Result<std::string> MintToken(StateStore* state, const std::string& project) {
+Result<std::string> MintToken(StateStore* state, const std::string& project, TokenScope scope) {
   auto random = RandomHex(32);
   if (!random.ok()) return random.status();
   std::string token = "sl_" + *random;
-  SL_RETURN_IF_ERROR(state->AddToken(project, HashToken(token)));
+  SL_RETURN_IF_ERROR(state->AddToken(project, HashToken(token), scope));
   return token;
 }
 
-Status AddToken(StateStore* state, const std::string& project, std::string_view token) {
+Status AddToken(StateStore* state, const std::string& project, std::string_view token, TokenScope scope) {
   if (token.size() < kMinTokenLength) {
     return Status::InvalidArgument("a token must be at least " + std::to_string(kMinTokenLength) + " characters");
   }
-  return state->AddToken(project, HashToken(token));
+  return state->AddToken(project, HashToken(token), scope);
 }
 
-Result<std::optional<int64_t>> FindToken(StateStore* state, std::string_view token) {
+Result<std::optional<TokenGrant>> FindToken(StateStore* state, std::string_view token) {
   // Nothing shorter was ever stored; no need to ask.
-  if (token.size() < kMinTokenLength) return std::optional<int64_t>();
-  return state->FindToken(HashToken(token));
+  if (token.size() < kMinTokenLength) return std::optional<TokenGrant>();
+  auto found = state->FindToken(HashToken(token));
+  if (!found.ok()) return found.status();
+  if (!found->has_value()) return std::optional<TokenGrant>();
+  return std::optional<TokenGrant>(TokenGrant{(*found)->project_id, (*found)->scope});
 }
 
 Result<std::vector<TokenInfo>> ListTokens(StateStore* state, const std::string& project) {

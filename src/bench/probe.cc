@@ -225,7 +225,8 @@ void AddToTruth(const LoadGenerator& gen, Signal s, uint64_t index, ProbeTruth* 
 
 struct Target {
   HttpEndpoint otlp, api;
-  std::string token;
+  std::string token;       // ingest: sends
+  std::string read_token;  // read: the API
   bool spawned = false;
 };
 
@@ -525,7 +526,7 @@ class Ladder {
       for (int p = 0; p < o_.probes; ++p) {
         std::string body;
         const Clock::time_point t0 = Clock::now();
-        auto got = HttpGet(t_.api, spec.path, &body, timeout_ms, t_.token);
+        auto got = HttpGet(t_.api, spec.path, &body, timeout_ms, t_.read_token);
         c.samples.samples_ms.push_back(Since(t0) * 1000);
         const int status = got.ok() ? *got : 0;
         c.samples.http_status.push_back(status);
@@ -847,6 +848,7 @@ int RunProbeBench(const ProbeBenchOptions& o) {
     if (external.token.empty()) {
       if (const char* env = std::getenv("SIGHTLINE_INGEST_TOKEN")) external.token = env;
     }
+    external.read_token = o.read_token;
   }
   std::vector<std::string> server_args = o.server_args;
   bool has_query_timeout = false;
@@ -890,7 +892,12 @@ int RunProbeBench(const ProbeBenchOptions& o) {
           return 1;
         }
         server = std::move(started.value());
-        t = Target{server->otlp(), server->api(), so.token, true};
+        auto read_token = server->CreateReadToken();
+        if (!read_token.ok()) {
+          std::fprintf(stderr, "bench probe: %s\n", read_token.status().message().c_str());
+          return 1;
+        }
+        t = Target{server->otlp(), server->api(), so.token, *read_token, true};
       }
       std::printf("run %d/%d, %s:\n", rep, o.repeat, group.size() == 1 ? SignalName(group[0]) : "mixed");
       RunResult part = Ladder(o, *levels, group, t, rep).Run(run.engine);
@@ -943,7 +950,8 @@ void AddProbeCommand(CLI::App* bench) {
   probe->add_option("--endpoint", o->endpoint, "OTLP/HTTP base URL of a running server (loopback only)")
       ->capture_default_str();
   probe->add_option("--api", o->api, "API base URL of a running server (loopback only)")->capture_default_str();
-  probe->add_option("--token", o->token, "Ingest token, also used as API token (default: $SIGHTLINE_INGEST_TOKEN)");
+  probe->add_option("--token", o->token, "Ingest token (default: $SIGHTLINE_INGEST_TOKEN)");
+  probe->add_option("--read-token", o->read_token, "Read token for the API (sightline token create --scope read)");
   probe->add_option("--server-arg", o->server_args, "Extra argument for the spawned server (repeatable)");
   probe->add_option("--signal", o->signal, "spans, logs, metrics, or all")
       ->check(CLI::IsMember({"spans", "traces", "logs", "metrics", "all"}))

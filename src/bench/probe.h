@@ -25,8 +25,9 @@ namespace sightline::bench {
 struct ProbeBenchOptions {
   std::string endpoint = "http://127.0.0.1:4318";
   std::string api = "http://127.0.0.1:8080";
-  std::string token;  // "" = $SIGHTLINE_INGEST_TOKEN; spawned servers get a fresh one
-  std::string spawn;  // "" | duckdb | sqlite
+  std::string token;       // "" = $SIGHTLINE_INGEST_TOKEN; spawned servers get a fresh one
+  std::string read_token;  // for the API; spawned servers get a fresh one
+  std::string spawn;       // "" | duckdb | sqlite
   std::vector<std::string> server_args;
   std::string signal = "all";  // spans | logs | metrics | all
   bool mixed = false;          // fill all signals at once (interleaved) on one server

@@ -111,6 +111,7 @@ Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(const SpawnOptions& 
     server->pid_ = pid;
     server->otlp_ = HttpEndpoint{"127.0.0.1", *otlp_port};
     server->api_ = HttpEndpoint{"127.0.0.1", *api_port};
+    server->data_dir_ = data_dir;
     server->log_path_ = log_path;
     auto deadline = Clock::now() +
                     std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.ready_timeout_s));
@@ -136,6 +137,44 @@ Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(const SpawnOptions& 
     last = Status::Unavailable("spawned server exited during start; log " + log_path + ":\n" + Tail(log_path, 2000));
   }
   return last;
+}
+
+Result<std::string> ServerProcess::CreateReadToken() const {
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) return Status::IoError(std::string("pipe: ") + std::strerror(errno));
+  std::vector<std::string> args = {"sightline", "token", "create", "--project", "default",
+                                   "--scope",   "read",  "--data", data_dir_};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(out[0]);
+    ::close(out[1]);
+    return Status::IoError(std::string("fork: ") + std::strerror(errno));
+  }
+  if (pid == 0) {
+    ::dup2(out[1], STDOUT_FILENO);
+    ::execve("/proc/self/exe", argv.data(), environ);
+    _exit(127);
+  }
+  ::close(out[1]);
+  std::string printed;
+  char buf[256];
+  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    printed.append(buf, static_cast<size_t>(n));
+  }
+  ::close(out[0]);
+  int wstatus = 0;
+  while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  while (!printed.empty() && (printed.back() == '\n' || printed.back() == ' ')) printed.pop_back();
+  if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0 || printed.empty()) {
+    return Status::Internal("`sightline token create --scope read` failed; output: " + printed);
+  }
+  return printed;
 }
 
 ServerProcess::~ServerProcess() {

@@ -40,6 +40,11 @@ class ServerProcess {
   const HttpEndpoint& api() const { return api_; }
   const std::string& log_path() const { return log_path_; }
 
+  //! A read token of the default project, minted by `sightline token create
+  //! --scope read` on this server's data directory (the ingest token cannot
+  //! read the API).
+  Result<std::string> CreateReadToken() const;
+
   //! SIGTERM, wait up to timeout_s, then SIGKILL. OK when it exited 0.
   Status Stop(double timeout_s, double* shutdown_seconds);
 
@@ -47,6 +52,7 @@ class ServerProcess {
   ServerProcess() = default;
   pid_t pid_ = -1;
   HttpEndpoint otlp_, api_;
+  std::string data_dir_;
   std::string log_path_;
 };
 

@@ -304,7 +304,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   serve
       ->add_option("--admin-password", so.admin_password,
-                   "Password of the UI user 'admin' (set on every start that gives it; else generated once)")
+                   "Password of the UI user 'admin' (set on every start that gives it, and a new one ends the "
+                   "admin's sessions; else generated once)")
       ->envname("SIGHTLINE_ADMIN_PASSWORD");
   serve
       ->add_option("--ingest-token", so.ingest_token,
@@ -316,6 +317,30 @@ int main(int argc, char** argv) {
                    "keeps working (0 = ask every time)")
       ->envname("SIGHTLINE_AUTH_CACHE_TTL_MS")
       ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  serve
+      ->add_option("--login-max-failures", so.login.throttle.max_failures_per_address,
+                   "Failed logins from one client address (IPv6: its /64) within --login-failure-window-s before "
+                   "its logins get 429 for the rest of the window (0 = no bound)")
+      ->envname("SIGHTLINE_LOGIN_MAX_FAILURES")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  serve->add_option("--login-failure-window-s", so.login.throttle.failure_window_s, "See --login-max-failures")
+      ->envname("SIGHTLINE_LOGIN_FAILURE_WINDOW_S")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  serve
+      ->add_option("--login-global-failures-per-s", so.login.throttle.global_failures_per_s,
+                   "Failed logins per second from all addresses together (bursts of twice that); past it every "
+                   "login gets 429 (0 = no bound)")
+      ->envname("SIGHTLINE_LOGIN_GLOBAL_FAILURES_PER_S")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  serve
+      ->add_option("--login-queue", so.login.max_queued,
+                   "Logins waiting for the password-hashing thread; one more gets 429")
+      ->envname("SIGHTLINE_LOGIN_QUEUE")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
 
   AddTokenCommands(&app);

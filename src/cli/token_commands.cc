@@ -14,6 +14,7 @@ namespace {
 
 struct TokenArgs {
   std::string project = "default";
+  std::string scope = "ingest";
   std::string data = "./data";
   std::string id;
 };
@@ -51,15 +52,20 @@ void AddTokenCommands(CLI::App* app) {
 
   auto* create = token->add_subcommand("create", "Mint a token for a project (printed once)");
   create->add_option("--project", args->project, "Project name (created if missing)")->capture_default_str();
+  create
+      ->add_option("--scope", args->scope,
+                   "ingest: sends telemetry (OTLP) and cannot read; read: reads /api/v1 and cannot send")
+      ->check(CLI::IsMember({"ingest", "read"}))
+      ->capture_default_str();
   AddDataOption(create, args.get());
   create->callback([args] {
     auto state = OpenOrFail("create", args->data);
-    auto t = MintToken(state.get(), args->project);
+    auto t = MintToken(state.get(), args->project, ParseTokenScope(args->scope).value_or(TokenScope::kIngest));
     if (!t.ok()) Fail("create", t.status());
     std::printf("%s\n", t->c_str());
   });
 
-  auto* list = token->add_subcommand("list", "List a project's tokens: id and creation time, never the token");
+  auto* list = token->add_subcommand("list", "List a project's tokens: id, scope and creation time, never the token");
   list->add_option("--project", args->project, "Project name")->capture_default_str();
   AddDataOption(list, args.get());
   list->callback([args] {
@@ -70,8 +76,10 @@ void AddTokenCommands(CLI::App* app) {
     if (!project->has_value()) Fail("list", Status::NotFound("no project '" + args->project + "'"));
     auto tokens = ListTokens(state.get(), args->project);
     if (!tokens.ok()) Fail("list", tokens.status());
-    std::printf("%-*s  %s\n", static_cast<int>(kTokenIdLength), "ID", "CREATED (UTC)");
-    for (const TokenInfo& t : *tokens) std::printf("%s  %s\n", t.id.c_str(), UtcTime(t.created_at).c_str());
+    std::printf("%-*s  %-6s  %s\n", static_cast<int>(kTokenIdLength), "ID", "SCOPE", "CREATED (UTC)");
+    for (const TokenInfo& t : *tokens) {
+      std::printf("%s  %-6s  %s\n", t.id.c_str(), TokenScopeName(t.scope), UtcTime(t.created_at).c_str());
+    }
   });
 
   auto* revoke = token->add_subcommand(

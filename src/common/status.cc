@@ -10,6 +10,7 @@ const char* StatusCodeName(StatusCode code) {
     case StatusCode::kOk: return "OK";
     case StatusCode::kInvalidArgument: return "INVALID_ARGUMENT";
     case StatusCode::kUnauthenticated: return "UNAUTHENTICATED";
+    case StatusCode::kPermissionDenied: return "PERMISSION_DENIED";
     case StatusCode::kNotFound: return "NOT_FOUND";
     case StatusCode::kPayloadTooLarge: return "PAYLOAD_TOO_LARGE";
     case StatusCode::kUnsupportedMedia: return "UNSUPPORTED_MEDIA_TYPE";
@@ -33,6 +34,7 @@ int HttpStatusFor(StatusCode code) {
     case StatusCode::kOk: return 200;
     case StatusCode::kInvalidArgument: return 400;
     case StatusCode::kUnauthenticated: return 401;
+    case StatusCode::kPermissionDenied: return 403;
     case StatusCode::kNotFound: return 404;
     case StatusCode::kPayloadTooLarge: return 413;
     case StatusCode::kUnsupportedMedia: return 415;
@@ -60,6 +62,7 @@ int GrpcCodeFor(StatusCode code) {
     case StatusCode::kIoError: return 13;           // INTERNAL
     case StatusCode::kUnavailable: return 14;       // UNAVAILABLE
     case StatusCode::kUnauthenticated: return 16;   // UNAUTHENTICATED
+    case StatusCode::kPermissionDenied: return 7;   // PERMISSION_DENIED
   }
   return 2;  // UNKNOWN
 }

@@ -17,6 +17,7 @@ enum class StatusCode {
   kOk = 0,
   kInvalidArgument,    // malformed payload or parameter: 400, never retried
   kUnauthenticated,    // missing or wrong token: 401
+  kPermissionDenied,   // a valid credential that may not do this: 403
   kNotFound,           // 404
   kPayloadTooLarge,    // body over the configured limit: 413
   kUnsupportedMedia,   // content type or encoding we do not speak: 415
@@ -37,9 +38,11 @@ class [[nodiscard]] Status {
   static Status Ok() { return Status(); }
   static Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
   static Status Unauthenticated(std::string m) { return {StatusCode::kUnauthenticated, std::move(m)}; }
+  static Status PermissionDenied(std::string m) { return {StatusCode::kPermissionDenied, std::move(m)}; }
   static Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
   static Status PayloadTooLarge(std::string m) { return {StatusCode::kPayloadTooLarge, std::move(m)}; }
   static Status UnsupportedMedia(std::string m) { return {StatusCode::kUnsupportedMedia, std::move(m)}; }
+  static Status ResourceExhausted(std::string m) { return {StatusCode::kResourceExhausted, std::move(m)}; }
   static Status Unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
   static Status DeadlineExceeded(std::string m) { return {StatusCode::kDeadlineExceeded, std::move(m)}; }
   static Status Cancelled(std::string m) { return {StatusCode::kCancelled, std::move(m)}; }

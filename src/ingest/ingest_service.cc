@@ -121,7 +121,7 @@ ExportResponse IngestService::Finish(Signal signal, PayloadFormat format, std::c
 }
 
 Result<int64_t> IngestService::Authenticate(std::string_view authorization) {
-  return auth_->ProjectForBearer(authorization);
+  return auth_->ProjectForBearer(authorization, TokenScope::kIngest);
 }
 
 Result<IngestService::Decoded> IngestService::Decode(AdmittedExport* a, std::string_view body) {

@@ -132,7 +132,8 @@ class IngestService {
   //! Waits for the decode pool's work to finish.
   void Stop();
 
-  //! Project id for an `Authorization: Bearer <token>` header value.
+  //! Project id for an `Authorization: Bearer <token>` header value of an
+  //! ingest token (a read token is PermissionDenied: 403).
   Result<int64_t> Authenticate(std::string_view authorization);
 
   //! Export*ServiceResponse in the request's format (partial_success when items were rejected).

@@ -127,6 +127,20 @@ TEST_F(IngestServiceTest, RefusesOnHeadersBeforeAnyBody) {
   EXPECT_EQ(StoredSpans(), 0);
 }
 
+TEST_F(IngestServiceTest, AReadTokenCannotSend) {
+  auto read = MintToken(state_.get(), "default", TokenScope::kRead);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  const std::string bearer = "Bearer " + read.value();
+  ExportHeaders h = Headers("application/x-protobuf");
+  h.authorization = bearer;
+  Admission a = ingest_->Admit(h);
+  ASSERT_EQ(a.admitted, nullptr) << "refused on its headers, before any body is read";
+  EXPECT_EQ(a.refusal.status.code(), StatusCode::kPermissionDenied) << a.refusal.status.ToString();
+  EXPECT_EQ(HttpStatusFor(a.refusal.status.code()), 403);
+  EXPECT_EQ(GrpcCodeFor(a.refusal.status.code()), 7);
+  EXPECT_NE(a.refusal.status.message().find("ingest token"), std::string::npos) << a.refusal.status.message();
+  EXPECT_EQ(StoredSpans(), 0);
+}
 TEST_F(IngestServiceTest, OverloadIsRetryableWithItsDelay) {
   // The gate takes two requests at a time; the third is refused before its body.
   Admission first = ingest_->Admit(Headers());

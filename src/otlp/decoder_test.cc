@@ -1744,7 +1744,8 @@ TEST(EncodeErrorTest, ProtobufIsAGoogleRpcStatus) {
       {Status::Cancelled("gone"), 1},
       {Status::Internal("bug"), 13},
       {Status::IoError("disk"), 13},
-      {Status(StatusCode::kResourceExhausted, "rate"), 8},
+      {Status::ResourceExhausted("rate"), 8},
+      {Status::PermissionDenied("scope"), 7},
   };
   for (const auto& [status, code] : cases) {
     std::string body = IngestService::EncodeError(PayloadFormat::kProtobuf, status);

@@ -2,6 +2,7 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <new>
 
 #include "common/json_writer.h"
@@ -44,8 +45,9 @@ HttpResponse ApiService::JsonError(int status, const std::string& message) {
   return Json(status, std::move(out));
 }
 
-ApiService::ApiService(ApiOptions options, Authenticator* auth, StateStore* state, TelemetryStore* store)
-    : options_(options), auth_(auth), state_(state), store_(store), queries_(options.limits) {}
+ApiService::ApiService(ApiOptions options, Authenticator* auth, LoginService* login, StateStore* state,
+                       TelemetryStore* store)
+    : options_(options), auth_(auth), login_(login), state_(state), store_(store), queries_(options.limits) {}
 
 std::optional<std::string> ApiService::SessionUser(const ApiRequest& request) {
   std::string id = CookieValue(request.cookie, kCookie);
@@ -59,32 +61,39 @@ bool ApiService::MayRead(std::string_view cookie, std::string_view authorization
   ApiRequest request;
   request.cookie = cookie;
   if (SessionUser(request)) return true;
-  return auth_->ProjectForBearer(authorization).ok();
+  return auth_->ProjectForBearer(authorization, TokenScope::kRead).ok();
 }
 
-HttpResponse ApiService::Login(const ApiRequest& request) {
-  simdjson::dom::parser parser;
-  simdjson::dom::element doc;
-  std::string_view username, password;
-  if (parser.parse(request.body).get(doc) != simdjson::SUCCESS || doc["username"].get_string().get(username) ||
-      doc["password"].get_string().get(password)) {
-    return JsonError(400, "login wants a JSON body {\"username\": ..., \"password\": ...}");
-  }
-  auto session = auth_->Login(std::string(username), password, options_.session_ttl_seconds);
-  if (!session.ok()) {
-    return JsonError(session.status().code() == StatusCode::kUnauthenticated ? 401 : 503, session.status().message());
-  }
-  std::string body;
-  JsonWriter w(&body);
-  w.BeginObject();
-  w.Key("username");
-  w.String(username);
-  w.EndObject();
-  HttpResponse r = Json(200, std::move(body));
-  r.headers.emplace_back(
-      "Set-Cookie", std::string(kCookie) + "=" + *session +
-                        "; Path=/; HttpOnly; SameSite=Strict; Max-Age=" + std::to_string(options_.session_ttl_seconds));
-  return r;
+void ApiService::Login(const ApiCall& call, std::function<void(HttpResponse)> done) {
+  const ApiLogin& login = *call.login;
+  const int64_t ttl = options_.session_ttl_seconds;
+  login_->Submit(login.peer, login.username, login.password, ttl,
+                 [ttl, username = login.username, done = std::move(done)](LoginOutcome out) {
+                   if (out.status.ok()) {
+                     std::string body;
+                     JsonWriter w(&body);
+                     w.BeginObject();
+                     w.Key("username");
+                     w.String(username);
+                     w.EndObject();
+                     HttpResponse r = Json(200, std::move(body));
+                     r.headers.emplace_back("Set-Cookie",
+                                            std::string(kCookie) + "=" + out.session_id +
+                                                "; Path=/; HttpOnly; SameSite=Strict; Max-Age=" + std::to_string(ttl));
+                     done(std::move(r));
+                     return;
+                   }
+                   const StatusCode code = out.status.code();
+                   HttpResponse r = JsonError(code == StatusCode::kUnauthenticated     ? 401
+                                              : code == StatusCode::kResourceExhausted ? 429
+                                                                                       : 503,
+                                              out.status.message());
+                   if (code != StatusCode::kUnauthenticated) {
+                     r.headers.emplace_back("Retry-After",
+                                            std::to_string(std::max<int64_t>(1, out.retry_after_seconds)));
+                   }
+                   done(std::move(r));
+                 });
 }
 
 HttpResponse ApiService::Logout(const ApiRequest& request) {
@@ -99,22 +108,40 @@ ApiCall ApiService::Prepare(const ApiRequest& request) {
   ApiCall call;
   std::string op = request.path.substr(std::string("/api/v1/").size());
   if (op == "login") {
-    call.immediate = request.method == "POST" ? Login(request) : JsonError(405, "use POST");
+    if (request.method != "POST") {
+      call.immediate = JsonError(405, "use POST");
+      return call;
+    }
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    std::string_view username, password;
+    if (parser.parse(request.body).get(doc) != simdjson::SUCCESS || doc["username"].get_string().get(username) ||
+        doc["password"].get_string().get(password)) {
+      call.immediate = JsonError(400, "login wants a JSON body {\"username\": ..., \"password\": ...}");
+      return call;
+    }
+    call.login = ApiLogin{request.peer, std::string(username), std::string(password)};
     return call;
   }
   if (op == "logout") {
     call.immediate = request.method == "POST" ? Logout(request) : JsonError(405, "use POST");
     return call;
   }
-  // Who is asking: a UI session (every project) or a project's token (that project).
+  // Who is asking: a UI session (every project) or a project's read token
+  // (that project). An ingest token is refused here: the credential every
+  // exporter holds must not read what it sent.
   std::optional<std::string> user = SessionUser(request);
   std::optional<int64_t> token_project;
   if (!user) {
-    auto p = auth_->ProjectForBearer(request.authorization);
+    auto p = auth_->ProjectForBearer(request.authorization, TokenScope::kRead);
     if (!p.ok()) {
-      call.immediate = p.status().code() == StatusCode::kUnauthenticated
-                           ? JsonError(401, "log in (POST /api/v1/login) or send Authorization: Bearer <token>")
-                           : JsonError(503, p.status().message());
+      switch (p.status().code()) {
+        case StatusCode::kUnauthenticated:
+          call.immediate = JsonError(401, "log in (POST /api/v1/login) or send Authorization: Bearer <read token>");
+          break;
+        case StatusCode::kPermissionDenied: call.immediate = JsonError(403, p.status().message()); break;
+        default: call.immediate = JsonError(503, p.status().message());
+      }
       return call;
     }
     token_project = *p;
@@ -174,12 +201,10 @@ ApiCall ApiService::Prepare(const ApiRequest& request) {
     call.immediate = JsonError(503, id.status().message());
     return call;
   }
-  if (!id->has_value()) {
-    call.immediate = JsonError(404, "no project '" + project + "'");
-    return call;
-  }
-  if (token_project && **id != *token_project) {
-    call.immediate = JsonError(403, "this token belongs to another project");
+  // A token of another project gets the answer a missing project gets, so a
+  // token cannot tell which other projects exist.
+  if (!id->has_value() || (token_project && **id != *token_project)) {
+    call.immediate = JsonError(404, "no project '" + project + "'" + (token_project ? " for this credential" : ""));
     return call;
   }
   call.op = op;

@@ -1,17 +1,19 @@
 #pragma once
 
 // The query API (/api/v1/, docs/API.md) minus the transport: authentication
-// (session cookie or bearer token), login/logout, and turning a request into
+// (session cookie or read token), login/logout, and turning a request into
 // a query call that the HTTP layer runs on a leased read connection under a
-// deadline.
+// deadline, or a login that it hands to the LoginService and awaits.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "auth/authenticator.h"
+#include "auth/login_service.h"
 #include "query/query_service.h"
 #include "server/http_server_types.h"
 #include "state/state_store.h"
@@ -26,11 +28,20 @@ struct ApiRequest {
   std::string cookie;
   std::string authorization;
   std::string body;
+  std::string peer;  // the client's IP address, as text (login throttling)
 };
 
-//! What to do with a request: answer at once, or run a query.
+//! A well-formed login, to be checked off the network threads.
+struct ApiLogin {
+  std::string peer;
+  std::string username;
+  std::string password;
+};
+
+//! What to do with a request: answer at once, check a login, or run a query.
 struct ApiCall {
   std::optional<HttpResponse> immediate;
+  std::optional<ApiLogin> login;
   std::string op;
   ApiParams params;
   int64_t project_id = 0;
@@ -42,16 +53,19 @@ struct ApiOptions {
   QueryLimits limits;
 };
 
-//! Thread-safe. Does not own the authenticator, state or store.
+//! Thread-safe. Does not own the authenticator, login service, state or store.
 class ApiService {
  public:
-  ApiService(ApiOptions options, Authenticator* auth, StateStore* state, TelemetryStore* store);
+  ApiService(ApiOptions options, Authenticator* auth, LoginService* login, StateStore* state, TelemetryStore* store);
 
   ApiCall Prepare(const ApiRequest& request);
+  //! Checks a prepared login (call.login) on the LoginService; `done` gets
+  //! the response exactly once, on whichever thread the check ends on.
+  void Login(const ApiCall& call, std::function<void(HttpResponse)> done);
   //! Runs a prepared query call on a reader; maps errors to statuses.
   HttpResponse Execute(const ApiCall& call, TelemetryReader* reader) const;
-  //! True when the request carries a credential the query API accepts (a UI
-  //! session cookie or a project's bearer token).
+  //! True when the request carries a credential that may read (a UI
+  //! session cookie or a project's read token).
   bool MayRead(std::string_view cookie, std::string_view authorization);
   TelemetryStore* store() { return store_; }
   const ApiOptions& options() const { return options_; }
@@ -59,13 +73,13 @@ class ApiService {
   static HttpResponse JsonError(int status, const std::string& message);
 
  private:
-  HttpResponse Login(const ApiRequest& request);
   HttpResponse Logout(const ApiRequest& request);
   //! The logged-in user (session cookie), or nullopt.
   std::optional<std::string> SessionUser(const ApiRequest& request);
 
   const ApiOptions options_;
   Authenticator* auth_;
+  LoginService* login_;
   StateStore* state_;
   TelemetryStore* store_;
   QueryService queries_;

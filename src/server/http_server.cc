@@ -47,6 +47,14 @@ auto AwaitCallback(Start start) {
       asio::use_awaitable);
 }
 
+// The client's IP as text ("" when the socket has no peer any more): logins
+// are throttled per address.
+std::string PeerAddress(const tcp::socket& socket) {
+  boost::system::error_code ec;
+  auto peer = socket.remote_endpoint(ec);
+  return ec ? std::string() : peer.address().to_string();
+}
+
 bool IngestPath(std::string_view path, bool api_port, Signal* signal) {
   std::string_view rest;
   if (api_port) {
@@ -337,12 +345,15 @@ class HttpServer::Impl {
                         query,
                         std::string(req[http::field::cookie]),
                         std::string(req[http::field::authorization]),
-                        req.body()};
+                        req.body(),
+                        PeerAddress(stream.socket())};
           ApiCall call = api_->Prepare(ar);
           // Not a ?: expression: g++ 12 destroys temporaries twice around a
           // co_await inside a conditional operator.
           if (call.immediate) {
             res = std::move(*call.immediate);
+          } else if (call.login) {
+            res = co_await RunLogin(call);
           } else {
             res = co_await RunQuery(stream, call);
           }
@@ -365,6 +376,15 @@ class HttpServer::Impl {
     }
     boost::system::error_code ec;
     stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+  }
+
+  // A login hashes a password: it runs on the LoginService's thread, never
+  // on this one, so a flood of logins cannot stall the sessions that share it.
+  asio::awaitable<HttpResponse> RunLogin(const ApiCall& call) {
+    auto response = co_await AwaitCallback<std::shared_ptr<HttpResponse>>([&](auto done) {
+      api_->Login(call, [done](HttpResponse r) { done(std::make_shared<HttpResponse>(std::move(r))); });
+    });
+    co_return std::move(*response);
   }
 
   // Runs a query call on the query pool with a leased reader. The engine query

@@ -85,6 +85,7 @@ Status Server::Open() {
   if (!state.ok()) return state.status();
   state_ = std::move(state.value());
   auth_ = std::make_unique<Authenticator>(options_.auth, state_.get());
+  login_ = std::make_unique<LoginService>(options_.login, auth_.get());
 
   RegisterBuiltinStores();
   StoreOptions store_options = options_.store;
@@ -103,7 +104,7 @@ Status Server::Open() {
   ingest_ = std::make_unique<IngestService>(
       options_.ingest, auth_.get(), gate_.get(),
       std::array<SignalWriter*, kSignalCount>{writers_[0].get(), writers_[1].get(), writers_[2].get()}, &metrics_);
-  api_ = std::make_unique<ApiService>(options_.api, auth_.get(), state_.get(), store_.get());
+  api_ = std::make_unique<ApiService>(options_.api, auth_.get(), login_.get(), state_.get(), store_.get());
   query_pool_ = std::make_unique<boost::asio::thread_pool>(std::max(1, options_.read_connections));
   http_ = std::make_unique<HttpServer>(
       &ioc_, ingest_.get(), api_.get(), query_pool_.get(),
@@ -141,10 +142,10 @@ Status Server::SetUpCredentials() {
     } else {
       auto known = FindToken(state_.get(), options_.ingest_token);
       if (!known.ok()) return known.status();
-      if (!known->has_value()) {
+      if (!known->has_value() || (*known)->scope != TokenScope::kIngest) {
         spdlog::warn(
             "SIGHTLINE_INGEST_TOKEN ignored: it only applies on first start, and it is not (or no longer) "
-            "a token of the default project; mint one with `sightline token create`");
+            "an ingest token of the default project; mint one with `sightline token create`");
       }
     }
   } else if (first_start) {
@@ -154,9 +155,11 @@ Status Server::SetUpCredentials() {
   }
 
   // The UI's admin user: its password comes from SIGHTLINE_ADMIN_PASSWORD
-  // (reset on every start that sets it) or is generated once and printed.
+  // (a new one ends the admin's sessions; the same one keeps them) or is
+  // generated once and printed.
   if (!options_.admin_password.empty()) {
-    SL_RETURN_IF_ERROR(SetUserPassword(state_.get(), "admin", options_.admin_password));
+    auto changed = EnsureUserPassword(state_.get(), "admin", options_.admin_password);
+    if (!changed.ok()) return changed.status();
   } else {
     auto admin = state_->FindUser("admin");
     if (!admin.ok()) return admin.status();
@@ -190,11 +193,13 @@ Status Server::Stop() {
   io_threads_.clear();
   if (ingest_) ingest_->Stop();  // its decode pool
   if (query_pool_) query_pool_->join();
+  if (login_) login_->Stop();
   http_.reset();
   for (auto& w : writers_) w.reset();
   Status st;
   if (store_) st = store_->Close();
   store_.reset();
+  login_.reset();
   auth_.reset();
   state_.reset();
   return st;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "auth/authenticator.h"
+#include "auth/login_service.h"
 #include "common/status.h"
 #include "ingest/admission_gate.h"
 #include "ingest/ingest_metrics.h"
@@ -45,6 +46,7 @@ struct ServerOptions {
   int shutdown_timeout_ms = 30000;
   ApiOptions api;
   AuthOptions auth;
+  LoginOptions login;
   int read_connections = 4;    // query pool and engine read connections
   std::string admin_password;  // SIGHTLINE_ADMIN_PASSWORD: sets the UI admin's password
   std::string ingest_token;    // SIGHTLINE_INGEST_TOKEN: the default project's token on first start
@@ -84,6 +86,7 @@ class Server {
   std::chrono::steady_clock::time_point started_;
   std::unique_ptr<StateStore> state_;
   std::unique_ptr<Authenticator> auth_;
+  std::unique_ptr<LoginService> login_;
   std::unique_ptr<TelemetryStore> store_;
   std::array<std::unique_ptr<SignalWriter>, kSignalCount> writers_;
   std::unique_ptr<AdmissionGate> gate_;

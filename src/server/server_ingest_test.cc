@@ -25,7 +25,9 @@
 
 #include <gtest/gtest.h>
 
+#include "auth/tokens.h"
 #include "common/testing/temp_dir.h"
+#include "state/state_store.h"
 #include "storage/telemetry_store.h"
 
 namespace sightline {
@@ -36,7 +38,8 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
-constexpr const char* kToken = "server-ingest-test-token";
+constexpr const char* kToken = "server-ingest-test-token";           // ingest: sends
+constexpr const char* kReadToken = "server-ingest-test-read-token";  // read: the API
 constexpr int kIngestThreads = 4;
 constexpr int kRequestsPerThread = 24;  // rotating through the three signals
 constexpr int kItemsPerRequest = 20;
@@ -48,7 +51,7 @@ struct Reply {
 };
 
 //! One request on its own connection, as a client with a bearer token.
-Reply Send(int port, http::verb verb, const std::string& target, const std::string& body = "") {
+Reply Send(int port, const char* token, http::verb verb, const std::string& target, const std::string& body = "") {
   asio::io_context ioc;
   tcp::socket socket(ioc);
   boost::system::error_code ec;
@@ -56,7 +59,7 @@ Reply Send(int port, http::verb verb, const std::string& target, const std::stri
   if (ec) return {-1, "connect: " + ec.message()};
   http::request<http::string_body> req{verb, target, 11};
   req.set(http::field::host, "127.0.0.1");
-  req.set(http::field::authorization, std::string("Bearer ") + kToken);
+  req.set(http::field::authorization, std::string("Bearer ") + token);
   if (verb == http::verb::post) {
     req.set(http::field::content_type, "application/json");
     req.body() = body;
@@ -171,6 +174,12 @@ TEST_P(ServerIngestTest, ConcurrentIngestAndQueriesCommitEveryAcknowledgedItem) 
   options.otlp_http = "127.0.0.1:0";
   options.listen = "127.0.0.1:0";
   options.ingest_token = kToken;
+  {
+    auto state = OpenStateStore(dir.str());
+    ASSERT_TRUE(state.ok()) << state.status().ToString();
+    ASSERT_TRUE(AddToken(state->get(), "default", kToken, TokenScope::kIngest).ok());
+    ASSERT_TRUE(AddToken(state->get(), "default", kReadToken, TokenScope::kRead).ok());
+  }
   options.admin_password = "server-ingest-test-pw";
   options.io_threads = 2;
   options.ingest.decode_threads = 2;
@@ -208,7 +217,7 @@ TEST_P(ServerIngestTest, ConcurrentIngestAndQueriesCommitEveryAcknowledgedItem) 
       };
       for (size_t i = t; !ingest_done.load(); ++i) {
         const std::string& target = targets[i % targets.size()];
-        Reply r = Send(api, http::verb::get, target);
+        Reply r = Send(api, kReadToken, http::verb::get, target);
         EXPECT_EQ(r.status, 200) << target << ": " << r.body;
         api_calls++;
       }
@@ -222,7 +231,7 @@ TEST_P(ServerIngestTest, ConcurrentIngestAndQueriesCommitEveryAcknowledgedItem) 
         Signal signal = Signal((t + r) % kSignalCount);
         std::string body = Payload(signal, t, r, base_ns);
         for (int attempt = 0;; ++attempt) {
-          Reply reply = Send(otlp, http::verb::post, kPaths[static_cast<int>(signal)], body);
+          Reply reply = Send(otlp, kToken, http::verb::post, kPaths[static_cast<int>(signal)], body);
           if (reply.status == 200) {
             EXPECT_EQ(reply.body, "{}") << "items were rejected";
             acked[static_cast<int>(signal)] += kItemsPerRequest;
@@ -245,16 +254,16 @@ TEST_P(ServerIngestTest, ConcurrentIngestAndQueriesCommitEveryAcknowledgedItem) 
   // Acknowledged means committed: no waiting, the rows are there now.
   const int64_t sent = int64_t{kIngestThreads} * kRequestsPerThread * kItemsPerRequest / kSignalCount;
   for (int s = 0; s < kSignalCount; ++s) EXPECT_EQ(acked[s].load(), sent) << SignalName(Signal(s));
-  Reply health = Send(api, http::verb::get, "/api/health/deep");
+  Reply health = Send(api, kReadToken, http::verb::get, "/api/health/deep");
   ASSERT_EQ(health.status, 200) << health.body;
   EXPECT_EQ(DeepHealthRows(health.body, "spans"), acked[0].load());
   EXPECT_EQ(DeepHealthRows(health.body, "logs"), acked[1].load());
   EXPECT_EQ(DeepHealthRows(health.body, "metric_points"), acked[2].load());
 
-  Reply services = Send(api, http::verb::get, "/api/v1/services?" + range);
+  Reply services = Send(api, kReadToken, http::verb::get, "/api/v1/services?" + range);
   ASSERT_EQ(services.status, 200) << services.body;
   EXPECT_EQ(SumField(services.body, "services", "requests"), acked[0].load()) << services.body;
-  Reply volume = Send(api, http::verb::get, "/api/v1/logs/volume?" + range);
+  Reply volume = Send(api, kReadToken, http::verb::get, "/api/v1/logs/volume?" + range);
   ASSERT_EQ(volume.status, 200) << volume.body;
   EXPECT_EQ(SumSeries(volume.body), acked[1].load()) << volume.body;
 

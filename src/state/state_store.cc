@@ -2,6 +2,20 @@
 
 namespace sightline {
 
+const char* TokenScopeName(TokenScope scope) {
+  switch (scope) {
+    case TokenScope::kIngest: return "ingest";
+    case TokenScope::kRead: return "read";
+  }
+  return "ingest";
+}
+
+std::optional<TokenScope> ParseTokenScope(std::string_view name) {
+  if (name == "ingest") return TokenScope::kIngest;
+  if (name == "read") return TokenScope::kRead;
+  return std::nullopt;
+}
+
 StateStoreRegistry& StateStoreRegistry::Instance() {
   static StateStoreRegistry registry;
   return registry;

@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -26,18 +27,28 @@ namespace sightline {
 //! The schema version every implementation migrates to. Version N means the
 //! same logical tables in every implementation, so a store can be copied
 //! from one engine to another at equal versions.
-inline constexpr int kStateSchemaVersion = 2;
+inline constexpr int kStateSchemaVersion = 3;
 
 struct ProjectRecord {
   int64_t id = 0;
   std::string name;
 };
 
+//! What a token may do: send telemetry of its project, or read it. Never
+//! both, so the credential every exporter holds cannot read what it sent.
+enum class TokenScope { kIngest, kRead };
+
+//! "ingest" or "read": how a scope is stored, typed and printed.
+const char* TokenScopeName(TokenScope scope);
+//! The scope of that name, or nullopt.
+std::optional<TokenScope> ParseTokenScope(std::string_view name);
+
 struct TokenRecord {
   std::string hash;  // auth/tokens.h HashToken: the only form a token is stored in
   int64_t project_id = 0;
   std::string project;
   int64_t created_at = 0;  // unix seconds
+  TokenScope scope = TokenScope::kIngest;
 };
 
 //! A salted PBKDF2-HMAC-SHA256 result, as auth/passwords.h writes and checks it.
@@ -73,11 +84,11 @@ class StateStore {
   virtual Result<std::vector<ProjectRecord>> ListProjects() = 0;
 
   // --- tokens, by hash ---
-  //! Adds a token hash to the project (created when missing). A hash already
-  //! stored is left as it is, whichever project it belongs to.
-  virtual Status AddToken(const std::string& project, const std::string& hash) = 0;
-  //! Project id the token hash belongs to, or nullopt.
-  virtual Result<std::optional<int64_t>> FindToken(const std::string& hash) = 0;
+  //! Adds a token hash with its scope to the project (created when missing).
+  //! A hash already stored is left as it is, whichever project and scope it has.
+  virtual Status AddToken(const std::string& project, const std::string& hash, TokenScope scope) = 0;
+  //! The token with that hash, or nullopt.
+  virtual Result<std::optional<TokenRecord>> FindToken(const std::string& hash) = 0;
   //! Tokens of one project, or of every project when `project` is nullopt;
   //! oldest first.
   virtual Result<std::vector<TokenRecord>> ListTokens(const std::optional<std::string>& project) = 0;
@@ -86,7 +97,9 @@ class StateStore {
   virtual Result<bool> DeleteToken(const std::string& hash) = 0;
 
   // --- users ---
-  //! Creates the user, or replaces the password record of an existing one.
+  //! Creates the user, or replaces the password record of an existing one
+  //! and, in the same transaction, ends every session of that user: whoever
+  //! logged in with the old password is logged out by the change.
   virtual Status PutUser(const UserRecord& user) = 0;
   virtual Result<std::optional<UserRecord>> FindUser(const std::string& username) = 0;
 

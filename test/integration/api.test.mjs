@@ -7,7 +7,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { ENGINES, startServer } from './lib/server.mjs';
+import { ENGINES, TOKEN, startServer } from './lib/server.mjs';
 import { encodeLogsJson, encodeMetricsProto, encodeTracesProto } from './lib/otlp.mjs';
 import { api, apiOk, login, postOtlp } from './lib/api.mjs';
 
@@ -1321,6 +1321,10 @@ for (const engine of ENGINES) {
 
       // Unknown project and unknown calls: 404.
       assertError(await api(server, 'services', { ...RANGE, project: 'no-such-project' }), 404, 'unknown project (token)');
+      // The ingest token every exporter holds cannot read.
+      for (const path of ['services', 'projects', `traces/${DATA.roots[0].traceId}`]) {
+        assertError(await api(server, path, RANGE, { token: TOKEN }), 403, `GET ${path} with the ingest token`);
+      }
       assertError(await api(server, 'services', { ...RANGE, project: 'no-such-project' }, { cookie: ok.cookie }), 404, 'unknown project (session)');
       assertError(await api(server, 'no-such-call', RANGE), 404, 'unknown call');
       assertError(await api(server, `traces/${DATA.roots[0].traceId}/spans`, RANGE), 404, 'unknown nested call');

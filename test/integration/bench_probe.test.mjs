@@ -156,7 +156,7 @@ describe('bench probe --check against a server holding a foreign span', () => {
       const dir = await makeTempDir('sightline-probe-it-');
       dirs.push(dir);
       const out = path.join(dir, 'probe.json');
-      const r = await probe(['--endpoint', server.otlpUrl, '--api', server.apiUrl, '--token', TOKEN, '--signal', 'spans',
+      const r = await probe(['--endpoint', server.otlpUrl, '--api', server.apiUrl, '--token', TOKEN, '--read-token', server.readToken, '--signal', 'spans',
         '--levels', '1000', '--check', '--digest-interval', '0.3'], out);
       assert.equal(r.code, 3, `exit ${r.code}\n${r.stdout}\n${r.stderr}`);
       const calls = r.json.runs[0].signals[0].levels[0].calls;

@@ -155,7 +155,7 @@ describe('hygiene: --metrics-require-auth', { timeout: 60_000 }, () => {
   });
   after(async () => { await server?.cleanup(); });
 
-  it('answers /metrics and /api/health/deep only with a session or a project token', async () => {
+  it('answers /metrics and /api/health/deep only with a session or a read token', async () => {
     const session = await login(server, 'admin', ADMIN_PASSWORD);
     assert.equal(session.status, 200);
     for (const p of ['/metrics', '/api/health/deep']) {
@@ -167,8 +167,10 @@ describe('hygiene: --metrics-require-auth', { timeout: 60_000 }, () => {
         `${p} with a wrong token`);
       assert.equal((await request(url, { headers: { Cookie: 'sl_session=forged' } })).status, 401,
         `${p} with a forged session`);
-      assert.equal((await request(url, { headers: { Authorization: `Bearer ${TOKEN}` } })).status, 200,
-        `${p} with a project's token`);
+      assert.equal((await request(url, { headers: { Authorization: `Bearer ${TOKEN}` } })).status, 401,
+        `${p} with an ingest token (it cannot read)`);
+      assert.equal((await request(url, { headers: { Authorization: `Bearer ${server.readToken}` } })).status, 200,
+        `${p} with a read token`);
       assert.equal((await request(url, { headers: { Cookie: session.cookie } })).status, 200, `${p} with a session`);
     }
     for (const p of ['/healthz', '/readyz']) {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <iterator>
+#include <string>
 
 #include "common/mutex.h"
 #include "common/sqlite_pragmas.h"
@@ -35,8 +36,20 @@ constexpr SqliteStateMigration kMigrations[] = {
      "ALTER TABLE users ADD COLUMN pbkdf2_iterations INTEGER NOT NULL DEFAULT 100000;"
      "CREATE INDEX tokens_by_project ON tokens(project_id);"
      "CREATE INDEX sessions_by_expiry ON sessions(expires_at);"},
+    {3, "token scopes",
+     // Every token so far was handed to exporters to send with, so each
+     // becomes an ingest token; reading now needs a read token or a session.
+     "ALTER TABLE tokens ADD COLUMN scope TEXT NOT NULL DEFAULT 'ingest' CHECK (scope IN ('ingest', 'read'));"},
 };
 static_assert(std::size(kMigrations) == kStateSchemaVersion, "one migration per schema version");
+
+//! The tokens query with its columns in the order ReadToken takes them, then `rest`.
+std::string TokenQuery(const char* rest) {
+  return std::string(
+             "SELECT t.hash, t.project_id, p.name, t.created_at, t.scope FROM tokens t JOIN projects p ON p.id = "
+             "t.project_id ") +
+         rest;
+}
 
 int64_t UnixNow() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -68,6 +81,16 @@ class Stmt {
   sqlite3_stmt* stmt_ = nullptr;
   int rc_;
 };
+
+//! The token on the statement's current row.
+Result<TokenRecord> ReadToken(Stmt& sel) {
+  TokenRecord t{sel.Text(0), sel.Int(1), sel.Text(2), sel.Int(3), TokenScope::kIngest};
+  auto scope = ParseTokenScope(sel.Text(4));
+  // The CHECK constraint makes this unreachable short of a hand-edited file.
+  if (!scope) return Status::IoError("state store: token " + t.hash.substr(0, 12) + " has an unknown scope");
+  t.scope = *scope;
+  return t;
+}
 
 Status SqliteError(sqlite3* db, const std::string& what) {
   return Status::IoError("state store: " + what + ": " + sqlite3_errmsg(db));
@@ -158,38 +181,46 @@ class SqliteStateStore final : public StateStore {
     return out;
   }
 
-  Status AddToken(const std::string& project, const std::string& hash) override EXCLUDES(mu_) {
+  Status AddToken(const std::string& project, const std::string& hash, TokenScope scope) override EXCLUDES(mu_) {
     MutexLock lock(&mu_);
     auto id = EnsureProjectLocked(project);
     if (!id.ok()) return id.status();
-    Stmt ins(db_, "INSERT INTO tokens(hash, project_id, created_at) VALUES (?, ?, ?) ON CONFLICT (hash) DO NOTHING");
+    Stmt ins(
+        db_,
+        "INSERT INTO tokens(hash, project_id, created_at, scope) VALUES (?, ?, ?, ?) ON CONFLICT (hash) DO NOTHING");
     ins.Bind(1, hash);
     ins.Bind(2, *id);
     ins.Bind(3, UnixNow());
+    ins.Bind(4, std::string(TokenScopeName(scope)));
     if (ins.Step() != SQLITE_DONE) return SqliteError(db_, "insert token");
     return Status::Ok();
   }
 
-  Result<std::optional<int64_t>> FindToken(const std::string& hash) override EXCLUDES(mu_) {
+  Result<std::optional<TokenRecord>> FindToken(const std::string& hash) override EXCLUDES(mu_) {
     MutexLock lock(&mu_);
-    Stmt sel(db_, "SELECT project_id FROM tokens WHERE hash = ?");
+    Stmt sel(db_, TokenQuery("WHERE t.hash = ?").c_str());
     sel.Bind(1, hash);
     int rc = sel.Step();
-    if (rc == SQLITE_ROW) return std::optional<int64_t>(sel.Int(0));
-    if (rc == SQLITE_DONE) return std::optional<int64_t>();
-    return SqliteError(db_, "lookup token");
+    if (rc == SQLITE_DONE) return std::optional<TokenRecord>();
+    if (rc != SQLITE_ROW) return SqliteError(db_, "lookup token");
+    auto token = ReadToken(sel);
+    if (!token.ok()) return token.status();
+    return std::optional<TokenRecord>(std::move(token.value()));
   }
 
   Result<std::vector<TokenRecord>> ListTokens(const std::optional<std::string>& project) override EXCLUDES(mu_) {
     MutexLock lock(&mu_);
-    Stmt sel(db_, project ? "SELECT t.hash, t.project_id, p.name, t.created_at FROM tokens t JOIN projects p ON p.id = "
-                            "t.project_id WHERE p.name = ? ORDER BY t.created_at, t.hash"
-                          : "SELECT t.hash, t.project_id, p.name, t.created_at FROM tokens t JOIN projects p ON p.id = "
-                            "t.project_id ORDER BY t.created_at, t.hash");
+    Stmt sel(db_,
+             TokenQuery(project ? "WHERE p.name = ? ORDER BY t.created_at, t.hash" : "ORDER BY t.created_at, t.hash")
+                 .c_str());
     if (project) sel.Bind(1, *project);
     std::vector<TokenRecord> out;
     int rc;
-    while ((rc = sel.Step()) == SQLITE_ROW) out.push_back({sel.Text(0), sel.Int(1), sel.Text(2), sel.Int(3)});
+    while ((rc = sel.Step()) == SQLITE_ROW) {
+      auto token = ReadToken(sel);
+      if (!token.ok()) return token.status();
+      out.push_back(std::move(token.value()));
+    }
     if (rc != SQLITE_DONE) return SqliteError(db_, "list tokens");
     return out;
   }
@@ -212,16 +243,32 @@ class SqliteStateStore final : public StateStore {
 
   Status PutUser(const UserRecord& user) override EXCLUDES(mu_) {
     MutexLock lock(&mu_);
-    Stmt up(db_,
-            "INSERT INTO users(username, salt, password_hash, pbkdf2_iterations, created_at) VALUES (?, ?, ?, ?, ?) "
-            "ON CONFLICT (username) DO UPDATE SET salt = excluded.salt, password_hash = excluded.password_hash, "
-            "pbkdf2_iterations = excluded.pbkdf2_iterations");
-    up.Bind(1, user.username);
-    up.Bind(2, user.password.salt);
-    up.Bind(3, user.password.hash);
-    up.Bind(4, user.password.iterations);
-    up.Bind(5, UnixNow());
-    if (up.Step() != SQLITE_DONE) return SqliteError(db_, "put user");
+    // One transaction: a crash between the two statements must not leave the
+    // new password in place with the old sessions still live.
+    SL_RETURN_IF_ERROR(Exec(db_, "BEGIN IMMEDIATE", "begin put user"));
+    auto rollback = [db = db_](Status st) {
+      (void)Exec(db, "ROLLBACK", "rollback put user");
+      return st;
+    };
+    {
+      Stmt up(db_,
+              "INSERT INTO users(username, salt, password_hash, pbkdf2_iterations, created_at) VALUES (?, ?, ?, ?, ?) "
+              "ON CONFLICT (username) DO UPDATE SET salt = excluded.salt, password_hash = excluded.password_hash, "
+              "pbkdf2_iterations = excluded.pbkdf2_iterations");
+      up.Bind(1, user.username);
+      up.Bind(2, user.password.salt);
+      up.Bind(3, user.password.hash);
+      up.Bind(4, user.password.iterations);
+      up.Bind(5, UnixNow());
+      if (up.Step() != SQLITE_DONE) return rollback(SqliteError(db_, "put user"));
+    }
+    {
+      Stmt del(db_, "DELETE FROM sessions WHERE username = ?");
+      del.Bind(1, user.username);
+      if (del.Step() != SQLITE_DONE) return rollback(SqliteError(db_, "end the sessions of " + user.username));
+    }
+    Status st = Exec(db_, "COMMIT", "commit put user");
+    if (!st.ok()) return rollback(st);
     return Status::Ok();
   }
 

@@ -43,10 +43,12 @@ std::unique_ptr<StateStore> OpenOk(const std::string& dir) {
   return std::move(r).value();
 }
 
+//! The project id of a token, or nullopt.
 std::optional<int64_t> Lookup(StateStore* s, const std::string& token) {
   auto r = FindToken(s, token);
   EXPECT_TRUE(r.ok()) << r.status().ToString();
-  return r.ok() ? *r : std::nullopt;
+  if (!r.ok() || !r->has_value()) return std::nullopt;
+  return (*r)->project_id;
 }
 
 //! Runs SQL on the file with its own connection; the rows as text cells.
@@ -139,12 +141,15 @@ TEST(SqliteStateStoreTest, AddingTheSameHashTwiceKeepsOneRowInItsFirstProject) {
   TempDir dir;
   auto store = OpenOk(dir.str());
   ASSERT_NE(store, nullptr);
-  ASSERT_TRUE(store->AddToken("shop", "hash-1").ok());
-  ASSERT_TRUE(store->AddToken("shop", "hash-1").ok());
-  ASSERT_TRUE(store->AddToken("other", "hash-1").ok());
+  ASSERT_TRUE(store->AddToken("shop", "hash-1", TokenScope::kIngest).ok());
+  ASSERT_TRUE(store->AddToken("shop", "hash-1", TokenScope::kIngest).ok());
+  ASSERT_TRUE(store->AddToken("other", "hash-1", TokenScope::kIngest).ok());
   EXPECT_EQ(store->CountTokens("shop").value(), 1);
   EXPECT_EQ(store->CountTokens("other").value(), 0);
-  EXPECT_EQ(store->FindToken("hash-1").value(), store->FindProject("shop").value());
+  auto found = store->FindToken("hash-1").value();
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->project_id, store->FindProject("shop").value().value());
+  EXPECT_EQ(found->project, "shop");
 }
 
 TEST(SqliteStateStoreTest, ProjectsAreCreatedOnceWithDistinctIds) {
@@ -170,8 +175,8 @@ TEST(SqliteStateStoreTest, ListCountAndDeleteTokensPerProject) {
   TempDir dir;
   auto store = OpenOk(dir.str());
   ASSERT_NE(store, nullptr);
-  for (const char* h : {"h-a1", "h-a2", "h-a3"}) ASSERT_TRUE(store->AddToken("a", h).ok());
-  ASSERT_TRUE(store->AddToken("b", "h-b1").ok());
+  for (const char* h : {"h-a1", "h-a2", "h-a3"}) ASSERT_TRUE(store->AddToken("a", h, TokenScope::kIngest).ok());
+  ASSERT_TRUE(store->AddToken("b", "h-b1", TokenScope::kIngest).ok());
   ASSERT_TRUE(store->EnsureProject("empty").ok());
   EXPECT_EQ(store->CountTokens("a").value(), 3);
   EXPECT_EQ(store->CountTokens("b").value(), 1);
@@ -192,7 +197,7 @@ TEST(SqliteStateStoreTest, ListCountAndDeleteTokensPerProject) {
   EXPECT_TRUE(store->DeleteToken("h-a2").value());
   EXPECT_FALSE(store->DeleteToken("h-a2").value()) << "already gone";
   EXPECT_FALSE(store->DeleteToken("no-such-hash").value());
-  EXPECT_EQ(store->FindToken("h-a2").value(), std::nullopt);
+  EXPECT_FALSE(store->FindToken("h-a2").value().has_value());
   EXPECT_EQ(store->CountTokens("a").value(), 2);
   EXPECT_EQ(store->CountTokens("b").value(), 1);
 }
@@ -210,6 +215,41 @@ TEST(SqliteStateStoreTest, UsersKeepTheirWholePasswordRecord) {
   EXPECT_EQ(user->password.hash, "hash-2");
   EXPECT_EQ(user->password.iterations, 250000);
   EXPECT_EQ(Query(dir.db(), "SELECT count(*) FROM users")[0][0], "1");
+}
+
+TEST(SqliteStateStoreTest, TokensKeepTheirScope) {
+  TempDir dir;
+  auto store = OpenOk(dir.str());
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->AddToken("shop", "h-read", TokenScope::kRead).ok());
+  ASSERT_TRUE(store->AddToken("shop", "h-ingest", TokenScope::kIngest).ok());
+  EXPECT_EQ(store->FindToken("h-read").value()->scope, TokenScope::kRead);
+  EXPECT_EQ(store->FindToken("h-ingest").value()->scope, TokenScope::kIngest);
+  EXPECT_EQ(Query(dir.db(), "SELECT hash, scope FROM tokens ORDER BY hash"),
+            (std::vector<std::vector<std::string>>{{"h-ingest", "ingest"}, {"h-read", "read"}}));
+  // The column admits the two scopes only.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(dir.db().c_str(), &db), SQLITE_OK);
+  EXPECT_NE(sqlite3_exec(db, "UPDATE tokens SET scope = 'admin' WHERE hash = 'h-read'", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+}
+
+TEST(SqliteStateStoreTest, ReplacingAPasswordEndsThatUsersSessionsOnly) {
+  TempDir dir;
+  auto store = OpenOk(dir.str());
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->PutUser({"admin", {"s1", "h1", 1}}).ok());
+  ASSERT_TRUE(store->PutUser({"alice", {"s2", "h2", 1}}).ok());
+  ASSERT_TRUE(store->AddSession({"admin-1", "admin", 2000}).ok());
+  ASSERT_TRUE(store->AddSession({"admin-2", "admin", 2000}).ok());
+  ASSERT_TRUE(store->AddSession({"alice-1", "alice", 2000}).ok());
+  ASSERT_TRUE(store->PutUser({"admin", {"s3", "h3", 1}}).ok());
+  EXPECT_EQ(store->FindSession("admin-1", 1000).value(), std::nullopt);
+  EXPECT_EQ(store->FindSession("admin-2", 1000).value(), std::nullopt);
+  EXPECT_EQ(store->FindSession("alice-1", 1000).value(), std::optional<std::string>("alice"));
+  EXPECT_EQ(Query(dir.db(), "SELECT hash FROM sessions"), (std::vector<std::vector<std::string>>{{"alice-1"}}));
+  EXPECT_EQ(store->FindUser("admin").value()->password.hash, "h3");
 }
 
 TEST(SqliteStateStoreTest, SessionsExpireAndAreDeletedWithTheExpired) {
@@ -415,6 +455,30 @@ TEST(SqliteStateVersioningTest, AVersionOneDatabaseIsMigratedToTheCurrentVersion
   EXPECT_EQ(store->SchemaVersion().value(), kStateSchemaVersion);
   EXPECT_EQ(Query(dir.db(), "SELECT count(*) FROM pragma_table_info('users') WHERE name = 'pbkdf2_iterations'")[0][0],
             "1");
+}
+
+TEST(SqliteStateVersioningTest, TokensOfAVersionTwoDatabaseBecomeIngestTokens) {
+  // Before scopes every token was handed to exporters (and also read the
+  // API); after the migration each is an ingest token.
+  TempDir dir;
+  std::string token;
+  {
+    auto old = OpenSqliteStateStore(dir.str(), SqliteStateMigrations().first(2));
+    ASSERT_TRUE(old.ok()) << old.status().ToString();
+    EXPECT_EQ((*old)->SchemaVersion().value(), 2);
+  }
+  EXPECT_EQ(Query(dir.db(), "SELECT count(*) FROM pragma_table_info('tokens') WHERE name = 'scope'")[0][0], "0");
+  Exec(dir.db(),
+       "INSERT INTO projects(id, name, created_at) VALUES (3, 'shop', 1700000000);"
+       "INSERT INTO tokens(hash, project_id, created_at) VALUES ('" +
+           HashToken("version-two-token") + "', 3, 1700000001);");
+  auto store = OpenOk(dir.str());
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->SchemaVersion().value(), kStateSchemaVersion);
+  auto grant = FindToken(store.get(), "version-two-token").value();
+  ASSERT_TRUE(grant.has_value());
+  EXPECT_EQ(*grant, (TokenGrant{3, TokenScope::kIngest}));
+  EXPECT_EQ(Query(dir.db(), "SELECT scope FROM tokens"), (std::vector<std::vector<std::string>>{{"ingest"}}));
 }
 
 TEST(SqliteStateVersioningTest, ANewerDatabaseIsRefusedAndLeftAlone) {

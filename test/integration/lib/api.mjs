@@ -16,14 +16,14 @@ export function queryString(params = {}) {
 }
 
 /**
- * GET (or another method) on /api/v1/<path>. Authenticates with the ingest
- * token unless `token: null` or a `cookie` is given. Resolves
+ * GET (or another method) on /api/v1/<path>. Authenticates with the
+ * server's read token unless `token` (null: none) or a `cookie` is given. Resolves
  * {status, headers, text, json, ms} where json is the parsed body (null if not
  * JSON) and ms the wall time of the call. `exact` parses with parseJsonExact
  * (integers of 16+ digits kept as strings).
  */
 export async function api(server, path, params = {}, {
-  token = TOKEN, cookie, method = 'GET', body, headers = {}, exact = false, timeoutMs = 60_000, signal, raw,
+  token = server.readToken, cookie, method = 'GET', body, headers = {}, exact = false, timeoutMs = 60_000, signal, raw,
 } = {}) {
   const h = { ...headers };
   if (cookie) h.Cookie = cookie;

@@ -152,6 +152,7 @@ export class Server {
     this.child = null;
     this.exit = null;          // {code, signal} once exited
     this.starts = 0;
+    this.readToken = null;     // a read token of the default project, once started
   }
 
   get otlpUrl() { return `http://${HOST}:${this.otlpPort}`; }
@@ -171,6 +172,9 @@ export class Server {
       while (this.apiPort === this.otlpPort) this.apiPort = await freePort();
       try {
         await this.#spawnAndWait(readyTimeoutMs);
+        // The ingest token cannot read the API: tests read with a read token,
+        // minted once per data dir while the server runs.
+        this.readToken ??= await createToken(this.dataDir, { scope: 'read' });
         return this;
       } catch (err) {
         lastErr = err;
@@ -320,6 +324,18 @@ export async function startServer({
     throw err;
   }
   return server;
+}
+
+//! `sightline token create` on a data dir; resolves the printed token.
+export function createToken(dataDir, { project = 'default', scope = 'ingest' } = {}) {
+  requireBinary();
+  return new Promise((resolve, reject) => {
+    execFile(BIN, ['token', 'create', '--project', project, '--scope', scope, '--data', dataDir],
+      { timeout: 30_000, env: process.env }, (err, stdout, stderr) => {
+        if (err) reject(new Error(`sightline token create failed (${err.code ?? err.signal}): ${stderr}`));
+        else resolve(stdout.trim());
+      });
+  });
 }
 
 /**
