@@ -5,12 +5,14 @@
 // a query call that the HTTP layer runs on a leased read connection under a
 // deadline.
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "auth/authenticator.h"
+#include "model/batch.h"
 #include "query/query_service.h"
 #include "server/http_server_types.h"
 #include "state/state_store.h"
@@ -38,6 +40,9 @@ struct ApiCall {
 struct ApiOptions {
   int64_t query_timeout_ms = 6000;
   int64_t session_ttl_seconds = 7 * 24 * 3600;
+  //! The server's retention per signal (seconds, 0 = forever), shown with
+  //! each project's overrides by /api/v1/projects.
+  std::array<int64_t, kSignalCount> default_retention_seconds{0, 0, 0};
 };
 
 //! Thread-safe. Does not own the authenticator, state or store.

@@ -1,7 +1,8 @@
 #pragma once
 
-// The whole process: state and auth, engine, writers, admission gate, ingest
-// and the HTTP listeners, started in that order and stopped in reverse.
+// The whole process: state and auth, engine, writers, admission gate, the
+// maintenance service (retention, disk budget, free-space floor), ingest and
+// the HTTP listeners, started in that order and stopped in reverse.
 //
 // Stop() is the graceful path (SIGTERM): stop accepting, refuse new requests
 // with 503, let every admitted request finish (its rows committed and its
@@ -23,6 +24,8 @@
 #include "ingest/admission_gate.h"
 #include "ingest/ingest_metrics.h"
 #include "ingest/ingest_service.h"
+#include "maintenance/disk_guard.h"
+#include "maintenance/maintenance_service.h"
 #include "server/api_service.h"
 #include "server/http_server.h"
 #include "state/state_store.h"
@@ -48,6 +51,12 @@ struct ServerOptions {
   int read_connections = 4;    // query pool and engine read connections
   std::string admin_password;  // SIGHTLINE_ADMIN_PASSWORD: sets the UI admin's password
   std::string ingest_token;    // SIGHTLINE_INGEST_TOKEN: the default project's token on first start
+  //! Retention, the disk budget and the passes' interval.
+  MaintenanceOptions maintenance;
+  //! Below this much free space in the data directory ingest is refused
+  //! (0: no floor).
+  uint64_t min_free_disk_bytes = 512u << 20;
+  int low_disk_retry_after_seconds = 10;  // Retry-After while refused for disk space
 };
 
 class Server {
@@ -82,6 +91,8 @@ class Server {
   std::unique_ptr<TelemetryStore> store_;
   std::array<std::unique_ptr<SignalWriter>, kSignalCount> writers_;
   std::unique_ptr<AdmissionGate> gate_;
+  std::unique_ptr<DiskGuard> disk_guard_;
+  std::unique_ptr<MaintenanceService> maintenance_;
   IngestMetrics metrics_;
   std::unique_ptr<IngestService> ingest_;
   std::unique_ptr<ApiService> api_;
