@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <utility>
 
 namespace sightline {
@@ -83,6 +84,25 @@ void MaintenanceService::Note(std::string* last, const char* what, const Status&
   *last = key;
 }
 
+Result<uint64_t> MaintenanceService::Delete(Signal signal, const ProjectSet& projects, int64_t before_ns,
+                                            MaintenanceReport* report) {
+  const auto started = std::chrono::steady_clock::now();
+  Result<uint64_t> deleted = store_->DeleteBefore(signal, projects, before_ns);
+  report->longest_delete_seconds =
+      std::max(report->longest_delete_seconds,
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  return deleted;
+}
+
+Status MaintenanceService::Reclaim(MaintenanceReport* report) {
+  const auto started = std::chrono::steady_clock::now();
+  Status reclaimed = store_->ReclaimSpace();
+  report->longest_reclaim_seconds =
+      std::max(report->longest_reclaim_seconds,
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  return reclaimed;
+}
+
 Status MaintenanceService::ApplyRetention(MaintenanceReport* report) {
   Result<std::vector<RetentionRecord>> records = state_->ListRetention();
   // Without the overrides, the defaults could delete what a project keeps
@@ -92,7 +112,7 @@ Status MaintenanceService::ApplyRetention(MaintenanceReport* report) {
   if (!policy.ok()) return policy.status();
   const int64_t chunk_ns = options_.chunk_seconds * kNanosPerSecond;
   for (const PlannedDelete& d : PlanRetention(*policy, clock_(), chunk_ns)) {
-    Result<uint64_t> deleted = store_->DeleteBefore(d.signal, d.projects, d.before_ns);
+    Result<uint64_t> deleted = Delete(d.signal, d.projects, d.before_ns, report);
     if (!deleted.ok()) return deleted.status();
     report->retention_deleted[static_cast<int>(d.signal)] += *deleted;
   }
@@ -124,14 +144,14 @@ Status MaintenanceService::ApplyBudget(MaintenanceReport* report) {
                                              footprint->live_bytes(), options_.max_disk_bytes));
     }
     for (int s = 0; s < kSignalCount; ++s) {
-      Result<uint64_t> deleted = store_->DeleteBefore(Signal(s), ProjectSet::All(), *cutoff);
+      Result<uint64_t> deleted = Delete(Signal(s), ProjectSet::All(), *cutoff, report);
       if (!deleted.ok()) return deleted.status();
       report->budget_deleted[s] += *deleted;
     }
     ++report->budget_steps;
     // Until the space is reclaimed the live bytes cannot fall; dropping more
     // chunks would only delete data without making room.
-    SL_RETURN_IF_ERROR(store_->ReclaimSpace());
+    SL_RETURN_IF_ERROR(Reclaim(report));
   }
 }
 
@@ -146,7 +166,7 @@ MaintenanceReport MaintenanceService::RunOnce() {
   Note(&last_retention_error_, "retention", retention);
   keep_first_error(retention);
   if (Any(report.retention_deleted)) {
-    Status reclaimed = store_->ReclaimSpace();
+    Status reclaimed = Reclaim(&report);
     Note(&last_reclaim_error_, "reclaiming space", reclaimed);
     keep_first_error(reclaimed);
   }
@@ -167,6 +187,8 @@ MaintenanceReport MaintenanceService::RunOnce() {
     stats_.budget_deleted[s] += report.budget_deleted[s];
   }
   stats_.live_bytes = report.live_bytes;
+  stats_.longest_delete_seconds = std::max(stats_.longest_delete_seconds, report.longest_delete_seconds);
+  stats_.longest_reclaim_seconds = std::max(stats_.longest_reclaim_seconds, report.longest_reclaim_seconds);
   stats_.last_pass_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return report;
 }

@@ -47,7 +47,13 @@ struct MaintenanceOptions {
 struct MaintenanceReport {
   std::array<uint64_t, kSignalCount> retention_deleted{0, 0, 0};
   std::array<uint64_t, kSignalCount> budget_deleted{0, 0, 0};
-  int budget_steps = 0;     // chunks dropped for the budget
+  int budget_steps = 0;  // chunks dropped for the budget
+  //! The longest DeleteBefore call and space reclaim of the pass, which
+  //! bound what a writer waited for: DuckDB holds the signal's writes for a
+  //! whole delete and every signal's for a checkpoint; SQLite holds writes
+  //! for one batch of a delete at a time.
+  double longest_delete_seconds = 0;
+  double longest_reclaim_seconds = 0;
   uint64_t live_bytes = 0;  // after the pass (0 when not measured)
   Status status;            // the first error, if any
 };
@@ -75,6 +81,8 @@ class MaintenanceService {
     std::array<uint64_t, kSignalCount> budget_deleted{0, 0, 0};
     uint64_t live_bytes = 0;  // at the end of the last pass
     double last_pass_seconds = 0;
+    double longest_delete_seconds = 0;  // since start
+    double longest_reclaim_seconds = 0;
   };
   Stats GetStats() EXCLUDES(stats_mu_);
   const MaintenanceOptions& options() const { return options_; }
@@ -86,6 +94,10 @@ class MaintenanceService {
   bool SleepUntil(std::chrono::steady_clock::time_point deadline) EXCLUDES(mu_);
   //! Logs `s` under `what` when it differs from the last status logged there.
   void Note(std::string* last, const char* what, const Status& s) REQUIRES(pass_mu_);
+  //! The store's DeleteBefore / ReclaimSpace, timed into `report`.
+  Result<uint64_t> Delete(Signal signal, const ProjectSet& projects, int64_t before_ns, MaintenanceReport* report)
+      REQUIRES(pass_mu_);
+  Status Reclaim(MaintenanceReport* report) REQUIRES(pass_mu_);
   Status ApplyRetention(MaintenanceReport* report) REQUIRES(pass_mu_);
   Status ApplyBudget(MaintenanceReport* report) REQUIRES(pass_mu_);
 

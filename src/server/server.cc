@@ -249,6 +249,10 @@ std::string Server::DeepHealthJson() {
   w.Uint(m.passes);
   w.Key("last_pass_seconds");
   w.Double(m.last_pass_seconds);
+  w.Key("longest_delete_seconds");
+  w.Double(m.longest_delete_seconds);
+  w.Key("longest_reclaim_seconds");
+  w.Double(m.longest_reclaim_seconds);
   w.Key("live_bytes");
   w.Uint(m.live_bytes);
   w.Key("max_disk_bytes");

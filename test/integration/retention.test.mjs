@@ -126,7 +126,9 @@ for (const engine of ENGINES) {
           liveFilled: filled.maintenance.live_bytes,
         });
       }
-      console.log(`# ${engine}: ${REQUESTS * SPANS_PER_REQUEST} spans a round; bytes on disk (database + WAL)`);
+      const m = (await server.deepHealth()).maintenance;
+      console.log(`# ${engine}: ${REQUESTS * SPANS_PER_REQUEST} spans a round; bytes on disk (database + WAL); `
+        + `longest delete ${m.longest_delete_seconds.toFixed(3)} s, longest reclaim ${m.longest_reclaim_seconds.toFixed(3)} s`);
       for (const r of rows) {
         console.log(`#   round ${r.round}: filled ${mib(r.filled)} MiB, after expiry ${mib(r.expired)} MiB `
           + `(live ${mib(r.live)} MiB)`);
