@@ -40,7 +40,7 @@ cmake --build build-tsan
 step "concurrent tests under ThreadSanitizer"
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$root/test/tsan/suppressions.txt" \
   ./build-tsan/unit_tests --gtest_brief=1 \
-  --gtest_filter='CondVar*:SignalWriter*:AdmissionGate*:ReadPool*:TokenCache*:LoginServiceTest.*:IngestService*:Engines/ServerIngestTest.*'
+  --gtest_filter='CondVar*:SignalWriter*:AdmissionGate*:ReadPool*:TokenCache*:LoginServiceTest.*:IngestService*:Engines/ServerIngestTest.*:MaintenanceTest.TheThreads*:Engines/RetentionStoreTest.DeleteBeside*:DuckDbCheckpoint.*'
 
 step "integration tests (OpenTelemetry JS SDK -> sightline serve)"
 test/integration/run.sh

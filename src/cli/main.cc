@@ -6,13 +6,17 @@
 #include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <tuple>
 
 #include "bench/bench_cli.h"
+#include "cli/project_commands.h"
 #include "cli/token_commands.h"
 #include "common/json_writer.h"
+#include "common/units.h"
 #include "server/server.h"
 #include "storage/schema_version.h"
 #include "storage/telemetry_store.h"
@@ -343,7 +347,42 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
 
+  // Retention and disk space (maintenance/): read as text, parsed below.
+  std::string retention[kSignalCount] = {"forever", "forever", "forever"};
+  std::string max_disk = "0", min_free_disk = "512MiB";
+  for (int s = 0; s < kSignalCount; ++s) {
+    const std::string signal = SignalName(Signal(s));
+    std::string upper = signal;
+    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    serve
+        ->add_option("--retention-" + signal, retention[s],
+                     "Keep " + signal +
+                         " this long (7d, 12h, 30m) or forever; deleted in whole hours. A project's own "
+                         "(`sightline project retention`) wins")
+        ->envname("SIGHTLINE_RETENTION_" + upper)
+        ->capture_default_str();
+  }
+  serve
+      ->add_option("--max-disk-bytes", max_disk,
+                   "Disk budget of the telemetry database (e.g. 50GiB; 0 = none): above it the oldest hours of "
+                   "every signal are deleted first")
+      ->envname("SIGHTLINE_MAX_DISK_BYTES")
+      ->capture_default_str();
+  serve
+      ->add_option("--min-free-disk-bytes", min_free_disk,
+                   "Free-space floor of the data directory's filesystem: below it ingest answers 503 and /readyz "
+                   "is not ready; reads go on (0 = none)")
+      ->envname("SIGHTLINE_MIN_FREE_DISK_BYTES")
+      ->capture_default_str();
+  serve
+      ->add_option("--maintenance-interval-ms", so.maintenance.interval_ms,
+                   "Time between retention and disk-budget passes")
+      ->envname("SIGHTLINE_MAINTENANCE_INTERVAL_MS")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+
   AddTokenCommands(&app);
+  AddProjectCommands(&app);
 
   auto* sql = app.add_subcommand("sql", "Run one SQL statement on the telemetry engine (server stopped); prints JSON");
   std::string sql_data = "./data", sql_storage = "duckdb", sql_text;
@@ -368,7 +407,27 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::from_str(log_level));
 
-  if (serve->parsed()) return Serve(std::move(so));
+  if (serve->parsed()) {
+    for (int s = 0; s < kSignalCount; ++s) {
+      Result<int64_t> seconds =
+          retention[s] == "forever" ? Result<int64_t>(int64_t{0}) : ParseDurationSeconds(retention[s]);
+      if (!seconds.ok()) {
+        std::fprintf(stderr, "--retention-%s: %s\n", SignalName(Signal(s)), seconds.status().message().c_str());
+        return 2;
+      }
+      so.maintenance.retention_seconds[s] = *seconds;
+    }
+    for (auto [flag, text, out] : {std::tuple{"--max-disk-bytes", &max_disk, &so.maintenance.max_disk_bytes},
+                                   std::tuple{"--min-free-disk-bytes", &min_free_disk, &so.min_free_disk_bytes}}) {
+      Result<uint64_t> bytes = ParseByteSize(*text);
+      if (!bytes.ok()) {
+        std::fprintf(stderr, "%s: %s\n", flag, bytes.status().message().c_str());
+        return 2;
+      }
+      *out = *bytes;
+    }
+    return Serve(std::move(so));
+  }
   if (sql->parsed()) return Sql(sql_data, sql_storage, sql_store, sql_text);
   if (migrate->parsed()) return Migrate(migrate_data, migrate_storage, migrate_store);
   return 0;

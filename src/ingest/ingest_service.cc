@@ -17,12 +17,14 @@ int DecodeThreads(int configured) {
 }  // namespace
 
 IngestService::IngestService(IngestOptions options, Authenticator* auth, AdmissionGate* gate,
-                             std::array<SignalWriter*, kSignalCount> writers, IngestMetrics* metrics)
+                             std::array<SignalWriter*, kSignalCount> writers, IngestMetrics* metrics,
+                             IngestReadiness* readiness)
     : options_(options),
       auth_(auth),
       gate_(gate),
       writers_(writers),
       metrics_(metrics),
+      readiness_(readiness),
       decode_pool_(static_cast<size_t>(DecodeThreads(options.decode_threads))) {}
 
 IngestService::~IngestService() { Stop(); }
@@ -37,6 +39,14 @@ Admission IngestService::Admit(const ExportHeaders& h) {
   auto refuse = [&](const Status& st) { return Admission{nullptr, Finish(h.signal, reply_format, started, st, {})}; };
   auto project = Authenticate(h.authorization);
   if (!project.ok()) return refuse(project.status());
+  if (readiness_ != nullptr) {
+    Status ready = readiness_->Ready();
+    if (!ready.ok()) {
+      Admission refused = refuse(ready);
+      refused.refusal.retry_after_seconds = readiness_->retry_after_seconds();
+      return refused;
+    }
+  }
   if (!format.ok()) return refuse(format.status());
   auto encoding = ParseContentEncoding(h.content_encoding);
   if (!encoding.ok()) return refuse(encoding.status());

@@ -29,6 +29,7 @@
 #include "common/status.h"
 #include "ingest/admission_gate.h"
 #include "ingest/ingest_metrics.h"
+#include "ingest/ingest_readiness.h"
 #include "otlp/compression.h"
 #include "otlp/decoder.h"
 #include "storage/writer.h"
@@ -104,14 +105,18 @@ struct Admission {
 //! (the gate is idle), before the writers stop.
 class IngestService {
  public:
+  //! `readiness` (optional, not owned) can refuse every request for a while
+  //! (the free-space floor).
   IngestService(IngestOptions options, Authenticator* auth, AdmissionGate* gate,
-                std::array<SignalWriter*, kSignalCount> writers, IngestMetrics* metrics);
+                std::array<SignalWriter*, kSignalCount> writers, IngestMetrics* metrics,
+                IngestReadiness* readiness = nullptr);
   ~IngestService();
 
   const IngestOptions& options() const { return options_; }
 
-  //! Before the body: authenticate, parse the format and encoding, check the
-  //! declared length against the body limit, and take admission for it in the
+  //! Before the body: authenticate, ask the readiness (503 + its Retry-After
+  //! while it refuses), parse the format and encoding, check the declared
+  //! length against the body limit, and take admission for it in the
   //! project's share of the gate (nothing yet when the length is unknown).
   Admission Admit(const ExportHeaders& headers);
   //! While the body arrives: `received` body bytes so far. Charges the gate
@@ -160,6 +165,7 @@ class IngestService {
   AdmissionGate* gate_;
   std::array<SignalWriter*, kSignalCount> writers_;
   IngestMetrics* metrics_;
+  IngestReadiness* readiness_;
   boost::asio::thread_pool decode_pool_;
 };
 

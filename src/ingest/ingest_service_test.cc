@@ -4,6 +4,8 @@
 #include "ingest/ingest_service.h"
 
 #include <gtest/gtest.h>
+
+#include <atomic>
 #include <future>
 
 #include "auth/tokens.h"
@@ -213,6 +215,45 @@ TEST_F(IngestServiceTest, MalformedBodiesAndTransportFailures) {
   EXPECT_NE(prometheus.find(R"(sightline_ingest_requests_total{signal="spans",code="400"} 1)"), std::string::npos)
       << prometheus;
   EXPECT_NE(prometheus.find(R"(sightline_ingest_requests_total{signal="spans",code="408"} 1)"), std::string::npos);
+}
+
+//! Refuses while `refuse` is set, as the free-space floor does.
+class FakeReadiness final : public IngestReadiness {
+ public:
+  Status Ready() override {
+    return refuse ? Status::Unavailable("not accepting data: free disk space is below the floor") : Status::Ok();
+  }
+  int retry_after_seconds() const override { return 30; }
+  std::atomic<bool> refuse{false};
+};
+
+TEST_F(IngestServiceTest, ANotReadyServerRefusesBeforeTheBodyWithItsRetryAfter) {
+  FakeReadiness readiness;
+  IngestOptions options;
+  options.decode_threads = 1;
+  options.retry_after_seconds = 3;
+  IngestService ingest(options, auth_.get(), gate_.get(),
+                       std::array<SignalWriter*, kSignalCount>{writers_[0].get(), writers_[1].get(), writers_[2].get()},
+                       &metrics_, &readiness);
+  readiness.refuse = true;
+  Admission a = ingest.Admit(Headers());
+  ASSERT_EQ(a.admitted, nullptr);
+  EXPECT_EQ(HttpStatusFor(a.refusal.status.code()), 503);
+  EXPECT_EQ(GrpcCodeFor(a.refusal.status.code()), 14);
+  EXPECT_EQ(a.refusal.retry_after_seconds, 30);
+  EXPECT_NE(a.refusal.body.find("below the floor"), std::string::npos) << a.refusal.body;
+  EXPECT_EQ(gate_->GetStats().inflight_requests, 0) << "nothing of the gate is taken";
+  ExportHeaders stranger = Headers();
+  stranger.authorization = "Bearer wrong";
+  EXPECT_EQ(HttpStatusFor(ingest.Admit(stranger).refusal.status.code()), 401) << "who is asking comes first";
+
+  readiness.refuse = false;
+  a = ingest.Admit(Headers());
+  ASSERT_NE(a.admitted, nullptr);
+  std::promise<ExportResponse> done;
+  ingest.Export(a.admitted.get(), kSpansJson, [&done](ExportResponse r) { done.set_value(std::move(r)); });
+  EXPECT_TRUE(done.get_future().get().ok());
+  EXPECT_EQ(StoredSpans(), 2);
 }
 
 }  // namespace

@@ -163,8 +163,9 @@ ApiCall ApiService::Prepare(const ApiRequest& request) {
   }
   if (op == "projects") {
     auto projects = state_->ListProjects();
-    if (!projects.ok()) {
-      call.immediate = JsonError(503, projects.status().message());
+    auto overrides = state_->ListRetention();
+    if (!projects.ok() || !overrides.ok()) {
+      call.immediate = JsonError(503, (projects.ok() ? overrides.status() : projects.status()).message());
       return call;
     }
     std::string body;
@@ -179,6 +180,27 @@ ApiCall ApiService::Prepare(const ApiRequest& request) {
       w.Int(p.id);
       w.Key("name");
       w.String(p.name);
+      // How long each signal's data is kept: the project's own override, else
+      // the server's flag; seconds null = forever.
+      w.Key("retention");
+      w.BeginObject();
+      for (int s = 0; s < kSignalCount; ++s) {
+        const char* signal = SignalName(Signal(s));
+        std::optional<int64_t> own;
+        for (const RetentionRecord& r : *overrides) {
+          if (r.project_id == p.id && r.signal == signal) own = r.seconds;
+        }
+        const int64_t seconds = own.value_or(options_.default_retention_seconds[s]);
+        w.Key(signal);
+        w.BeginObject();
+        w.Key("seconds");
+        if (seconds > 0) w.Int(seconds);
+        else w.Null();
+        w.Key("source");
+        w.String(own ? "project" : "server");
+        w.EndObject();
+      }
+      w.EndObject();
       w.EndObject();
     }
     w.EndArray();
@@ -232,6 +254,11 @@ HttpResponse ApiService::Execute(const ApiCall& call, TelemetryReader* reader) c
     case StatusCode::kDeadlineExceeded:
       return JsonError(504, "query interrupted: passed its deadline of " + std::to_string(options_.query_timeout_ms) +
                                 " ms or the client went away");
+    case StatusCode::kUnavailable: {
+      HttpResponse r = JsonError(503, "storage unavailable, retry shortly: " + st.message());
+      r.headers.emplace_back("Retry-After", "1");
+      return r;
+    }
     default: return JsonError(500, "query failed: " + st.message());
   }
 }

@@ -5,6 +5,7 @@
 // a query call that the HTTP layer runs on a leased read connection under a
 // deadline, or a login that it hands to the LoginService and awaits.
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -14,6 +15,7 @@
 
 #include "auth/authenticator.h"
 #include "auth/login_service.h"
+#include "model/batch.h"
 #include "query/query_service.h"
 #include "server/http_server_types.h"
 #include "state/state_store.h"
@@ -51,6 +53,9 @@ struct ApiOptions {
   int64_t query_timeout_ms = 6000;
   int64_t session_ttl_seconds = 7 * 24 * 3600;
   QueryLimits limits;
+  //! The server's retention per signal (seconds, 0 = forever), shown with
+  //! each project's overrides by /api/v1/projects.
+  std::array<int64_t, kSignalCount> default_retention_seconds{0, 0, 0};
 };
 
 //! Thread-safe. Does not own the authenticator, login service, state or store.

@@ -101,9 +101,16 @@ Status Server::Open() {
     writers_[s]->Start();
   }
   gate_ = std::make_unique<AdmissionGate>(options_.gate);
+  disk_guard_ = std::make_unique<DiskGuard>(options_.data_dir, options_.min_free_disk_bytes,
+                                            options_.low_disk_retry_after_seconds);
+  maintenance_ =
+      std::make_unique<MaintenanceService>(options_.maintenance, store_.get(), state_.get(), disk_guard_.get());
+  maintenance_->Start();
   ingest_ = std::make_unique<IngestService>(
       options_.ingest, auth_.get(), gate_.get(),
-      std::array<SignalWriter*, kSignalCount>{writers_[0].get(), writers_[1].get(), writers_[2].get()}, &metrics_);
+      std::array<SignalWriter*, kSignalCount>{writers_[0].get(), writers_[1].get(), writers_[2].get()}, &metrics_,
+      disk_guard_.get());
+  options_.api.default_retention_seconds = options_.maintenance.retention_seconds;
   api_ = std::make_unique<ApiService>(options_.api, auth_.get(), login_.get(), state_.get(), store_.get());
   query_pool_ = std::make_unique<boost::asio::thread_pool>(std::max(1, options_.read_connections));
   http_ = std::make_unique<HttpServer>(
@@ -185,6 +192,7 @@ Status Server::Stop() {
                    options_.shutdown_timeout_ms);
     }
   }
+  if (maintenance_) maintenance_->Stop();  // a pass in progress finishes first
   for (auto& w : writers_) {
     if (w) w->Stop();  // commits everything queued
   }
@@ -196,6 +204,7 @@ Status Server::Stop() {
   if (login_) login_->Stop();
   http_.reset();
   for (auto& w : writers_) w.reset();
+  maintenance_.reset();
   Status st;
   if (store_) st = store_->Close();
   store_.reset();
@@ -295,6 +304,50 @@ std::string Server::DeepHealthJson() {
     w.EndObject();
   }
   w.EndObject();
+  w.Key("disk");
+  w.BeginObject();
+  w.Key("available_bytes");
+  w.Uint(disk_guard_->available_bytes());
+  w.Key("min_free_bytes");
+  w.Uint(disk_guard_->min_free_bytes());
+  w.Key("ingest_refused");
+  w.Bool(disk_guard_->low());
+  w.Key("reason");
+  w.String(disk_guard_->reason());
+  w.EndObject();
+  MaintenanceService::Stats m = maintenance_->GetStats();
+  w.Key("maintenance");
+  w.BeginObject();
+  w.Key("passes");
+  w.Uint(m.passes);
+  w.Key("last_pass_seconds");
+  w.Double(m.last_pass_seconds);
+  w.Key("longest_delete_seconds");
+  w.Double(m.longest_delete_seconds);
+  w.Key("longest_reclaim_seconds");
+  w.Double(m.longest_reclaim_seconds);
+  w.Key("live_bytes");
+  w.Uint(m.live_bytes);
+  w.Key("max_disk_bytes");
+  w.Uint(options_.maintenance.max_disk_bytes);
+  w.Key("retention_seconds");
+  w.BeginObject();
+  for (int i = 0; i < kSignalCount; ++i) {
+    w.Key(SignalName(Signal(i)));
+    w.Int(options_.maintenance.retention_seconds[i]);
+  }
+  w.EndObject();
+  for (const auto& [key, counts] :
+       {std::pair{"retention_deleted", m.retention_deleted}, std::pair{"budget_deleted", m.budget_deleted}}) {
+    w.Key(key);
+    w.BeginObject();
+    for (int i = 0; i < kSignalCount; ++i) {
+      w.Key(SignalName(Signal(i)));
+      w.Uint(counts[i]);
+    }
+    w.EndObject();
+  }
+  w.EndObject();
   w.Key("rss_bytes");
   w.Uint(ProcessRssBytes());
   w.EndObject();
@@ -348,6 +401,23 @@ std::string Server::PrometheusText() {
     out += fmt::format("sightline_connections_refused_total{{listener=\"{}\"}} {}\n", l.api_port ? "api" : "otlp",
                        l.refused_connections);
   }
+  gauge("sightline_disk_available_bytes", "Free bytes on the data directory's filesystem at the last sample.",
+        disk_guard_->available_bytes());
+  gauge("sightline_ingest_refused_low_disk",
+        "1 while ingest is refused for lack of disk space (--min-free-disk-bytes).", disk_guard_->low() ? 1 : 0);
+  MaintenanceService::Stats m = maintenance_->GetStats();
+  gauge("sightline_storage_live_bytes",
+        "Database bytes holding data (file less reusable free space, plus WAL) at the last maintenance pass.",
+        m.live_bytes);
+  out +=
+      "# HELP sightline_deleted_rows_total Rows deleted by retention or by the disk budget.\n"
+      "# TYPE sightline_deleted_rows_total counter\n";
+  for (int i = 0; i < kSignalCount; ++i) {
+    out += fmt::format("sightline_deleted_rows_total{{signal=\"{}\",reason=\"retention\"}} {}\n", SignalName(Signal(i)),
+                       m.retention_deleted[i]);
+    out += fmt::format("sightline_deleted_rows_total{{signal=\"{}\",reason=\"budget\"}} {}\n", SignalName(Signal(i)),
+                       m.budget_deleted[i]);
+  }
   gauge("sightline_process_resident_memory_bytes", "Resident set size.", ProcessRssBytes());
   return out;
 }
@@ -364,8 +434,29 @@ std::optional<HttpResponse> Server::Route(const RouteRequest& request) {
   }
   if (path == "/healthz") return HttpResponse{200, "application/json", "{\"status\":\"ok\"}", {}, false};
   if (path == "/readyz") {
-    if (ready_) return HttpResponse{200, "application/json", "{\"status\":\"ready\"}", {}, false};
-    return HttpResponse{503, "application/json", "{\"status\":\"stopping\"}", {{"Retry-After", "1"}}, false};
+    if (!ready_)
+      return HttpResponse{503, "application/json", "{\"status\":\"stopping\"}", {{"Retry-After", "1"}}, false};
+    if (disk_guard_->low()) {
+      // Not ready to take data; the query API and the UI keep answering.
+      std::string body;
+      JsonWriter w(&body);
+      w.BeginObject();
+      w.Key("status");
+      w.String("not_ready");
+      w.Key("ingest");
+      w.Bool(false);
+      w.Key("reads");
+      w.Bool(true);
+      w.Key("reason");
+      w.String(disk_guard_->reason());
+      w.EndObject();
+      return HttpResponse{503,
+                          "application/json",
+                          std::move(body),
+                          {{"Retry-After", std::to_string(disk_guard_->retry_after_seconds())}},
+                          false};
+    }
+    return HttpResponse{200, "application/json", "{\"status\":\"ready\"}", {}, false};
   }
   if (!api_port) return std::nullopt;
   if (options_.metrics_require_auth && (path == "/api/health/deep" || path == "/metrics") &&

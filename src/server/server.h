@@ -1,7 +1,8 @@
 #pragma once
 
-// The whole process: state and auth, engine, writers, admission gate, ingest
-// and the HTTP listeners, started in that order and stopped in reverse.
+// The whole process: state and auth, engine, writers, admission gate, the
+// maintenance service (retention, disk budget, free-space floor), ingest and
+// the HTTP listeners, started in that order and stopped in reverse.
 //
 // Stop() is the graceful path (SIGTERM): stop accepting, refuse new requests
 // with 503, let every admitted request finish (its rows committed and its
@@ -24,6 +25,8 @@
 #include "ingest/admission_gate.h"
 #include "ingest/ingest_metrics.h"
 #include "ingest/ingest_service.h"
+#include "maintenance/disk_guard.h"
+#include "maintenance/maintenance_service.h"
 #include "server/api_service.h"
 #include "server/http_server.h"
 #include "state/state_store.h"
@@ -53,6 +56,12 @@ struct ServerOptions {
   //! /metrics and /api/health/deep answer only a read credential (a UI
   //! session or a project's token); /healthz and /readyz stay open.
   bool metrics_require_auth = false;
+  //! Retention, the disk budget and the passes' interval.
+  MaintenanceOptions maintenance;
+  //! Below this much free space in the data directory ingest is refused
+  //! (0: no floor).
+  uint64_t min_free_disk_bytes = 512u << 20;
+  int low_disk_retry_after_seconds = 10;  // Retry-After while refused for disk space
 };
 
 class Server {
@@ -90,6 +99,8 @@ class Server {
   std::unique_ptr<TelemetryStore> store_;
   std::array<std::unique_ptr<SignalWriter>, kSignalCount> writers_;
   std::unique_ptr<AdmissionGate> gate_;
+  std::unique_ptr<DiskGuard> disk_guard_;
+  std::unique_ptr<MaintenanceService> maintenance_;
   IngestMetrics metrics_;
   std::unique_ptr<IngestService> ingest_;
   std::unique_ptr<ApiService> api_;

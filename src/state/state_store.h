@@ -27,7 +27,7 @@ namespace sightline {
 //! The schema version every implementation migrates to. Version N means the
 //! same logical tables in every implementation, so a store can be copied
 //! from one engine to another at equal versions.
-inline constexpr int kStateSchemaVersion = 3;
+inline constexpr int kStateSchemaVersion = 4;
 
 struct ProjectRecord {
   int64_t id = 0;
@@ -67,6 +67,15 @@ struct SessionRecord {
   std::string hash;  // of the session id the browser holds
   std::string username;
   int64_t expires_at = 0;  // unix seconds
+};
+
+//! A project's own retention of one signal, which overrides the server's
+//! `--retention-<signal>` for that project.
+struct RetentionRecord {
+  int64_t project_id = 0;
+  std::string project;
+  std::string signal;   // "spans", "logs" or "metrics"
+  int64_t seconds = 0;  // how long rows are kept; 0: forever
 };
 
 //! Every method is thread-safe. Errors are IoError (the database failed)
@@ -110,6 +119,16 @@ class StateStore {
   virtual Result<std::optional<std::string>> FindSession(const std::string& hash, int64_t now) = 0;
   //! Deletes the session, and with it every session already expired at `now`.
   virtual Status DeleteSession(const std::string& hash, int64_t now) = 0;
+
+  // --- retention overrides ---
+  //! Sets the project's own retention of `signal` ("spans", "logs" or
+  //! "metrics"; InvalidArgument otherwise) to `seconds` (0: forever), or
+  //! with nullopt removes it so the server's flag applies again. NotFound for
+  //! an unknown project.
+  virtual Status SetRetention(const std::string& project, const std::string& signal,
+                              std::optional<int64_t> seconds) = 0;
+  //! Every override of every project, by project name, then signal.
+  virtual Result<std::vector<RetentionRecord>> ListRetention() = 0;
 
   //! The version recorded in the database: kStateSchemaVersion once opened.
   virtual Result<int> SchemaVersion() = 0;

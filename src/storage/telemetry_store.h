@@ -5,6 +5,7 @@
 // only to this; engines live in storage/<engine>/ and register themselves by
 // name in the StoreRegistry (ClickHouse IStorage + StorageFactory).
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -48,6 +49,26 @@ struct StoreStats {
   uint64_t metric_series = 0;
   int read_connections = 0;         // the read pool's size
   int read_connections_in_use = 0;  // leased to running dashboard queries
+};
+
+//! Where the database's bytes are, for the disk budget (maintenance/).
+struct StoreFootprint {
+  uint64_t database_bytes = 0;  // the database file
+  uint64_t free_bytes = 0;      // of those, free for reuse (DuckDB free blocks, SQLite freelist pages)
+  uint64_t wal_bytes = 0;       // the write-ahead log
+  //! What the data takes: the database less its free space, plus the WAL.
+  uint64_t live_bytes() const { return database_bytes - std::min(free_bytes, database_bytes) + wal_bytes; }
+};
+
+//! Whose rows a retention delete removes: the listed projects, or every
+//! project but them.
+struct ProjectSet {
+  std::vector<int64_t> ids;
+  bool all_but = false;
+  static ProjectSet Only(std::vector<int64_t> ids) { return {std::move(ids), false}; }
+  static ProjectSet AllBut(std::vector<int64_t> ids) { return {std::move(ids), true}; }
+  static ProjectSet All() { return {{}, true}; }
+  bool Contains(int64_t id) const { return (std::find(ids.begin(), ids.end(), id) != ids.end()) != all_but; }
 };
 
 //! A query result as text cells, for tools and tests (`sightline sql`).
@@ -108,6 +129,25 @@ class TelemetryStore {
   virtual Result<std::unique_ptr<TelemetryReader>> AcquireReader(int64_t wait_ms) = 0;
   //! The schema version found at open and the migrations applied.
   virtual SchemaReport schema_report() const { return {}; }
+
+  // --- Retention (docs/STORAGE.md, "Deletes and space"). Each signal's rows
+  // age by one time: spans by start_time_ns, logs by time_ns (observed_time_ns
+  // when time_ns is 0), metric points by time_ns. Keyed rows (resources,
+  // series) are never deleted. Safe concurrently with sinks and readers.
+
+  //! Deletes the rows of `signal` older than `before_ns` of the projects in
+  //! `projects`, and returns how many. Readers see the rows go all at once or
+  //! in batches of whole rows, never a half-deleted row; Stats() counts them
+  //! out.
+  virtual Result<uint64_t> DeleteBefore(Signal signal, const ProjectSet& projects, int64_t before_ns) = 0;
+  //! The oldest time of `signal`'s rows; nullopt when it has none.
+  virtual Result<std::optional<int64_t>> OldestTime(Signal signal) = 0;
+  //! Makes the space of deleted rows reusable for new rows (DuckDB: a
+  //! checkpoint; SQLite: a WAL checkpoint). Unavailable when the disk has no
+  //! room for that (nothing is changed then).
+  virtual Status ReclaimSpace() = 0;
+  //! The database's bytes on disk and how many are free for reuse.
+  virtual Result<StoreFootprint> Footprint() = 0;
   //! Flushes and closes. Sinks must be destroyed first.
   virtual Status Close() = 0;
 };

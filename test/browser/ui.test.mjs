@@ -132,6 +132,10 @@ test('overview: services with requests and error rates', async () => {
     assert.match(c[2], /\/(s|min|h)$/, `${svc} rate`);
   }
   assert.equal(cells[0][0], 'frontend', 'by requests, descending');
+  // How long the project's data is kept: the server's flags, forever here.
+  await page.locator(tid('retention')).waitFor();
+  assert.equal(await page.locator(tid('retention-spans')).textContent(), 'spans forever');
+  assert.equal(await page.locator(tid('retention-metrics')).textContent(), ' · metrics forever');
   await settled();
   await shot('02-overview');
   // A service row leads to its endpoints.

@@ -40,6 +40,11 @@ constexpr SqliteStateMigration kMigrations[] = {
      // Every token so far was handed to exporters to send with, so each
      // becomes an ingest token; reading now needs a read token or a session.
      "ALTER TABLE tokens ADD COLUMN scope TEXT NOT NULL DEFAULT 'ingest' CHECK (scope IN ('ingest', 'read'));"},
+    {4, "per-project retention",
+     "CREATE TABLE project_retention(project_id INTEGER NOT NULL REFERENCES projects(id),"
+     "  signal TEXT NOT NULL CHECK (signal IN ('spans', 'logs', 'metrics')),"
+     "  retention_seconds INTEGER NOT NULL CHECK (retention_seconds >= 0),"
+     "  PRIMARY KEY (project_id, signal));"},
 };
 static_assert(std::size(kMigrations) == kStateSchemaVersion, "one migration per schema version");
 
@@ -310,6 +315,48 @@ class SqliteStateStore final : public StateStore {
     del.Bind(2, now);
     if (del.Step() != SQLITE_DONE) return SqliteError(db_, "delete session");
     return Status::Ok();
+  }
+
+  Status SetRetention(const std::string& project, const std::string& signal, std::optional<int64_t> seconds) override
+      EXCLUDES(mu_) {
+    if (signal != "spans" && signal != "logs" && signal != "metrics") {
+      return Status::InvalidArgument("no signal '" + signal + "': use spans, logs or metrics");
+    }
+    if (seconds && *seconds < 0) return Status::InvalidArgument("a retention cannot be negative");
+    MutexLock lock(&mu_);
+    Stmt sel(db_, "SELECT id FROM projects WHERE name = ?");
+    sel.Bind(1, project);
+    int rc = sel.Step();
+    if (rc == SQLITE_DONE) return Status::NotFound("no project '" + project + "'");
+    if (rc != SQLITE_ROW) return SqliteError(db_, "find project");
+    const int64_t id = sel.Int(0);
+    if (!seconds) {
+      Stmt del(db_, "DELETE FROM project_retention WHERE project_id = ? AND signal = ?");
+      del.Bind(1, id);
+      del.Bind(2, signal);
+      if (del.Step() != SQLITE_DONE) return SqliteError(db_, "clear retention");
+      return Status::Ok();
+    }
+    Stmt up(db_,
+            "INSERT INTO project_retention(project_id, signal, retention_seconds) VALUES (?, ?, ?) "
+            "ON CONFLICT (project_id, signal) DO UPDATE SET retention_seconds = excluded.retention_seconds");
+    up.Bind(1, id);
+    up.Bind(2, signal);
+    up.Bind(3, *seconds);
+    if (up.Step() != SQLITE_DONE) return SqliteError(db_, "set retention");
+    return Status::Ok();
+  }
+
+  Result<std::vector<RetentionRecord>> ListRetention() override EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    Stmt sel(db_,
+             "SELECT r.project_id, p.name, r.signal, r.retention_seconds FROM project_retention r "
+             "JOIN projects p ON p.id = r.project_id ORDER BY p.name, r.signal");
+    std::vector<RetentionRecord> out;
+    int rc;
+    while ((rc = sel.Step()) == SQLITE_ROW) out.push_back({sel.Int(0), sel.Text(1), sel.Text(2), sel.Int(3)});
+    if (rc != SQLITE_DONE) return SqliteError(db_, "list retention");
+    return out;
   }
 
   Result<int> SchemaVersion() override EXCLUDES(mu_) {

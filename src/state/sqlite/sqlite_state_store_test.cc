@@ -270,6 +270,50 @@ TEST(SqliteStateStoreTest, SessionsExpireAndAreDeletedWithTheExpired) {
   EXPECT_FALSE(store->AddSession({"orphan", "nobody", 3000}).ok());
 }
 
+TEST(SqliteStateStoreTest, RetentionOverridesAreSetReplacedAndCleared) {
+  TempDir dir;
+  auto store = OpenOk(dir.str());
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->EnsureProject("shop").ok());
+  ASSERT_TRUE(store->EnsureProject("blog").ok());
+  EXPECT_TRUE(store->ListRetention().value().empty());
+  ASSERT_TRUE(store->SetRetention("shop", "spans", 3 * 86400).ok());
+  ASSERT_TRUE(store->SetRetention("shop", "logs", 0).ok());  // forever
+  ASSERT_TRUE(store->SetRetention("blog", "metrics", 3600).ok());
+  ASSERT_TRUE(store->SetRetention("shop", "spans", 86400).ok());  // replaces
+  auto list = store->ListRetention().value();
+  ASSERT_EQ(list.size(), 3u);
+  EXPECT_EQ(list[0].project, "blog");
+  EXPECT_EQ(list[0].signal, "metrics");
+  EXPECT_EQ(list[0].seconds, 3600);
+  EXPECT_EQ(list[1].project, "shop");
+  EXPECT_EQ(list[1].signal, "logs");
+  EXPECT_EQ(list[1].seconds, 0);
+  EXPECT_EQ(list[2].signal, "spans");
+  EXPECT_EQ(list[2].seconds, 86400);
+  EXPECT_EQ(list[2].project_id, store->FindProject("shop").value().value());
+  ASSERT_TRUE(store->SetRetention("shop", "spans", std::nullopt).ok());
+  ASSERT_TRUE(store->SetRetention("shop", "spans", std::nullopt).ok());  // clearing twice is fine
+  EXPECT_EQ(store->ListRetention().value().size(), 2u);
+  // Kept across a reopen.
+  store.reset();
+  store = OpenOk(dir.str());
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->ListRetention().value().size(), 2u);
+}
+
+TEST(SqliteStateStoreTest, RetentionOverridesRefuseUnknownProjectsSignalsAndNegativeValues) {
+  TempDir dir;
+  auto store = OpenOk(dir.str());
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->EnsureProject("shop").ok());
+  EXPECT_EQ(store->SetRetention("nope", "spans", 60).code(), StatusCode::kNotFound);
+  EXPECT_EQ(store->SetRetention("shop", "traces", 60).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store->SetRetention("shop", "spans", -1).code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(store->ListRetention().value().empty());
+  EXPECT_FALSE(store->FindProject("nope").value().has_value()) << "a refused override creates no project";
+}
+
 TEST(SqliteStateStoreTest, ReopenKeepsEverything) {
   TempDir dir;
   std::string minted;
@@ -479,6 +523,23 @@ TEST(SqliteStateVersioningTest, TokensOfAVersionTwoDatabaseBecomeIngestTokens) {
   ASSERT_TRUE(grant.has_value());
   EXPECT_EQ(*grant, (TokenGrant{3, TokenScope::kIngest}));
   EXPECT_EQ(Query(dir.db(), "SELECT scope FROM tokens"), (std::vector<std::vector<std::string>>{{"ingest"}}));
+}
+
+TEST(SqliteStateVersioningTest, AVersionTwoDatabaseGainsRetentionOverrides) {
+  TempDir dir;
+  {
+    auto old = OpenSqliteStateStore(dir.str(), SqliteStateMigrations().subspan(0, 2));
+    ASSERT_TRUE(old.ok()) << old.status().ToString();
+    ASSERT_TRUE((*old)->EnsureProject("shop").ok());
+    EXPECT_EQ((*old)->SchemaVersion().value(), 2);
+    EXPECT_FALSE((*old)->ListRetention().ok()) << "no table before migration 4";
+  }
+  auto store = OpenOk(dir.str());
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->SchemaVersion().value(), kStateSchemaVersion);
+  EXPECT_TRUE(store->ListRetention().value().empty());
+  ASSERT_TRUE(store->SetRetention("shop", "logs", 7 * 86400).ok());
+  EXPECT_EQ(store->ListRetention().value().at(0).seconds, 7 * 86400);
 }
 
 TEST(SqliteStateVersioningTest, ANewerDatabaseIsRefusedAndLeftAlone) {

@@ -36,6 +36,10 @@ class ForwardingStateStore : public StateStore {
   }
   Status DeleteSession(const std::string& h, int64_t now) override { return inner_->DeleteSession(h, now); }
   Result<int> SchemaVersion() override { return inner_->SchemaVersion(); }
+  Status SetRetention(const std::string& p, const std::string& s, std::optional<int64_t> v) override {
+    return inner_->SetRetention(p, s, v);
+  }
+  Result<std::vector<RetentionRecord>> ListRetention() override { return inner_->ListRetention(); }
 
  private:
   StateStore* const inner_;

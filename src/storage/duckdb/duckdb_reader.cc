@@ -193,6 +193,16 @@ class DuckDbRow final : public RowView {
   idx_t row_ = 0;
 };
 
+//! A failed query's status. After a failed checkpoint DuckDB refuses every
+//! statement until the instance is reopened: that is the server being
+//! unavailable for a while (503, retry), not a bad query (500).
+Status QueryError(const std::string& err) {
+  if (err.find("FATAL Error") != std::string::npos || err.find("database has been invalidated") != std::string::npos) {
+    return Status::Unavailable("duckdb: the database is being recovered: " + err);
+  }
+  return Status::Internal("duckdb: " + err);
+}
+
 class DuckDbReader final : public ReadConnection {
  public:
   explicit DuckDbReader(duckdb_connection conn) : conn_(conn) {}
@@ -203,7 +213,7 @@ class DuckDbReader final : public ReadConnection {
     if (duckdb_prepare(conn_, sql.c_str(), &stmt) != DuckDBSuccess) {
       std::string err = duckdb_prepare_error(stmt) ? duckdb_prepare_error(stmt) : "prepare failed";
       duckdb_destroy_prepare(&stmt);
-      return Status::Internal("duckdb: " + err);
+      return QueryError(err);
     }
     for (size_t i = 0; i < params.size(); ++i) {
       idx_t idx = i + 1;
@@ -229,7 +239,7 @@ class DuckDbReader final : public ReadConnection {
       if (type == DUCKDB_ERROR_INTERRUPT || err.find("nterrupt") != std::string::npos) {
         return Status::Cancelled("duckdb: query interrupted");
       }
-      return Status::Internal("duckdb: " + err);
+      return QueryError(err);
     }
     Status status = ForEachDuckDbRow(&result, on_row);
     duckdb_destroy_result(&result);

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -22,9 +23,12 @@
 #include <utility>
 #include <vector>
 
+#include "common/disk_space.h"
 #include "common/mutex.h"
+#include "common/units.h"
 #include "storage/schema.h"
 #include "storage/schema_version.h"
+#include "storage/sql/retention_sql.h"
 
 namespace sightline {
 namespace {
@@ -32,6 +36,22 @@ namespace {
 constexpr schema::TypeNames kDuckDbTypes{"BIGINT", "DOUBLE", "VARCHAR"};
 constexpr const char* kDatabaseFile = "telemetry.duckdb";
 constexpr const char* kWalFile = "telemetry.duckdb.wal";
+//! DuckDB's own WAL threshold, set out of reach: the store checkpoints
+//! itself (DuckDbStore::Checkpoint), because in DuckDB 1.4 an automatic
+//! checkpoint that fails at commit (a full disk) silently drops every
+//! committed row of the database, while a failed CHECKPOINT statement only
+//! invalidates the instance and keeps the WAL, which a reopen replays.
+constexpr const char* kDuckDbAutoCheckpointOff = "1000000TB";
+//! What a checkpoint may need beyond the WAL's size: metadata, and row groups
+//! rewritten because of deletes. A heuristic (docs/STORAGE.md).
+constexpr uint64_t kCheckpointHeadroomBytes = 16u << 20;
+
+//! DuckDB reports an instance it invalidated (after a failed checkpoint) on
+//! every later statement; only closing and reopening it recovers.
+bool IsFatal(const Status& s) {
+  return s.message().find("FATAL Error") != std::string::npos ||
+         s.message().find("database has been invalidated") != std::string::npos;
+}
 
 uint64_t FileSize(const std::string& path) {
   struct stat st;
@@ -463,19 +483,39 @@ class DuckDbStore final : public TelemetryStore {
   Result<std::unique_ptr<TelemetryReader>> AcquireReader(int64_t wait_ms) override;
   SchemaReport schema_report() const override { return schema_report_; }
   Status Close() override;
+  Result<uint64_t> DeleteBefore(Signal signal, const ProjectSet& projects, int64_t before_ns) override;
+  Result<std::optional<int64_t>> OldestTime(Signal signal) override;
+  //! A checkpoint: deleted row groups' blocks go on the free list, which new
+  //! row groups reuse (the file does not shrink; docs/STORAGE.md).
+  Status ReclaimSpace() override { return Checkpoint(/*only_over_threshold=*/false); }
+  Result<StoreFootprint> Footprint() override;
 
  private:
   friend class DuckDbSink;
   DuckDbStore() = default;
   Status Init(const StoreOptions& options);
+  //! CHECKPOINT on the maintenance connection while no sink writes (it holds
+  //! every signal's write lock: DuckDB refuses a checkpoint beside an open
+  //! write transaction). Skipped (OK) when `only_over_threshold` and the WAL
+  //! is under checkpoint_threshold; Unavailable, without trying, when the
+  //! disk has less free space than the WAL plus a headroom.
+  Status Checkpoint(bool only_over_threshold) EXCLUDES(maintenance_mu_);
+  //! OK when the data directory's filesystem has room for a checkpoint of a
+  //! WAL of `wal_bytes`.
+  Status RoomToCheckpoint(uint64_t wal_bytes) const;
+  //! `s`, or Unavailable when it says DuckDB invalidated the instance (which
+  //! is then remembered: every later statement fails until a reopen).
+  Status Classify(Status s);
   Status LoadCounters() REQUIRES(read_mu_);
   Status LoadKnownKeys() REQUIRES(read_mu_);
   //! force: close even with sinks open (the destructor; their use is then a bug).
   Status CloseLocked(bool force) REQUIRES(mu_);
 
+  std::string data_dir_;
   std::string db_path_;
   std::string wal_path_;
-  SchemaReport schema_report_;  // set at open
+  uint64_t checkpoint_threshold_bytes_ = 16u << 20;  // StoreOptions::checkpoint_threshold
+  SchemaReport schema_report_;                       // set at open
 
   Mutex mu_;  // lifecycle: db_ and closed_
   duckdb_database db_ GUARDED_BY(mu_) = nullptr;
@@ -483,6 +523,12 @@ class DuckDbStore final : public TelemetryStore {
 
   Mutex read_mu_;  // the read connection runs one statement at a time
   duckdb_connection read_conn_ GUARDED_BY(read_mu_) = nullptr;
+
+  //! Retention deletes, checkpoints and size queries. Taken after a signal's
+  //! KnownKeys::mu, never before.
+  Mutex maintenance_mu_;
+  duckdb_connection maintenance_conn_ GUARDED_BY(maintenance_mu_) = nullptr;
+  std::atomic<bool> invalidated_{false};
 
   //! The keys each signal's keyed table holds (schema::SignalTables). A
   //! sink holds `mu` for its whole write, so two sinks of one signal never
@@ -518,10 +564,20 @@ class DuckDbSink final : public OneSignalSink<DuckDbSink> {
     store_->open_sinks_.fetch_sub(1);
   }
 
+  //! Appends and commits, then checkpoints when the WAL has reached the
+  //! threshold (DuckDB's own automatic checkpoint is off). A checkpoint that
+  //! cannot run now (no room on the disk, a write in progress) waits for the
+  //! next commit or maintenance pass; the rows are committed either way.
   template <typename Batch>
-  Status Write(const std::vector<const Batch*>& batches);
+  Status Write(const std::vector<const Batch*>& batches) {
+    Status s = store_->Classify(Append(batches));
+    if (s.ok()) (void)store_->Checkpoint(/*only_over_threshold=*/true);
+    return s;
+  }
 
  private:
+  template <typename Batch>
+  Status Append(const std::vector<const Batch*>& batches);
   template <typename Batch>
   void MakeChunks(const Batch& empty) {
     keyed_chunk_ = std::make_unique<ChunkBuffer>(schema::KeyedColumns(empty));
@@ -535,7 +591,7 @@ class DuckDbSink final : public OneSignalSink<DuckDbSink> {
 
 // One transaction: the keyed rows not stored yet, then every main row.
 template <typename Batch>
-Status DuckDbSink::Write(const std::vector<const Batch*>& batches) {
+Status DuckDbSink::Append(const std::vector<const Batch*>& batches) {
   if (batches.empty()) return Status::Ok();
   const schema::SignalTables tables = schema::TablesOf(*batches[0]);
   DuckDbStore::KnownKeys& known = store_->known_[static_cast<int>(signal())];
@@ -578,17 +634,24 @@ Status DuckDbStore::Init(const StoreOptions& options) {
   std::error_code ec;
   std::filesystem::create_directories(options.data_dir, ec);
   if (ec) return Status::IoError("duckdb: cannot create " + options.data_dir + ": " + ec.message());
+  data_dir_ = options.data_dir;
   db_path_ = (std::filesystem::path(options.data_dir) / kDatabaseFile).string();
   wal_path_ = (std::filesystem::path(options.data_dir) / kWalFile).string();
+  if (!options.checkpoint_threshold.empty()) {
+    Result<uint64_t> threshold = ParseByteSize(options.checkpoint_threshold);
+    if (!threshold.ok()) {
+      return Status::InvalidArgument("duckdb: bad setting checkpoint_threshold=" + options.checkpoint_threshold + ": " +
+                                     threshold.status().message());
+    }
+    checkpoint_threshold_bytes_ = *threshold;
+  }
 
   duckdb_config config = nullptr;
   if (duckdb_create_config(&config) != DuckDBSuccess) return Status::Internal("duckdb: cannot create config");
   std::vector<std::pair<std::string, std::string>> settings;
   if (!options.memory_limit.empty()) settings.emplace_back("memory_limit", options.memory_limit);
   if (options.threads > 0) settings.emplace_back("threads", std::to_string(options.threads));
-  if (!options.checkpoint_threshold.empty()) {
-    settings.emplace_back("checkpoint_threshold", options.checkpoint_threshold);
-  }
+  settings.emplace_back("checkpoint_threshold", kDuckDbAutoCheckpointOff);
   for (const auto& [key, value] : settings) {
     if (duckdb_set_config(config, key.c_str(), value.c_str()) != DuckDBSuccess) {
       duckdb_destroy_config(&config);
@@ -616,6 +679,10 @@ Status DuckDbStore::Init(const StoreOptions& options) {
   schema_report_ = std::move(schema).value();
   SL_RETURN_IF_ERROR(LoadCounters());
   SL_RETURN_IF_ERROR(LoadKnownKeys());
+  {
+    MutexLock maintenance_lock(&maintenance_mu_);
+    if (duckdb_connect(db_, &maintenance_conn_) != DuckDBSuccess) return Status::IoError("duckdb: cannot connect");
+  }
   std::vector<std::unique_ptr<ReadConnection>> readers;
   for (int i = 0; i < std::max(1, options.read_connections); ++i) {
     duckdb_connection conn = nullptr;
@@ -736,6 +803,88 @@ Result<SqlResult> DuckDbStore::ExecuteSql(const std::string& sql) {
   return out;
 }
 
+Status DuckDbStore::Classify(Status s) {
+  if (s.ok() || !IsFatal(s)) return s;
+  invalidated_.store(true);
+  return Status::Unavailable("duckdb: the database stopped after a fatal error and must be reopened: " + s.message());
+}
+
+Status DuckDbStore::RoomToCheckpoint(uint64_t wal_bytes) const {
+  Result<DiskSpace> space = GetDiskSpace(data_dir_);
+  if (!space.ok()) return Status::Unavailable("duckdb: checkpoint deferred: " + space.status().message());
+  const uint64_t needed = wal_bytes + kCheckpointHeadroomBytes;
+  if (space->available_bytes < needed) {
+    return Status::Unavailable("duckdb: checkpoint deferred: " + std::to_string(space->available_bytes) +
+                               " bytes free in " + data_dir_ + ", a checkpoint of a " + std::to_string(wal_bytes) +
+                               "-byte WAL needs " + std::to_string(needed));
+  }
+  return Status::Ok();
+}
+
+Status DuckDbStore::Checkpoint(bool only_over_threshold) {
+  if (only_over_threshold && FileSize(wal_path_) < checkpoint_threshold_bytes_) return Status::Ok();
+  if (invalidated_.load()) return Status::Unavailable("duckdb: the database must be reopened");
+  // Every signal's write lock, in signal order. (In a loop: clang's
+  // thread-safety analysis cannot tell the array's mutexes apart.)
+  std::array<std::optional<MutexLock>, kSignalCount> writes;
+  for (int s = 0; s < kSignalCount; ++s) writes[s].emplace(&known_[s].mu);
+  const uint64_t wal_bytes = FileSize(wal_path_);
+  if (only_over_threshold && wal_bytes < checkpoint_threshold_bytes_) return Status::Ok();  // another sink did it
+  SL_RETURN_IF_ERROR(RoomToCheckpoint(wal_bytes));
+  MutexLock lock(&maintenance_mu_);
+  if (maintenance_conn_ == nullptr) return Status::Unavailable("duckdb: store is closed");
+  return Classify(ExecWithoutSpinning(maintenance_conn_, "CHECKPOINT"));
+}
+
+Result<uint64_t> DuckDbStore::DeleteBefore(Signal signal, const ProjectSet& projects, int64_t before_ns) {
+  if (!projects.all_but && projects.ids.empty()) return uint64_t{0};
+  // The signal's write lock: a checkpoint must not find this delete's
+  // transaction open, and the row counter moves with the commit.
+  KnownKeys& known = known_[static_cast<int>(signal)];
+  MutexLock write(&known.mu);
+  MutexLock lock(&maintenance_mu_);
+  if (maintenance_conn_ == nullptr) return Status::Unavailable("duckdb: store is closed");
+  const std::string sql = std::string("DELETE FROM ") + sql::MainTable(signal) + " WHERE " +
+                          sql::ExpiredRowsSql(signal, projects, before_ns);
+  QueryResult result;
+  Status s = result.Run(maintenance_conn_, sql);
+  if (!s.ok()) return Classify(Status::IoError("duckdb: " + sql + ": " + s.message()));
+  const uint64_t deleted = duckdb_rows_changed(result.get());
+  rows_[static_cast<int>(signal)].fetch_sub(deleted);
+  return deleted;
+}
+
+Result<std::optional<int64_t>> DuckDbStore::OldestTime(Signal signal) {
+  MutexLock lock(&maintenance_mu_);
+  if (maintenance_conn_ == nullptr) return Status::Unavailable("duckdb: store is closed");
+  const std::string sql = std::string("SELECT min(") + sql::AgeTimeSql(signal) + ") FROM " + sql::MainTable(signal);
+  QueryResult result;
+  Status s = result.Run(maintenance_conn_, sql);
+  if (!s.ok()) return Classify(Status::IoError("duckdb: " + sql + ": " + s.message()));
+  std::optional<int64_t> oldest;
+  SL_RETURN_IF_ERROR(ForEachDuckDbRow(result.get(), [&](const RowView& r) {
+    if (!r.IsNull(0)) oldest = r.GetInt(0);
+  }));
+  return oldest;
+}
+
+Result<StoreFootprint> DuckDbStore::Footprint() {
+  MutexLock lock(&maintenance_mu_);
+  if (maintenance_conn_ == nullptr) return Status::Unavailable("duckdb: store is closed");
+  const char* sql =
+      "SELECT block_size, free_blocks FROM pragma_database_size() WHERE database_name = current_database()";
+  QueryResult result;
+  Status s = result.Run(maintenance_conn_, sql);
+  if (!s.ok()) return Classify(Status::IoError(std::string("duckdb: ") + sql + ": " + s.message()));
+  StoreFootprint f;
+  SL_RETURN_IF_ERROR(ForEachDuckDbRow(result.get(), [&](const RowView& r) {
+    f.free_bytes = static_cast<uint64_t>(r.GetInt(0)) * static_cast<uint64_t>(r.GetInt(1));
+  }));
+  f.database_bytes = FileSize(db_path_);
+  f.wal_bytes = FileSize(wal_path_);
+  return f;
+}
+
 Status DuckDbStore::Close() {
   MutexLock lock(&mu_);
   return CloseLocked(/*force=*/false);
@@ -747,14 +896,28 @@ Status DuckDbStore::CloseLocked(bool force) {
   if (sinks != 0 && !force) {
     return Status::Internal("duckdb: Close with " + std::to_string(sinks) + " sinks still open");
   }
-  closed_ = true;
   read_pool_.reset();  // callers have returned every lease (the server stops queries first)
+  // Folds the WAL into the database file so the next open replays nothing,
+  // when the disk has room; otherwise the WAL stays, whole, for the next
+  // open, and DuckDB's own checkpoint at shutdown is turned off so it cannot
+  // attempt what was judged unsafe.
   Status status;
+  if (db_ != nullptr) {
+    status = Checkpoint(/*only_over_threshold=*/false);
+    if (status.code() == StatusCode::kUnavailable && !invalidated_.load()) status = Status::Ok();
+  }
+  closed_ = true;
+  {
+    MutexLock maintenance_lock(&maintenance_mu_);
+    if (maintenance_conn_ != nullptr) {
+      if (FileSize(wal_path_) > 0) (void)Exec(maintenance_conn_, "PRAGMA disable_checkpoint_on_shutdown");
+      duckdb_disconnect(&maintenance_conn_);
+      maintenance_conn_ = nullptr;
+    }
+  }
   {
     MutexLock read_lock(&read_mu_);
     if (read_conn_ != nullptr) {
-      // Folds the WAL into the database file so the next open replays nothing.
-      status = Exec(read_conn_, "CHECKPOINT");
       duckdb_disconnect(&read_conn_);
       read_conn_ = nullptr;
     }

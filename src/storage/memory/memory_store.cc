@@ -202,6 +202,51 @@ StoreStats MemoryStore::Stats() {
   return s;
 }
 
+namespace {
+
+// The time each signal's rows age by (TelemetryStore, "Retention").
+int64_t AgeTime(const SpanRow& s) { return s.start_time_ns; }
+int64_t AgeTime(const LogRow& l) { return l.time_ns != 0 ? l.time_ns : l.observed_time_ns; }
+int64_t AgeTime(const PointRow& p) { return p.time_ns; }
+
+template <typename Row>
+uint64_t EraseBefore(std::vector<Row>* rows, const ProjectSet& projects, int64_t before_ns) {
+  size_t before = rows->size();
+  std::erase_if(*rows, [&](const Row& r) { return AgeTime(r) < before_ns && projects.Contains(r.project_id); });
+  return before - rows->size();
+}
+
+template <typename Row>
+std::optional<int64_t> Oldest(const std::vector<Row>& rows) {
+  std::optional<int64_t> oldest;
+  for (const Row& r : rows) {
+    if (!oldest || AgeTime(r) < *oldest) oldest = AgeTime(r);
+  }
+  return oldest;
+}
+
+}  // namespace
+
+Result<uint64_t> MemoryStore::DeleteBefore(Signal signal, const ProjectSet& projects, int64_t before_ns) {
+  MutexLock lock(&mu_);
+  switch (signal) {
+    case Signal::kSpans: return EraseBefore(&tables_.spans, projects, before_ns);
+    case Signal::kLogs: return EraseBefore(&tables_.logs, projects, before_ns);
+    case Signal::kMetrics: return EraseBefore(&tables_.points, projects, before_ns);
+  }
+  return Status::Internal("unknown signal");
+}
+
+Result<std::optional<int64_t>> MemoryStore::OldestTime(Signal signal) {
+  MutexLock lock(&mu_);
+  switch (signal) {
+    case Signal::kSpans: return Oldest(tables_.spans);
+    case Signal::kLogs: return Oldest(tables_.logs);
+    case Signal::kMetrics: return Oldest(tables_.points);
+  }
+  return Status::Internal("unknown signal");
+}
+
 Result<SqlResult> MemoryStore::ExecuteSql(const std::string&) {
   return Status::InvalidArgument("the memory engine runs no SQL");
 }

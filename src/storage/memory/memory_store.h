@@ -53,6 +53,12 @@ class MemoryStore final : public TelemetryStore {
   Result<std::unique_ptr<TelemetryReader>> AcquireReader(int64_t wait_ms) override;
   //! Internal while sinks are open; otherwise OK (there is nothing to flush).
   Status Close() override;
+  Result<uint64_t> DeleteBefore(Signal signal, const ProjectSet& projects, int64_t before_ns) EXCLUDES(mu_) override;
+  Result<std::optional<int64_t>> OldestTime(Signal signal) EXCLUDES(mu_) override;
+  //! OK: erased rows are freed at once.
+  Status ReclaimSpace() override { return Status::Ok(); }
+  //! All zero: nothing is on disk.
+  Result<StoreFootprint> Footprint() override { return StoreFootprint{}; }
 
   //! AcquireReader with a choice of text folding (the reference for an engine
   //! that folds Unicode).

@@ -22,6 +22,7 @@
 #include "common/mutex.h"
 #include "storage/schema.h"
 #include "storage/schema_version.h"
+#include "storage/sql/retention_sql.h"
 
 namespace sightline {
 namespace {
@@ -29,6 +30,9 @@ namespace {
 constexpr schema::TypeNames kSqliteTypes{"INTEGER", "REAL", "TEXT"};
 constexpr const char* kDatabaseFile = "telemetry.sqlite";
 constexpr int kBusyTimeoutMs = 30000;
+//! Rows per retention delete transaction: the write lock is released between
+//! batches, so ingest waits for one batch at most, not for the whole delete.
+constexpr int kDeleteBatchRows = 20000;
 
 // Applied to every connection (these settings are per connection).
 constexpr const char* kConnectionPragmas =
@@ -279,6 +283,10 @@ class SqliteStore final : public TelemetryStore {
   Result<std::unique_ptr<TelemetryReader>> AcquireReader(int64_t wait_ms) override;
   SchemaReport schema_report() const override { return schema_report_; }
   Status Close() override;
+  Result<uint64_t> DeleteBefore(Signal signal, const ProjectSet& projects, int64_t before_ns) override;
+  Result<std::optional<int64_t>> OldestTime(Signal signal) override;
+  Status ReclaimSpace() override;
+  Result<StoreFootprint> Footprint() override;
 
  private:
   friend class SqliteSink;
@@ -298,6 +306,12 @@ class SqliteStore final : public TelemetryStore {
 
   Mutex read_mu_;
   sqlite3* read_db_ GUARDED_BY(read_mu_) = nullptr;
+
+  //! Retention's connection: deletes (under write_mu_, batch by batch),
+  //! checkpoints and size queries, off the read connection so `sightline sql`
+  //! and tests never wait for a delete.
+  Mutex maintenance_mu_;
+  sqlite3* maintenance_db_ GUARDED_BY(maintenance_mu_) = nullptr;
 
   Mutex write_mu_;  // one write transaction at a time across all sinks
   //! The keys each signal's keyed table holds (schema::SignalTables).
@@ -411,6 +425,12 @@ Status SqliteStore::Init(const StoreOptions& options) {
   SL_RETURN_IF_ERROR(ExecInTransaction(read_db_, std::vector<std::string>(std::begin(kIndexSql), std::end(kIndexSql))));
   SL_RETURN_IF_ERROR(LoadCounters());
   SL_RETURN_IF_ERROR(LoadKnownKeys());
+  {
+    Result<sqlite3*> maintenance = OpenConnection(db_path_);
+    if (!maintenance.ok()) return maintenance.status();
+    MutexLock lock(&maintenance_mu_);
+    maintenance_db_ = *maintenance;
+  }
   std::vector<std::unique_ptr<ReadConnection>> readers;
   for (int i = 0; i < std::max(1, options.read_connections); ++i) {
     auto reader = OpenSqliteReader(db_path_);
@@ -533,6 +553,76 @@ Result<SqlResult> SqliteStore::ExecuteSql(const std::string& sql) {
   return out;
 }
 
+Result<uint64_t> SqliteStore::DeleteBefore(Signal signal, const ProjectSet& projects, int64_t before_ns) {
+  MutexLock lock(&maintenance_mu_);
+  if (maintenance_db_ == nullptr) return Status::Unavailable("sqlite: store is closed");
+  if (!projects.all_but && projects.ids.empty()) return uint64_t{0};
+  const char* table = sql::MainTable(signal);
+  // Rows were appended in about time order, so the oldest are at the start
+  // of the table: each batch finds its rows near where the last one ended.
+  const std::string sql = std::string("DELETE FROM ") + table + " WHERE rowid IN (SELECT rowid FROM " + table +
+                          " WHERE " + sql::ExpiredRowsSql(signal, projects, before_ns) + " LIMIT " +
+                          std::to_string(kDeleteBatchRows) + ")";
+  uint64_t deleted = 0;
+  for (;;) {
+    int changes = 0;
+    {
+      MutexLock write(&write_mu_);
+      Transaction txn(maintenance_db_, {});
+      SL_RETURN_IF_ERROR(txn.Begin());
+      SL_RETURN_IF_ERROR(Exec(maintenance_db_, sql.c_str()));
+      changes = sqlite3_changes(maintenance_db_);
+      SL_RETURN_IF_ERROR(txn.Commit());
+      rows_[static_cast<int>(signal)].fetch_sub(static_cast<uint64_t>(changes));
+    }
+    deleted += static_cast<uint64_t>(changes);
+    if (changes < kDeleteBatchRows) return deleted;
+  }
+}
+
+Result<std::optional<int64_t>> SqliteStore::OldestTime(Signal signal) {
+  MutexLock lock(&maintenance_mu_);
+  if (maintenance_db_ == nullptr) return Status::Unavailable("sqlite: store is closed");
+  std::optional<int64_t> oldest;
+  SL_RETURN_IF_ERROR(ForEachSqliteRow(
+      maintenance_db_, std::string("SELECT min(") + sql::AgeTimeSql(signal) + ") FROM " + sql::MainTable(signal),
+      [&](const RowView& r) {
+        if (!r.IsNull(0)) oldest = r.GetInt(0);
+      }));
+  return oldest;
+}
+
+Status SqliteStore::ReclaimSpace() {
+  // Freed pages go to the freelist at commit and new rows reuse them; what is
+  // left is to fold the WAL (which holds the deletes) back into the database
+  // and cut it to zero bytes. TRUNCATE waits (busy_timeout) for readers on an
+  // older snapshot; a busy result leaves the WAL for the next pass.
+  MutexLock lock(&maintenance_mu_);
+  if (maintenance_db_ == nullptr) return Status::Unavailable("sqlite: store is closed");
+  int log_frames = 0, checkpointed = 0;
+  int rc = sqlite3_wal_checkpoint_v2(maintenance_db_, nullptr, SQLITE_CHECKPOINT_TRUNCATE, &log_frames, &checkpointed);
+  if (rc == SQLITE_BUSY) return Status::Unavailable("sqlite: WAL checkpoint busy; retried on the next pass");
+  if (rc != SQLITE_OK) return SqliteError(maintenance_db_, "wal_checkpoint(TRUNCATE)");
+  return Status::Ok();
+}
+
+Result<StoreFootprint> SqliteStore::Footprint() {
+  MutexLock lock(&maintenance_mu_);
+  if (maintenance_db_ == nullptr) return Status::Unavailable("sqlite: store is closed");
+  int64_t page_size = 0, freelist = 0;
+  SL_RETURN_IF_ERROR(ForEachSqliteRow(maintenance_db_,
+                                      "SELECT page_size, freelist_count FROM pragma_page_size, pragma_freelist_count",
+                                      [&](const RowView& r) {
+                                        page_size = r.GetInt(0);
+                                        freelist = r.GetInt(1);
+                                      }));
+  StoreFootprint f;
+  f.database_bytes = FileSize(db_path_);
+  f.free_bytes = static_cast<uint64_t>(page_size * freelist);
+  f.wal_bytes = FileSize(wal_path_);
+  return f;
+}
+
 Status SqliteStore::Close() {
   MutexLock lock(&mu_);
   return CloseLocked(/*force=*/false);
@@ -546,6 +636,11 @@ Status SqliteStore::CloseLocked(bool force) {
   }
   closed_ = true;
   read_pool_.reset();  // callers have returned every lease (the server stops queries first)
+  {
+    MutexLock lock(&maintenance_mu_);
+    sqlite3_close_v2(maintenance_db_);
+    maintenance_db_ = nullptr;
+  }
   MutexLock read_lock(&read_mu_);
   if (read_db_ == nullptr) return Status::Ok();
   // Copies the WAL into the database file and truncates it to zero bytes.

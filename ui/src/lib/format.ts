@@ -168,3 +168,13 @@ export function fmtAttr(v: unknown): string {
   if (v === null || v === undefined) return '';
   return JSON.stringify(v);
 }
+
+/** A retention in seconds as words: "forever" (null), "30 days", "12 hours", "90 minutes". */
+export function fmtRetention(seconds: number | null | undefined): string {
+  if (seconds === null || seconds === undefined) return 'forever';
+  const unit = (n: number, word: string) => `${fmtCount(n)} ${word}${n === 1 ? '' : 's'}`;
+  if (seconds % 86_400 === 0) return unit(seconds / 86_400, 'day');
+  if (seconds % 3_600 === 0) return unit(seconds / 3_600, 'hour');
+  if (seconds % 60 === 0) return unit(seconds / 60, 'minute');
+  return unit(seconds, 'second');
+}

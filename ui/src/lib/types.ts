@@ -1,8 +1,18 @@
 // Shapes of the query API answers (docs/API.md, "Query API").
 
+export type SignalName = 'spans' | 'logs' | 'metrics';
+
+/** How long one signal's data is kept: seconds (null: forever), and whether
+ * that is the project's own setting or the server's flag. */
+export interface Retention {
+  seconds: number | null;
+  source: 'project' | 'server';
+}
+
 export interface Project {
   id: number | string;
   name: string;
+  retention?: Record<SignalName, Retention>;
 }
 
 export interface ServiceRow {

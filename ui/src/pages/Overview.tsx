@@ -1,9 +1,31 @@
 import { Async, Empty, Link, Panel, rowNav } from '../components/ui';
 import { useApi } from '../lib/api';
 import { useApp, useScope } from '../lib/ctx';
-import { fmtCount, fmtMs, fmtPct, fmtRate } from '../lib/format';
+import { fmtCount, fmtMs, fmtPct, fmtRate, fmtRetention } from '../lib/format';
 import { hrefTo } from '../lib/router';
-import type { ServiceRow } from '../lib/types';
+import type { Project, ServiceRow, SignalName } from '../lib/types';
+
+const SIGNALS: SignalName[] = ['spans', 'logs', 'metrics'];
+
+/** How long this project's data is kept, per signal (server flags, or the project's own). */
+function RetentionNote() {
+  const { project } = useApp();
+  const st = useApi<{ projects: Project[] }>('projects', {});
+  const retention = st.data?.projects.find((p) => p.name === project)?.retention;
+  if (!retention) return null;
+  return (
+    <p class="muted retention-note" data-testid="retention">
+      Data kept:{' '}
+      {SIGNALS.map((s, i) => (
+        <span key={s} data-testid={`retention-${s}`} title={retention[s].source === 'project' ? 'set for this project' : 'server default'}>
+          {i > 0 ? ' · ' : ''}
+          {s} {fmtRetention(retention[s].seconds)}
+          {retention[s].source === 'project' ? ' (this project)' : ''}
+        </span>
+      ))}
+    </p>
+  );
+}
 
 export function OverviewPage() {
   const { tick } = useApp();
@@ -88,6 +110,7 @@ export function OverviewPage() {
           );
         }}
       </Async>
+      <RetentionNote />
     </div>
   );
 }
