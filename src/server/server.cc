@@ -101,6 +101,13 @@ Status Server::Open() {
     writers_[s]->Start();
   }
   gate_ = std::make_unique<AdmissionGate>(options_.gate);
+  if (options_.min_free_disk_bytes == 0 && options_.storage == "duckdb") {
+    // Seen in tests: a DuckDB write that meets a full disk crashed the server
+    // once and stored a corrupted row once (docs/SECURITY.md).
+    spdlog::warn(
+        "--min-free-disk-bytes 0 turns the free-space floor off: on DuckDB a full disk can lose or corrupt "
+        "acknowledged data; keep a floor in production");
+  }
   disk_guard_ = std::make_unique<DiskGuard>(options_.data_dir, options_.min_free_disk_bytes,
                                             options_.low_disk_retry_after_seconds);
   maintenance_ =
