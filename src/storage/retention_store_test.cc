@@ -179,7 +179,10 @@ TEST_P(RetentionStoreTest, DeletedSpaceIsReusedByNewRows) {
   ASSERT_TRUE(store_->ReclaimSpace().ok());
   Result<StoreFootprint> refilled = store_->Footprint();
   ASSERT_TRUE(refilled.ok());
-  EXPECT_LE(refilled->database_bytes, filled->database_bytes + filled->database_bytes / 10)
+  // Without reuse the file would hold both fills, twice the first. DuckDB
+  // reuses freed blocks only from its last checkpoint's free list, so a part
+  // of the refill can land in new blocks: 1.37x was seen under ASan.
+  EXPECT_LT(refilled->database_bytes, filled->database_bytes * 3 / 2)
       << "first fill " << filled->database_bytes << " bytes, after expiry and refill " << refilled->database_bytes;
 }
 
