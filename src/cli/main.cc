@@ -68,12 +68,13 @@ int Serve(ServerOptions options) {
   }
   Server& s = *server.value();
   std::printf("Sightline is running (storage: %s, data: %s)\n", storage.c_str(), data.c_str());
-  std::printf("  OTLP/HTTP  http://<host>:%d  (POST /v1/traces, /v1/logs, /v1/metrics)\n", s.otlp_port());
-  std::printf("  UI / API   http://<host>:%d  (health: /healthz /readyz /api/health/deep, metrics: /metrics)\n",
+  const char* scheme = s.tls() ? "https" : "http";
+  std::printf("  OTLP/HTTP  %s://<host>:%d  (POST /v1/traces, /v1/logs, /v1/metrics)\n", scheme, s.otlp_port());
+  std::printf("  UI / API   %s://<host>:%d  (health: /healthz /readyz /api/health/deep, metrics: /metrics)\n", scheme,
               s.api_port());
   if (!s.minted_token().empty()) {
     std::printf("  Ingest token of project 'default' (shown once, stored hashed):\n    %s\n", s.minted_token().c_str());
-    std::printf("  export OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:%d\n", s.otlp_port());
+    std::printf("  export OTEL_EXPORTER_OTLP_ENDPOINT=%s://localhost:%d\n", scheme, s.otlp_port());
     std::printf("  export OTEL_EXPORTER_OTLP_HEADERS=\"Authorization=Bearer %s\"\n", s.minted_token().c_str());
   }
   if (!s.minted_admin_password().empty()) {
@@ -215,6 +216,17 @@ int main(int argc, char** argv) {
       ->envname("SIGHTLINE_MAX_CONNECTIONS")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  auto* tls_cert =
+      serve
+          ->add_option("--tls-cert", so.http.tls_cert_file,
+                       "PEM certificate (chain) file: both listeners speak TLS 1.2+ only (needs --tls-key)")
+          ->envname("SIGHTLINE_TLS_CERT")
+          ->check(CLI::ExistingFile);
+  auto* tls_key = serve->add_option("--tls-key", so.http.tls_key_file, "PEM private key file of --tls-cert")
+                      ->envname("SIGHTLINE_TLS_KEY")
+                      ->check(CLI::ExistingFile);
+  tls_cert->needs(tls_key);
+  tls_key->needs(tls_cert);
   serve
       ->add_flag("--metrics-require-auth", so.metrics_require_auth,
                  "/metrics and /api/health/deep answer only a UI session or a project's token (401 otherwise)")

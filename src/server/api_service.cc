@@ -64,43 +64,46 @@ bool ApiService::MayRead(std::string_view cookie, std::string_view authorization
   return auth_->ProjectForBearer(authorization, TokenScope::kRead).ok();
 }
 
+std::string ApiService::CookieAttributes() const {
+  return options_.secure_cookie ? "; Path=/; HttpOnly; SameSite=Strict; Secure" : "; Path=/; HttpOnly; SameSite=Strict";
+}
+
 void ApiService::Login(const ApiCall& call, std::function<void(HttpResponse)> done) {
   const ApiLogin& login = *call.login;
   const int64_t ttl = options_.session_ttl_seconds;
-  login_->Submit(login.peer, login.username, login.password, ttl,
-                 [ttl, username = login.username, done = std::move(done)](LoginOutcome out) {
-                   if (out.status.ok()) {
-                     std::string body;
-                     JsonWriter w(&body);
-                     w.BeginObject();
-                     w.Key("username");
-                     w.String(username);
-                     w.EndObject();
-                     HttpResponse r = Json(200, std::move(body));
-                     r.headers.emplace_back("Set-Cookie",
-                                            std::string(kCookie) + "=" + out.session_id +
-                                                "; Path=/; HttpOnly; SameSite=Strict; Max-Age=" + std::to_string(ttl));
-                     done(std::move(r));
-                     return;
-                   }
-                   const StatusCode code = out.status.code();
-                   HttpResponse r = JsonError(code == StatusCode::kUnauthenticated     ? 401
-                                              : code == StatusCode::kResourceExhausted ? 429
-                                                                                       : 503,
-                                              out.status.message());
-                   if (code != StatusCode::kUnauthenticated) {
-                     r.headers.emplace_back("Retry-After",
-                                            std::to_string(std::max<int64_t>(1, out.retry_after_seconds)));
-                   }
-                   done(std::move(r));
-                 });
+  login_->Submit(
+      login.peer, login.username, login.password, ttl,
+      [ttl, attributes = CookieAttributes(), username = login.username, done = std::move(done)](LoginOutcome out) {
+        if (out.status.ok()) {
+          std::string body;
+          JsonWriter w(&body);
+          w.BeginObject();
+          w.Key("username");
+          w.String(username);
+          w.EndObject();
+          HttpResponse r = Json(200, std::move(body));
+          r.headers.emplace_back("Set-Cookie", std::string(kCookie) + "=" + out.session_id + attributes +
+                                                   "; Max-Age=" + std::to_string(ttl));
+          done(std::move(r));
+          return;
+        }
+        const StatusCode code = out.status.code();
+        HttpResponse r = JsonError(code == StatusCode::kUnauthenticated     ? 401
+                                   : code == StatusCode::kResourceExhausted ? 429
+                                                                            : 503,
+                                   out.status.message());
+        if (code != StatusCode::kUnauthenticated) {
+          r.headers.emplace_back("Retry-After", std::to_string(std::max<int64_t>(1, out.retry_after_seconds)));
+        }
+        done(std::move(r));
+      });
 }
 
 HttpResponse ApiService::Logout(const ApiRequest& request) {
   std::string id = CookieValue(request.cookie, kCookie);
   if (!id.empty()) (void)auth_->Logout(id);
   HttpResponse r = Json(200, "{}");
-  r.headers.emplace_back("Set-Cookie", std::string(kCookie) + "=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0");
+  r.headers.emplace_back("Set-Cookie", std::string(kCookie) + "=" + CookieAttributes() + "; Max-Age=0");
   return r;
 }
 

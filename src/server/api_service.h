@@ -56,6 +56,8 @@ struct ApiOptions {
   //! The server's retention per signal (seconds, 0 = forever), shown with
   //! each project's overrides by /api/v1/projects.
   std::array<int64_t, kSignalCount> default_retention_seconds{0, 0, 0};
+  //! The session cookie carries `Secure` (set when the server speaks TLS).
+  bool secure_cookie = false;
 };
 
 //! Thread-safe. Does not own the authenticator, login service, state or store.
@@ -79,6 +81,8 @@ class ApiService {
 
  private:
   HttpResponse Logout(const ApiRequest& request);
+  //! The session cookie's attributes after its value ("; Path=/; ...").
+  std::string CookieAttributes() const;
   //! The logged-in user (session cookie), or nullopt.
   std::optional<std::string> SessionUser(const ApiRequest& request);
 

@@ -11,11 +11,13 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/as_tuple.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <boost/system/errc.hpp>
 #include <chrono>
 #include <cstdint>
@@ -30,6 +32,7 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 constexpr auto kNoThrow = asio::experimental::as_tuple(asio::use_awaitable);
 
 namespace {
@@ -53,6 +56,31 @@ std::string PeerAddress(const tcp::socket& socket) {
   boost::system::error_code ec;
   auto peer = socket.remote_endpoint(ec);
   return ec ? std::string() : peer.address().to_string();
+}
+
+// The TCP stream under a session's stream (itself, or under TLS): its
+// timeouts, its socket.
+beast::tcp_stream& Tcp(beast::tcp_stream& stream) { return stream; }
+beast::tcp_stream& Tcp(TlsStream& stream) { return stream.next_layer(); }
+
+// A server context that loads `cert_file` (PEM, the leaf first, then any
+// intermediates) and `key_file` (PEM), and speaks TLS 1.2 and 1.3 only.
+Result<std::shared_ptr<asio::ssl::context>> LoadTlsContext(const std::string& cert_file, const std::string& key_file) {
+  auto ctx = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_server);
+  boost::system::error_code ec;
+  ctx->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                       asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1 |
+                       asio::ssl::context::single_dh_use,
+                   ec);
+  if (!ec) ctx->use_certificate_chain_file(cert_file, ec);
+  if (ec) return Status::InvalidArgument("cannot load the TLS certificate " + cert_file + ": " + ec.message());
+  // OpenSSL also checks here that the key is the certificate's.
+  ctx->use_private_key_file(key_file, asio::ssl::context::pem, ec);
+  if (ec) {
+    return Status::InvalidArgument("cannot use the TLS key " + key_file + " with the certificate " + cert_file + ": " +
+                                   ec.message());
+  }
+  return ctx;
 }
 
 bool IngestPath(std::string_view path, bool api_port, Signal* signal) {
@@ -184,6 +212,9 @@ class HttpServer::Impl {
     std::string host;
     int port = 0;
     SL_RETURN_IF_ERROR(ParseHostPort(host_port, &host, &port));
+    if (!options_.tls_cert_file.empty() && !tls_) {
+      SL_ASSIGN_OR_RETURN(tls_, LoadTlsContext(options_.tls_cert_file, options_.tls_key_file));
+    }
     boost::system::error_code ec;
     auto addr = asio::ip::make_address(host, ec);
     if (ec) return Status::InvalidArgument("cannot parse address '" + host + "': " + ec.message());
@@ -271,8 +302,10 @@ class HttpServer::Impl {
                        ListenerName(*listener), options_.max_connections);
         }
         listener->count->refused++;
-        const std::string& answer = TooManyConnectionsResponse();
-        (void)::send(socket.native_handle(), answer.data(), answer.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (!tls_) {  // under TLS the answer would need a handshake first: the close says enough
+          const std::string& answer = TooManyConnectionsResponse();
+          (void)::send(socket.native_handle(), answer.data(), answer.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+        }
         boost::system::error_code ignored;
         socket.close(ignored);
         continue;
@@ -283,21 +316,46 @@ class HttpServer::Impl {
         refused_in_burst = 0;
       }
       ConnectionSlot slot(listener->count);
-      asio::co_spawn(strand, Session(std::move(socket), listener->api_port, std::move(slot)), [](std::exception_ptr e) {
+      auto on_end = [](std::exception_ptr e) {
         if (!e) return;
         try {
           std::rethrow_exception(e);
         } catch (const std::exception& ex) {
           spdlog::error("connection ended by an exception: {}", ex.what());
         }
-      });
+      };
+      if (tls_) {
+        asio::co_spawn(strand, TlsSession(std::move(socket), listener->api_port, std::move(slot)), on_end);
+      } else {
+        asio::co_spawn(strand, PlainSession(std::move(socket), listener->api_port, std::move(slot)), on_end);
+      }
     }
   }
 
   // `slot` holds the connection's place in its listener's count until the
   // session ends.
-  asio::awaitable<void> Session(tcp::socket socket, bool api_port, ConnectionSlot slot) {
+  asio::awaitable<void> PlainSession(tcp::socket socket, bool api_port, ConnectionSlot slot) {
     beast::tcp_stream stream(std::move(socket));
+    co_await Session(stream, api_port);
+  }
+
+  // The handshake has the header timeout: a client that connects and sends
+  // nothing holds its slot no longer than one that sends no headers. A
+  // failed handshake (plain HTTP on this port, an untrusted certificate)
+  // closes the connection; there is no HTTP to answer it in.
+  asio::awaitable<void> TlsSession(tcp::socket socket, bool api_port, ConnectionSlot slot) {
+    TlsStream stream(beast::tcp_stream(std::move(socket)), *tls_);
+    Tcp(stream).expires_after(std::chrono::milliseconds(options_.header_timeout_ms));
+    auto [ec] = co_await stream.async_handshake(asio::ssl::stream_base::server, kNoThrow);
+    if (ec) {
+      spdlog::debug("TLS handshake failed: {}", ec.message());
+      co_return;
+    }
+    co_await Session(stream, api_port);
+  }
+
+  template <typename Stream>
+  asio::awaitable<void> Session(Stream& stream, bool api_port) {
     beast::flat_buffer buffer;
     for (;;) {
       http::request_parser<http::string_body> parser;
@@ -305,7 +363,7 @@ class HttpServer::Impl {
       // Body limits are set per route once the headers are known; a limit here
       // would fail the header read itself for a large Content-Length.
       parser.body_limit(std::numeric_limits<std::uint64_t>::max());
-      stream.expires_after(std::chrono::milliseconds(options_.header_timeout_ms));
+      Tcp(stream).expires_after(std::chrono::milliseconds(options_.header_timeout_ms));
       auto [ec, n] = co_await http::async_read_header(stream, buffer, parser, kNoThrow);
       if (ec) {
         if (ec == http::error::header_limit || ec == http::error::bad_target || ec == http::error::bad_method ||
@@ -330,7 +388,7 @@ class HttpServer::Impl {
         res = co_await Ingest(stream, buffer, parser, signal, &admitted);
       } else {
         parser.body_limit(64 * 1024);
-        stream.expires_after(std::chrono::milliseconds(options_.body_timeout_ms));
+        Tcp(stream).expires_after(std::chrono::milliseconds(options_.body_timeout_ms));
         auto [ec2, n2] = co_await http::async_read(stream, buffer, parser, kNoThrow);
         if (ec2) {
           if (ec2 == http::error::body_limit) {
@@ -346,7 +404,7 @@ class HttpServer::Impl {
                         std::string(req[http::field::cookie]),
                         std::string(req[http::field::authorization]),
                         req.body(),
-                        PeerAddress(stream.socket())};
+                        PeerAddress(Tcp(stream).socket())};
           ApiCall call = api_->Prepare(ar);
           // Not a ?: expression: g++ 12 destroys temporaries twice around a
           // co_await inside a conditional operator.
@@ -369,13 +427,13 @@ class HttpServer::Impl {
       if (api_port) AddSecurityHeaders(&res);
       bool ok = co_await Write(stream, res, version, keep_alive && !res.close, head);
       if (ok && res.close && !parser.is_done()) {
-        co_await DrainUnreadBody(stream);
+        co_await DrainUnreadBody(Tcp(stream));
         co_return;
       }
       if (!ok || !keep_alive || res.close) break;
     }
     boost::system::error_code ec;
-    stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+    Tcp(stream).socket().shutdown(tcp::socket::shutdown_send, ec);
   }
 
   // A login hashes a password: it runs on the LoginService's thread, never
@@ -390,7 +448,8 @@ class HttpServer::Impl {
   // Runs a query call on the query pool with a leased reader. The engine query
   // is interrupted when the deadline passes or the client disconnects, and the
   // reader goes back to the pool as soon as the query returns.
-  asio::awaitable<HttpResponse> RunQuery(beast::tcp_stream& stream, const ApiCall& call) {
+  template <typename Stream>
+  asio::awaitable<HttpResponse> RunQuery(Stream& stream, const ApiCall& call) {
     struct Shared {
       Mutex mu;
       TelemetryReader* reader GUARDED_BY(mu) = nullptr;  // set while a query runs
@@ -448,7 +507,7 @@ class HttpServer::Impl {
         shared->Cancel();
       }
     };
-    stream.socket().async_wait(tcp::socket::wait_read, DisconnectWatch{shared, &stream.socket()});
+    Tcp(stream).socket().async_wait(tcp::socket::wait_read, DisconnectWatch{shared, &Tcp(stream).socket()});
 
     auto response = co_await AwaitCallback<std::shared_ptr<HttpResponse>>([&](auto done) {
       asio::post(*query_pool_, [this, &call, shared, started, timeout_ms, done] {
@@ -483,7 +542,7 @@ class HttpServer::Impl {
     }
     timer->cancel();
     boost::system::error_code ec;
-    stream.socket().cancel(ec);  // ends the disconnect watch
+    Tcp(stream).socket().cancel(ec);  // ends the disconnect watch
     co_return std::move(*response);
   }
 
@@ -491,6 +550,7 @@ class HttpServer::Impl {
   // the socket is closed while the client is still sending: the kernel answers
   // unread data with a reset. So: stop sending, then read and discard for a
   // bounded time and size, then close (a "lingering close", as in Apache).
+  // Under TLS the discarded bytes are records, read below the TLS layer.
   asio::awaitable<void> DrainUnreadBody(beast::tcp_stream& stream) {
     boost::system::error_code ec;
     stream.socket().shutdown(tcp::socket::shutdown_send, ec);
@@ -511,7 +571,8 @@ class HttpServer::Impl {
   // `head`: the answer to a HEAD request, whose headers (Content-Length
   // included) are those of the GET but which carries no body; one sent anyway
   // would be read by a keep-alive client as its next response.
-  asio::awaitable<bool> Write(beast::tcp_stream& stream, const HttpResponse& r, unsigned version, bool keep_alive,
+  template <typename Stream>
+  asio::awaitable<bool> Write(Stream& stream, const HttpResponse& r, unsigned version, bool keep_alive,
                               bool head = false) {
     http::response<http::string_body> res{static_cast<http::status>(r.status), version};
     res.set(http::field::server, "sightline");
@@ -521,7 +582,7 @@ class HttpServer::Impl {
     res.body() = r.body;
     res.prepare_payload();
     if (head) res.body().clear();
-    stream.expires_after(std::chrono::milliseconds(options_.body_timeout_ms));
+    Tcp(stream).expires_after(std::chrono::milliseconds(options_.body_timeout_ms));
     auto [ec, n] = co_await http::async_write(stream, res, kNoThrow);
     co_return !ec;
   }
@@ -541,7 +602,8 @@ class HttpServer::Impl {
   // Moves an OTLP request's bytes through the ingest pipeline: headers to
   // Admit, the body to Export, the answer back. Everything refused before
   // the body is read closes the connection (the unread body is drained).
-  asio::awaitable<HttpResponse> Ingest(beast::tcp_stream& stream, beast::flat_buffer& buffer,
+  template <typename Stream>
+  asio::awaitable<HttpResponse> Ingest(Stream& stream, beast::flat_buffer& buffer,
                                        http::request_parser<http::string_body>& parser, Signal signal,
                                        std::unique_ptr<AdmittedExport>* admitted) {
     const auto& header = parser.get();
@@ -581,7 +643,8 @@ class HttpServer::Impl {
   // minimum rate. A timer cancels the read instead of closing the socket (as
   // the stream's own expiry would), so the client still gets its answer: 408
   // past the timeout, a retryable 503 below the rate, 413 past the limit.
-  asio::awaitable<Status> ReadBody(beast::tcp_stream& stream, beast::flat_buffer& buffer,
+  template <typename Stream>
+  asio::awaitable<Status> ReadBody(Stream& stream, beast::flat_buffer& buffer,
                                    http::request_parser<http::string_body>& parser, AdmittedExport* admitted) {
     using Clock = std::chrono::steady_clock;
     const auto started = Clock::now();
@@ -593,7 +656,7 @@ class HttpServer::Impl {
       bool fired = false;
     };
     asio::steady_timer timer(stream.get_executor());
-    stream.expires_never();
+    Tcp(stream).expires_never();
     while (!parser.is_done()) {
       // The rate as a deadline (Apache's mod_reqtimeout MinRate): after the
       // grace, each byte received buys 1/rate s more.
@@ -610,7 +673,7 @@ class HttpServer::Impl {
       }
       auto wait = std::make_shared<ReadWait>();
       timer.expires_at(deadline);
-      timer.async_wait([wait, socket = &stream.socket()](boost::system::error_code ec) {
+      timer.async_wait([wait, socket = &Tcp(stream).socket()](boost::system::error_code ec) {
         if (ec || wait->done) return;  // the strand orders this after done is set
         wait->fired = true;
         boost::system::error_code ignored;
@@ -645,6 +708,7 @@ class HttpServer::Impl {
   asio::thread_pool* query_pool_;
   SimpleRoutes routes_;
   HttpServerOptions options_;
+  std::shared_ptr<asio::ssl::context> tls_;           // set by the first Listen() when TLS is on
   std::vector<std::unique_ptr<Listener>> listeners_;  // filled before the io threads run
 };
 

@@ -51,6 +51,11 @@ struct HttpServerOptions {
   //! (each byte buys 1/rate s more), else it is cut with a retryable 503. 0 = off.
   int64_t min_body_bytes_per_second = 4096;
   int body_rate_grace_ms = 5000;
+  //! TLS on every listener when set (both PEM files; the certificate file
+  //! may carry intermediates after the leaf): TLS 1.2 and 1.3 only. Read
+  //! once, by the first Listen(); a new certificate takes a restart.
+  std::string tls_cert_file;
+  std::string tls_key_file;
 };
 
 //! One listener's connections, for /metrics and the deep health check.
@@ -74,6 +79,7 @@ class HttpServer {
   ~HttpServer();
 
   //! Binds host:port ("0.0.0.0:4318", "[::1]:0"); returns the bound port.
+  //! Fails when the TLS certificate or key cannot be loaded.
   //! api_port selects the route table: OTLP only, or OTLP under /api/otel plus the API.
   Result<int> Listen(const std::string& host_port, bool api_port);
   void StopAccepting();

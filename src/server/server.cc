@@ -118,6 +118,7 @@ Status Server::Open() {
       std::array<SignalWriter*, kSignalCount>{writers_[0].get(), writers_[1].get(), writers_[2].get()}, &metrics_,
       disk_guard_.get());
   options_.api.default_retention_seconds = options_.maintenance.retention_seconds;
+  options_.api.secure_cookie = !options_.http.tls_cert_file.empty();
   api_ = std::make_unique<ApiService>(options_.api, auth_.get(), login_.get(), state_.get(), store_.get());
   query_pool_ = std::make_unique<boost::asio::thread_pool>(std::max(1, options_.read_connections));
   http_ = std::make_unique<HttpServer>(

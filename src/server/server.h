@@ -75,6 +75,8 @@ class Server {
 
   int otlp_port() const { return otlp_port_; }
   int api_port() const { return api_port_; }
+  //! Both listeners speak TLS (--tls-cert).
+  bool tls() const { return !options_.http.tls_cert_file.empty(); }
   //! Plaintext of a token minted at this start (first start only), else "".
   const std::string& minted_token() const { return minted_token_; }
   //! The admin password generated at first start (when none was configured), else "".

@@ -36,7 +36,7 @@ export async function api(server, path, params = {}, {
   }
   const url = raw ? `${server.apiUrl}${raw}` : `${server.apiUrl}/api/v1/${path}${queryString(params)}`;
   const started = performance.now();
-  const res = await request(url, { method, headers: h, body: payload, timeoutMs, signal });
+  const res = await request(url, { method, headers: h, body: payload, timeoutMs, signal, ca: server.tls?.ca });
   const ms = performance.now() - started;
   const text = res.body.toString();
   let json = null;
@@ -69,6 +69,7 @@ export async function postOtlp(server, signal, body, { json = false, gzip = fals
     method: 'POST',
     body,
     timeoutMs: 120_000,
+    ca: server.tls?.ca,
     headers: {
       Authorization: `Bearer ${token}`,
       'Content-Type': json ? 'application/json' : 'application/x-protobuf',

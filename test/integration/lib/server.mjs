@@ -10,6 +10,7 @@ import { spawn, execFile } from 'node:child_process';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import http from 'node:http';
+import https from 'node:https';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -82,18 +83,20 @@ export async function makeTempDir(prefix = 'sightline-it-') {
   return dir;
 }
 
-//! A plain HTTP request to the server. Resolves {status, headers, body: Buffer}
+//! An HTTP(S) request to the server. Resolves {status, headers, body: Buffer}
 //! as soon as a response arrives, even if the server answered before reading
 //! the whole request body (an early 413/503 is a valid answer). An AbortSignal
-//! (`signal`) destroys the connection and rejects with an AbortError.
-export function request(url, { method = 'GET', headers = {}, body, agent, timeoutMs = 30_000, signal } = {}) {
+//! (`signal`) destroys the connection and rejects with an AbortError. For an
+//! https URL, `ca` is the certificate to trust (a test's self-signed one).
+export function request(url, { method = 'GET', headers = {}, body, agent, timeoutMs = 30_000, signal, ca } = {}) {
   return new Promise((resolve, reject) => {
     const u = new URL(url);
     if (u.hostname !== HOST) throw new Error(`refusing non-loopback target ${url}`);
     let settled = false;
-    const req = http.request({
+    const transport = u.protocol === 'https:' ? https : http;
+    const req = transport.request({
       host: u.hostname, port: u.port, path: u.pathname + u.search, method, headers,
-      agent: agent ?? false, signal,
+      agent: agent ?? false, signal, ...(ca ? { ca } : {}),
     }, (res) => {
       const chunks = [];
       res.on('data', (c) => chunks.push(c));
@@ -141,7 +144,7 @@ function tail(file, bytes = 4000) {
  * A running server. Created by startServer(); restart() reuses the data dir.
  */
 export class Server {
-  constructor({ engine, dir, dataDir, args, env, ulimitFiles, softUlimitFiles }) {
+  constructor({ engine, dir, dataDir, args, env, ulimitFiles, softUlimitFiles, tls }) {
     this.engine = engine;
     this.dir = dir;            // temp root: data/ and logs live here
     this.dataDir = dataDir;
@@ -149,14 +152,16 @@ export class Server {
     this.env = env;
     this.ulimitFiles = ulimitFiles;  // run under `ulimit -n` (soft and hard) when set
     this.softUlimitFiles = softUlimitFiles;  // run under `ulimit -Sn` (soft only) when set
+    this.tls = tls;            // {cert, key: file paths, ca: the certificate's PEM} to serve TLS
     this.child = null;
     this.exit = null;          // {code, signal} once exited
     this.starts = 0;
     this.readToken = null;     // a read token of the default project, once started
   }
 
-  get otlpUrl() { return `http://${HOST}:${this.otlpPort}`; }
-  get apiUrl() { return `http://${HOST}:${this.apiPort}`; }
+  get scheme() { return this.tls ? 'https' : 'http'; }
+  get otlpUrl() { return `${this.scheme}://${HOST}:${this.otlpPort}`; }
+  get apiUrl() { return `${this.scheme}://${HOST}:${this.apiPort}`; }
   get pid() { return this.child?.pid; }
   get logPath() { return path.join(this.dir, `server-${this.starts}.log`); }
   alive() { return this.child !== null && this.exit === null; }
@@ -195,6 +200,7 @@ export class Server {
       '--otlp-http', `${HOST}:${this.otlpPort}`,
       '--listen', `${HOST}:${this.apiPort}`,
       '--storage', this.engine,
+      ...(this.tls ? ['--tls-cert', this.tls.cert, '--tls-key', this.tls.key] : []),
       ...this.args,
     ];
     // Under a shell that lowers the open-file limit and then execs the
@@ -227,9 +233,9 @@ export class Server {
         throw new Error(`sightline exited before ready (code ${this.exit.code}, signal ${this.exit.signal}); args: ${argv.join(' ')}\n${this.logTail()}`);
       }
       try {
-        const res = await request(`${this.apiUrl}/readyz`, { timeoutMs: 1000 });
+        const res = await request(`${this.apiUrl}/readyz`, { timeoutMs: 1000, ca: this.tls?.ca });
         if (res.status === 200) {
-          const res2 = await request(`${this.otlpUrl}/readyz`, { timeoutMs: 1000 });
+          const res2 = await request(`${this.otlpUrl}/readyz`, { timeoutMs: 1000, ca: this.tls?.ca });
           if (res2.status === 200) return;
         }
       } catch { /* not listening yet */ }
@@ -310,13 +316,13 @@ export class Server {
  * open-file limit (soft and hard), `softUlimitFiles` under that soft limit.
  */
 export async function startServer({
-  engine = 'duckdb', args = [], env = {}, readyTimeoutMs, createDataDir = true, ulimitFiles, softUlimitFiles,
+  engine = 'duckdb', args = [], env = {}, readyTimeoutMs, createDataDir = true, ulimitFiles, softUlimitFiles, tls,
 } = {}) {
   requireBinary();
   const dir = await makeTempDir(`sightline-it-${engine}-`);
   const dataDir = path.join(dir, 'data');
   if (createDataDir) await fsp.mkdir(dataDir);
-  const server = new Server({ engine, dir, dataDir, args, env, ulimitFiles, softUlimitFiles });
+  const server = new Server({ engine, dir, dataDir, args, env, ulimitFiles, softUlimitFiles, tls });
   try {
     await server.start({ readyTimeoutMs });
   } catch (err) {
