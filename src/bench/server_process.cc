@@ -70,7 +70,8 @@ Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(const SpawnOptions& 
                                      "--data",      data_dir,
                                      "--storage",   options.engine,
                                      "--otlp-http", "127.0.0.1:" + std::to_string(*otlp_port),
-                                     "--listen",    "127.0.0.1:" + std::to_string(*api_port)};
+                                     "--listen",    "127.0.0.1:" + std::to_string(*api_port),
+                                     "--otlp-grpc", ""};
     args.insert(args.end(), options.extra_args.begin(), options.extra_args.end());
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());

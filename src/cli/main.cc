@@ -70,6 +70,9 @@ int Serve(ServerOptions options) {
   std::printf("Sightline is running (storage: %s, data: %s)\n", storage.c_str(), data.c_str());
   const char* scheme = s.tls() ? "https" : "http";
   std::printf("  OTLP/HTTP  %s://<host>:%d  (POST /v1/traces, /v1/logs, /v1/metrics)\n", scheme, s.otlp_port());
+  if (s.grpc_port() != 0) {
+    std::printf("  OTLP/gRPC  %s://<host>:%d  (TraceService, LogsService, MetricsService)\n", scheme, s.grpc_port());
+  }
   std::printf("  UI / API   %s://<host>:%d  (health: /healthz /readyz /api/health/deep, metrics: /metrics)\n", scheme,
               s.api_port());
   if (!s.minted_token().empty()) {
@@ -173,6 +176,21 @@ int main(int argc, char** argv) {
   AddStoreOptions(serve, &so.data_dir, &so.storage, &so.store);
   serve->add_option("--otlp-http", so.otlp_http, "OTLP/HTTP listen address HOST:PORT")
       ->envname("SIGHTLINE_OTLP_HTTP")
+      ->capture_default_str();
+  serve->add_option("--otlp-grpc", so.otlp_grpc, "OTLP/gRPC listen address HOST:PORT (\"\" = off)")
+      ->envname("SIGHTLINE_OTLP_GRPC")
+      ->capture_default_str();
+  serve
+      ->add_option("--grpc-max-concurrent-streams", so.grpc.max_concurrent_streams,
+                   "OTLP/gRPC calls in flight on one connection")
+      ->envname("SIGHTLINE_GRPC_MAX_CONCURRENT_STREAMS")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  serve
+      ->add_option("--grpc-max-memory-bytes", so.grpc.max_memory_bytes,
+                   "Memory gRPC may hold for the buffers of all its connections")
+      ->envname("SIGHTLINE_GRPC_MAX_MEMORY_BYTES")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   serve->add_option("--listen", so.listen, "API and UI listen address HOST:PORT")
       ->envname("SIGHTLINE_LISTEN")

@@ -251,7 +251,7 @@ std::string IngestService::EncodeResponse(Signal signal, PayloadFormat format, c
   return out;
 }
 
-std::string IngestService::EncodeError(PayloadFormat format, const Status& status) {
+std::string IngestService::EncodeError(PayloadFormat format, const Status& status, int retry_after_seconds) {
   const int rpc_code = GrpcCodeFor(status.code());
   std::string out;
   if (format == PayloadFormat::kJson) {
@@ -269,6 +269,27 @@ std::string IngestService::EncodeError(PayloadFormat format, const Status& statu
   PutTag(&out, 2, 2);
   PutVarint(&out, status.message().size());
   out += status.message();
+  if (retry_after_seconds > 0) {
+    // details: Any{type_url, value: RetryInfo{retry_delay: Duration{seconds}}}
+    std::string duration;
+    PutTag(&duration, 1, 0);
+    PutVarint(&duration, static_cast<uint64_t>(retry_after_seconds));
+    std::string retry_info;
+    PutTag(&retry_info, 1, 2);
+    PutVarint(&retry_info, duration.size());
+    retry_info += duration;
+    constexpr std::string_view kTypeUrl = "type.googleapis.com/google.rpc.RetryInfo";
+    std::string any;
+    PutTag(&any, 1, 2);
+    PutVarint(&any, kTypeUrl.size());
+    any += kTypeUrl;
+    PutTag(&any, 2, 2);
+    PutVarint(&any, retry_info.size());
+    any += retry_info;
+    PutTag(&out, 3, 2);
+    PutVarint(&out, any.size());
+    out += any;
+  }
   return out;
 }
 

@@ -144,7 +144,9 @@ class IngestService {
   //! Export*ServiceResponse in the request's format (partial_success when items were rejected).
   static std::string EncodeResponse(Signal signal, PayloadFormat format, const Rejections& rejected);
   //! An error body: google.rpc.Status for protobuf, {"code":..,"message":..} for JSON.
-  static std::string EncodeError(PayloadFormat format, const Status& status);
+  //! `retry_after_seconds` > 0 adds a google.rpc.RetryInfo to the protobuf's
+  //! details (what an OTLP/gRPC client reads its retry delay from).
+  static std::string EncodeError(PayloadFormat format, const Status& status, int retry_after_seconds = 0);
 
  private:
   //! A decoded request, ready for its writer.

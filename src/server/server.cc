@@ -130,6 +130,17 @@ Status Server::Open() {
   auto api = http_->Listen(options_.listen, /*api_port=*/true);
   if (!api.ok()) return api.status();
   api_port_ = *api;
+  if (!options_.otlp_grpc.empty()) {
+    GrpcServerOptions grpc = options_.grpc;
+    grpc.max_message_bytes = options_.ingest.max_body_bytes;
+    grpc.message_timeout_ms = options_.http.body_timeout_ms;
+    grpc.tls_cert_file = options_.http.tls_cert_file;
+    grpc.tls_key_file = options_.http.tls_key_file;
+    grpc_ = std::make_unique<OtlpGrpcServer>(ingest_.get(), grpc);
+    auto port = grpc_->Start(options_.otlp_grpc);
+    if (!port.ok()) return port.status();
+    grpc_port_ = *port;
+  }
   // Last of all that can fail, so a first start that fails mints nothing
   // (its credentials would be stored hashed and never shown); no request is
   // served before this, as the io threads start below.
@@ -193,8 +204,10 @@ Status Server::Stop() {
   stopped_ = true;
   ready_ = false;
   if (http_) http_->StopAccepting();
+  if (gate_) gate_->Close();  // what arrives from now on is refused, retryable
+  // Waits for the calls in flight (their exports finish: the writers run).
+  if (grpc_) grpc_->Shutdown(options_.shutdown_timeout_ms);
   if (gate_) {
-    gate_->Close();
     if (!gate_->WaitIdle(options_.shutdown_timeout_ms)) {
       spdlog::warn("shutdown: requests still in flight after {} ms; their clients get no answer",
                    options_.shutdown_timeout_ms);

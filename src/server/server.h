@@ -28,6 +28,7 @@
 #include "maintenance/disk_guard.h"
 #include "maintenance/maintenance_service.h"
 #include "server/api_service.h"
+#include "server/grpc_server.h"
 #include "server/http_server.h"
 #include "state/state_store.h"
 #include "storage/telemetry_store.h"
@@ -38,12 +39,16 @@ namespace sightline {
 struct ServerOptions {
   std::string data_dir = "./data";
   std::string otlp_http = "0.0.0.0:4318";
+  std::string otlp_grpc = "0.0.0.0:4317";  // "" = no OTLP/gRPC listener
   std::string listen = "0.0.0.0:8080";
   std::string storage = "duckdb";
   StoreOptions store;  // data_dir is filled from data_dir
   IngestOptions ingest;
   AdmissionGate::Limits gate;
   HttpServerOptions http;
+  //! Its message limit, message timeout and TLS files are taken from
+  //! `ingest` and `http` at start.
+  GrpcServerOptions grpc;
   SignalWriter::Options writer;
   int io_threads = 2;
   int shutdown_timeout_ms = 30000;
@@ -75,6 +80,8 @@ class Server {
 
   int otlp_port() const { return otlp_port_; }
   int api_port() const { return api_port_; }
+  //! 0 when OTLP/gRPC is off.
+  int grpc_port() const { return grpc_port_; }
   //! Both listeners speak TLS (--tls-cert).
   bool tls() const { return !options_.http.tls_cert_file.empty(); }
   //! Plaintext of a token minted at this start (first start only), else "".
@@ -109,11 +116,13 @@ class Server {
   std::unique_ptr<boost::asio::thread_pool> query_pool_;
   boost::asio::io_context ioc_;
   std::unique_ptr<HttpServer> http_;
+  std::unique_ptr<OtlpGrpcServer> grpc_;
   std::vector<std::thread> io_threads_;
   std::atomic<bool> ready_{false};
   bool stopped_ = false;
   int otlp_port_ = 0;
   int api_port_ = 0;
+  int grpc_port_ = 0;
   std::string minted_token_;
   std::string minted_admin_password_;
 };

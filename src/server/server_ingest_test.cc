@@ -172,6 +172,7 @@ TEST_P(ServerIngestTest, ConcurrentIngestAndQueriesCommitEveryAcknowledgedItem) 
   options.data_dir = dir.str();
   options.storage = GetParam();
   options.otlp_http = "127.0.0.1:0";
+  options.otlp_grpc = "";  // grpc_server_test.cc covers it
   options.listen = "127.0.0.1:0";
   options.ingest_token = kToken;
   {

@@ -193,7 +193,7 @@ describe('hygiene: first-start credentials', { timeout: 90_000 }, () => {
     try {
       // The API port is taken: the start fails after the state store and the
       // engine opened, where credentials used to be minted already.
-      const failed = spawnSync(BIN, ['serve', '--data', dataDir, '--otlp-http', `${HOST}:0`,
+      const failed = spawnSync(BIN, ['serve', '--data', dataDir, '--otlp-http', `${HOST}:0`, '--otlp-grpc', `${HOST}:0`,
         '--listen', `${HOST}:${blocker.address().port}`], { env, timeout: 60_000, encoding: 'utf8' });
       t.diagnostic(`failed start: exit ${failed.status}: ${(failed.stderr + failed.stdout).trim().split('\n').pop()}`);
       assert.notEqual(failed.status, 0, 'the start fails');

@@ -1,5 +1,5 @@
 // The official OpenTelemetry JS SDK exports traces, logs and metrics to a real
-// sightline server (OTLP/HTTP protobuf and JSON, gzip), for each storage
+// sightline server (OTLP/HTTP protobuf and JSON, OTLP/gRPC, gzip), for each storage
 // engine; after a clean stop, every stored field is checked with `sightline sql`
 // against what the SDK handed its exporters.
 
@@ -23,11 +23,15 @@ import { OTLPLogExporter as LogsProto } from '@opentelemetry/exporter-logs-otlp-
 import { OTLPLogExporter as LogsJson } from '@opentelemetry/exporter-logs-otlp-http';
 import { OTLPMetricExporter as MetricsProto } from '@opentelemetry/exporter-metrics-otlp-proto';
 import { OTLPMetricExporter as MetricsJson } from '@opentelemetry/exporter-metrics-otlp-http';
+import { OTLPTraceExporter as TraceGrpc } from '@opentelemetry/exporter-trace-otlp-grpc';
+import { OTLPLogExporter as LogsGrpc } from '@opentelemetry/exporter-logs-otlp-grpc';
+import { OTLPMetricExporter as MetricsGrpc } from '@opentelemetry/exporter-metrics-otlp-grpc';
+import { Metadata } from '@grpc/grpc-js';
 
 import { ENGINES, HEX, TOKEN, startServer } from './lib/server.mjs';
 import { hrTimeToNs, parseJsonExact } from './lib/otlp.mjs';
 
-const PROTOCOLS = ['proto', 'json'];
+const PROTOCOLS = ['proto', 'json', 'grpc'];
 
 // SDK diagnostics (failed exports, unexpected drops) fail the export test. The
 // span limits below drop events and links on purpose; those warnings are expected.
@@ -191,13 +195,25 @@ async function exportAll(server, engine, protocol) {
     'deployment.environment.name': 'integration',
     'host.cpu.count': 2,
   });
-  const proto = protocol === 'proto';
-  const traceExporter = proto ? new TraceProto({ ...common, url: `${base}/v1/traces` })
-    : new TraceJson({ ...common, url: `${base}/v1/traces` });
-  const logExporter = proto ? new LogsProto({ ...common, url: `${base}/v1/logs` })
-    : new LogsJson({ ...common, url: `${base}/v1/logs` });
-  const metricExporter = proto ? new MetricsProto({ ...common, url: `${base}/v1/metrics` })
-    : new MetricsJson({ ...common, url: `${base}/v1/metrics` });
+  let traceExporter;
+  let logExporter;
+  let metricExporter;
+  if (protocol === 'grpc') {
+    const metadata = new Metadata();
+    metadata.set('authorization', `Bearer ${TOKEN}`);
+    const grpc = { url: server.grpcUrl, metadata, compression: 'gzip', timeoutMillis: 10_000 };
+    traceExporter = new TraceGrpc(grpc);
+    logExporter = new LogsGrpc(grpc);
+    metricExporter = new MetricsGrpc(grpc);
+  } else if (protocol === 'proto') {
+    traceExporter = new TraceProto({ ...common, url: `${base}/v1/traces` });
+    logExporter = new LogsProto({ ...common, url: `${base}/v1/logs` });
+    metricExporter = new MetricsProto({ ...common, url: `${base}/v1/metrics` });
+  } else {
+    traceExporter = new TraceJson({ ...common, url: `${base}/v1/traces` });
+    logExporter = new LogsJson({ ...common, url: `${base}/v1/logs` });
+    metricExporter = new MetricsJson({ ...common, url: `${base}/v1/metrics` });
+  }
   const traces = captureExports(traceExporter);
   const logs = captureExports(logExporter);
   const metrics = captureExports(metricExporter);
@@ -673,7 +689,8 @@ for (const engine of ENGINES) {
     after(async () => { await server?.cleanup(); });
 
     for (const protocol of PROTOCOLS) {
-      const port = usesApiPort(engine, protocol) ? 'API port /api/otel' : 'OTLP port';
+      const port = protocol === 'grpc' ? 'OTLP/gRPC port'
+        : usesApiPort(engine, protocol) ? 'API port /api/otel' : 'OTLP port';
       it(`exports traces, logs and metrics as ${protocol} + gzip on the ${port}`, { timeout: 60_000 }, async () => {
         cases[protocol] = await exportAll(server, engine, protocol);
       });

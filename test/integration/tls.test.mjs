@@ -131,6 +131,7 @@ describe('TLS on both listeners', () => {
     let failure;
     try {
       await run(BIN, ['serve', '--data', data, '--otlp-http', `${HOST}:0`, '--listen', `${HOST}:0`,
+        '--otlp-grpc', `${HOST}:0`,
         '--tls-cert', tls.cert, '--tls-key', other.key], { timeout: 30_000 });
     } catch (err) {
       failure = err;

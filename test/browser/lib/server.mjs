@@ -114,6 +114,7 @@ export class Server {
       '--data', this.dataDir,
       '--otlp-http', `${HOST}:${this.otlpPort}`,
       '--listen', `${HOST}:${this.apiPort}`,
+      '--otlp-grpc', '',
       '--storage', this.engine,
       ...this.args,
     ];

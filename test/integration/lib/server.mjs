@@ -162,6 +162,8 @@ export class Server {
   get scheme() { return this.tls ? 'https' : 'http'; }
   get otlpUrl() { return `${this.scheme}://${HOST}:${this.otlpPort}`; }
   get apiUrl() { return `${this.scheme}://${HOST}:${this.apiPort}`; }
+  //! OTLP/gRPC, as the JS gRPC exporters take it.
+  get grpcUrl() { return `${this.scheme}://${HOST}:${this.grpcPort}`; }
   get pid() { return this.child?.pid; }
   get logPath() { return path.join(this.dir, `server-${this.starts}.log`); }
   alive() { return this.child !== null && this.exit === null; }
@@ -175,6 +177,8 @@ export class Server {
       this.otlpPort = await freePort();
       this.apiPort = await freePort();
       while (this.apiPort === this.otlpPort) this.apiPort = await freePort();
+      this.grpcPort = await freePort();
+      while (this.grpcPort === this.otlpPort || this.grpcPort === this.apiPort) this.grpcPort = await freePort();
       try {
         await this.#spawnAndWait(readyTimeoutMs);
         // The ingest token cannot read the API: tests read with a read token,
@@ -199,6 +203,7 @@ export class Server {
       'serve', '--data', this.dataDir,
       '--otlp-http', `${HOST}:${this.otlpPort}`,
       '--listen', `${HOST}:${this.apiPort}`,
+      '--otlp-grpc', `${HOST}:${this.grpcPort}`,
       '--storage', this.engine,
       ...(this.tls ? ['--tls-cert', this.tls.cert, '--tls-key', this.tls.key] : []),
       ...this.args,

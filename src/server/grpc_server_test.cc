@@ -1,0 +1,244 @@
+// OTLP/gRPC over loopback: a real gRPC client (the generic stub, raw bytes)
+// against OtlpGrpcServer over the real ingest pipeline, state store and
+// writers (the in-memory engine's sinks). The status of each failure is the
+// one the OTLP specification names, and a retryable one carries RetryInfo.
+
+#include "server/grpc_server.h"
+
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <google/protobuf/unknown_field_set.h>
+
+#include <future>
+#include <string>
+#include <thread>
+
+#include "auth/tokens.h"
+#include "common/testing/temp_dir.h"
+#include "opentelemetry/proto/collector/trace/v1/trace_service.pb.h"
+#include "storage/memory/memory_store.h"
+
+namespace sightline {
+namespace {
+
+namespace otlp_trace = opentelemetry::proto::collector::trace::v1;
+constexpr const char* kTraceExport = "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
+
+// Two good spans and one whose trace id is too short (rejected, counted).
+std::string SpansRequest(int spans = 2, bool bad_one = true) {
+  otlp_trace::ExportTraceServiceRequest req;
+  auto* rs = req.add_resource_spans();
+  auto* attr = rs->mutable_resource()->add_attributes();
+  attr->set_key("service.name");
+  attr->mutable_value()->set_string_value("grpc-svc");
+  auto* ss = rs->add_scope_spans();
+  for (int i = 0; i < spans; ++i) {
+    auto* span = ss->add_spans();
+    span->set_trace_id(std::string(15, '\x01') + static_cast<char>(i + 1));
+    span->set_span_id(std::string(7, '\x02') + static_cast<char>(i + 1));
+    span->set_name("GET /grpc");
+    span->set_start_time_unix_nano(1700000000000000000ull);
+    span->set_end_time_unix_nano(1700000000005000000ull);
+  }
+  if (bad_one) {
+    auto* span = ss->add_spans();
+    span->set_trace_id("short");
+    span->set_span_id(std::string(8, '\x03'));
+    span->set_name("bad");
+  }
+  return req.SerializeAsString();
+}
+
+// The seconds of the RetryInfo in a google.rpc.Status's details, or -1.
+int RetryDelaySeconds(const std::string& details) {
+  const std::string type = "type.googleapis.com/google.rpc.RetryInfo";
+  size_t at = details.find(type);
+  if (at == std::string::npos) return -1;
+  // After the type url: 0x12 len (Any.value) 0x0a len (retry_delay) 0x08 seconds.
+  size_t p = at + type.size();
+  if (details.size() < p + 6 || details[p] != 0x12 || details[p + 2] != 0x0a || details[p + 4] != 0x08) return -1;
+  return static_cast<unsigned char>(details[p + 5]);
+}
+
+struct CallResult {
+  grpc::Status status;
+  std::string response;
+};
+
+class GrpcServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto state = OpenStateStore(dir_.str());
+    ASSERT_TRUE(state.ok()) << state.status().ToString();
+    state_ = std::move(state.value());
+    auto token = MintToken(state_.get(), "default");
+    ASSERT_TRUE(token.ok());
+    token_ = "Bearer " + token.value();
+    auto read = MintToken(state_.get(), "default", TokenScope::kRead);
+    ASSERT_TRUE(read.ok());
+    read_token_ = "Bearer " + read.value();
+    auth_ = std::make_unique<Authenticator>(AuthOptions{}, state_.get());
+    auto store = OpenMemoryStore(StoreOptions{});
+    ASSERT_TRUE(store.ok());
+    store_ = std::move(store.value());
+    for (int s = 0; s < kSignalCount; ++s) {
+      auto sink = store_->NewSink(Signal(s));
+      ASSERT_TRUE(sink.ok());
+      writers_[s] = std::make_unique<SignalWriter>(Signal(s), std::move(sink.value()), SignalWriter::Options{});
+      writers_[s]->Start();
+    }
+    gate_ = std::make_unique<AdmissionGate>(AdmissionGate::Limits{1u << 20, 2});
+    IngestOptions options;
+    options.max_body_bytes = 64 * 1024;
+    options.decode_threads = 1;
+    options.retry_after_seconds = 3;
+    ingest_ = std::make_unique<IngestService>(
+        options, auth_.get(), gate_.get(),
+        std::array<SignalWriter*, kSignalCount>{writers_[0].get(), writers_[1].get(), writers_[2].get()}, &metrics_);
+    GrpcServerOptions grpc_options;
+    grpc_options.max_message_bytes = options.max_body_bytes;
+    grpc_options.message_timeout_ms = 300;
+    server_ = std::make_unique<OtlpGrpcServer>(ingest_.get(), grpc_options);
+    auto port = server_->Start("127.0.0.1:0");
+    ASSERT_TRUE(port.ok()) << port.status().ToString();
+    channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(*port), grpc::InsecureChannelCredentials());
+  }
+  void TearDown() override {
+    server_.reset();
+    ingest_.reset();
+    for (auto& w : writers_) w.reset();
+  }
+
+  CallResult Call(const std::string& body, const std::string& authorization, const char* method = kTraceExport,
+                  bool gzip = false) {
+    grpc::GenericStub stub(channel_);
+    grpc::ClientContext ctx;
+    if (!authorization.empty()) ctx.AddMetadata("authorization", authorization);
+    if (gzip) ctx.set_compression_algorithm(GRPC_COMPRESS_GZIP);
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    grpc::Slice slice(body);
+    grpc::ByteBuffer request(&slice, 1);
+    grpc::ByteBuffer response;
+    std::promise<grpc::Status> done;
+    stub.UnaryCall(&ctx, method, grpc::StubOptions(), &request, &response,
+                   [&done](grpc::Status s) { done.set_value(std::move(s)); });
+    CallResult out{done.get_future().get(), {}};
+    std::vector<grpc::Slice> slices;
+    if (out.status.ok() && response.Dump(&slices).ok()) {
+      for (const auto& s : slices) out.response.append(reinterpret_cast<const char*>(s.begin()), s.size());
+    }
+    return out;
+  }
+
+  int64_t StoredSpans() { return static_cast<int64_t>(store_->Stats().rows[0]); }
+
+  testing::TempDir dir_{"sightline-grpc-test"};
+  std::unique_ptr<StateStore> state_;
+  std::string token_;
+  std::string read_token_;
+  std::unique_ptr<Authenticator> auth_;
+  std::unique_ptr<TelemetryStore> store_;
+  std::array<std::unique_ptr<SignalWriter>, kSignalCount> writers_;
+  std::unique_ptr<AdmissionGate> gate_;
+  IngestMetrics metrics_;
+  std::unique_ptr<IngestService> ingest_;
+  std::unique_ptr<OtlpGrpcServer> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+};
+
+TEST_F(GrpcServerTest, AnExportIsStoredAndItsRejectionsComeBackAsPartialSuccess) {
+  CallResult r = Call(SpansRequest(), token_);
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  // partial_success (field 1): rejected_spans (1), error_message (2). Read
+  // as unknown fields: the bundled OTLP protos predate it.
+  google::protobuf::UnknownFieldSet response;
+  ASSERT_TRUE(response.ParseFromString(r.response));
+  ASSERT_EQ(response.field_count(), 1);
+  ASSERT_EQ(response.field(0).number(), 1);
+  google::protobuf::UnknownFieldSet partial;
+  ASSERT_TRUE(partial.ParseFromString(response.field(0).length_delimited()));
+  int64_t rejected = -1;
+  std::string message;
+  for (int i = 0; i < partial.field_count(); ++i) {
+    if (partial.field(i).number() == 1) rejected = static_cast<int64_t>(partial.field(i).varint());
+    if (partial.field(i).number() == 2) message = partial.field(i).length_delimited();
+  }
+  EXPECT_EQ(rejected, 1);
+  EXPECT_NE(message.find("trace"), std::string::npos) << message;
+  EXPECT_EQ(StoredSpans(), 2);
+
+  // gRPC's own gzip is undone before the pipeline sees the message.
+  CallResult zipped = Call(SpansRequest(3, false), token_, kTraceExport, /*gzip=*/true);
+  ASSERT_TRUE(zipped.status.ok()) << zipped.status.error_message();
+  EXPECT_EQ(StoredSpans(), 5);
+}
+
+TEST_F(GrpcServerTest, BadCredentialsAndBadMessagesGetTheirOtlpCodes) {
+  CallResult none = Call(SpansRequest(), "");
+  EXPECT_EQ(none.status.error_code(), grpc::StatusCode::UNAUTHENTICATED) << none.status.error_message();
+  CallResult wrong = Call(SpansRequest(), "Bearer sl_not_a_token");
+  EXPECT_EQ(wrong.status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  CallResult reader = Call(SpansRequest(), read_token_);
+  EXPECT_EQ(reader.status.error_code(), grpc::StatusCode::PERMISSION_DENIED) << reader.status.error_message();
+  CallResult garbage = Call(std::string("\xff\xff\xff\xff not protobuf", 17), token_);
+  EXPECT_EQ(garbage.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_FALSE(garbage.status.error_message().empty());
+  CallResult unknown = Call(SpansRequest(), token_, "/opentelemetry.proto.collector.trace.v1.TraceService/Nope");
+  EXPECT_EQ(unknown.status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  // Past the body limit gRPC itself refuses the message.
+  CallResult huge = Call(SpansRequest(2000, false), token_);
+  EXPECT_EQ(huge.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << huge.status.error_message();
+  EXPECT_EQ(StoredSpans(), 0);
+}
+
+TEST_F(GrpcServerTest, OverloadIsUnavailableWithRetryInfo) {
+  // Both of the gate's request slots held by HTTP-side admissions.
+  ExportHeaders h;
+  h.signal = Signal::kSpans;
+  h.authorization = token_;
+  h.content_type = "application/x-protobuf";
+  h.content_length = 100;
+  Admission a = ingest_->Admit(h);
+  Admission b = ingest_->Admit(h);
+  ASSERT_TRUE(a.admitted && b.admitted);
+  CallResult r = Call(SpansRequest(), token_);
+  EXPECT_EQ(r.status.error_code(), grpc::StatusCode::UNAVAILABLE) << r.status.error_message();
+  EXPECT_EQ(RetryDelaySeconds(r.status.error_details()), 3);
+  a.admitted.reset();
+  b.admitted.reset();
+  EXPECT_TRUE(Call(SpansRequest(), token_).status.ok());
+}
+
+TEST_F(GrpcServerTest, ACallThatNeverSendsItsMessageEndsAtTheTimeoutAndFreesItsPlace) {
+  grpc::GenericStub stub(channel_);
+  grpc::CompletionQueue cq;
+  grpc::ClientContext ctx;
+  ctx.AddMetadata("authorization", token_);
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  auto call = stub.PrepareCall(&ctx, kTraceExport, &cq);
+  void* tag = nullptr;
+  bool ok = false;
+  call->StartCall(reinterpret_cast<void*>(1));
+  ASSERT_TRUE(cq.Next(&tag, &ok));
+  grpc::Status status;
+  call->Finish(&status, reinterpret_cast<void*>(2));
+  ASSERT_TRUE(cq.Next(&tag, &ok));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << status.error_message();
+  EXPECT_NE(status.error_message().find("not received within 300 ms"), std::string::npos) << status.error_message();
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+  // Its admission goes with it (when gRPC ends the call, a moment after the
+  // client has its status).
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (gate_->GetStats().inflight_requests != 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(gate_->GetStats().inflight_requests, 0);
+  EXPECT_TRUE(Call(SpansRequest(), token_).status.ok());
+}
+
+}  // namespace
+}  // namespace sightline
