@@ -15,6 +15,8 @@
 #include <variant>
 #include <vector>
 
+#include "model/ids.h"
+
 namespace sightline {
 
 enum class Signal { kSpans = 0, kLogs = 1, kMetrics = 2 };
@@ -54,8 +56,8 @@ size_t VectorBytes(const std::vector<T>& v) {
 
 //! The distinct (resource, instrumentation scope) pairs of a batch. Each is
 //! stored once per project in the signal's resources table (span_resources,
-//! log_resources); rows carry only its resource_id, a stable hash of the four
-//! texts (see ResourceId in otlp/).
+//! log_resources, metric_resources); rows carry only its resource_id, a
+//! stable hash of the four texts (ResourceId in model/ids.h).
 struct ResourceTable {
   std::vector<int64_t> resource_id;
   StringColumn resource_attributes;  // JSON
@@ -167,16 +169,17 @@ struct MetricBatch {
   StringColumn service_name;
   //! Each series' row in `resources`. The series of a request share a few
   //! (resource, scope) pairs, so their texts are kept once per batch, not
-  //! once per series: a request's memory follows its own size.
+  //! once per series, and stored once per project (metric_resources): a
+  //! request's memory and the bytes it writes follow its own size.
   std::vector<uint32_t> series_resource;
-  ResourceTable resources;  // scope_attributes are not stored for metrics
+  ResourceTable resources;
   StringColumn attributes;  // point attributes, JSON
 
-  //! Adds a resource row that the next series appended refers to (tests
-  //! and generators; the decoder shares rows between series).
+  //! Adds a resource row (no scope attributes) that the next series appended
+  //! refers to (tests and generators; the decoder shares rows between series).
   void AddSeriesResource(std::string_view attributes, std::string_view scope, std::string_view version) {
     series_resource.push_back(static_cast<uint32_t>(resources.rows()));
-    resources.resource_id.push_back(static_cast<int64_t>(resources.rows()));
+    resources.resource_id.push_back(ResourceId(attributes, scope, version, "{}"));
     resources.resource_attributes.Append(attributes);
     resources.scope_name.Append(scope);
     resources.scope_version.Append(version);

@@ -15,8 +15,9 @@
 
 namespace sightline {
 
-//! resource_id of span_resources / log_resources: the resource attributes
-//! JSON, the scope name and version and the scope attributes JSON, as stored.
+//! resource_id of span_resources / log_resources / metric_resources: the
+//! resource attributes JSON, the scope name and version and the scope
+//! attributes JSON, as stored.
 //! The project is not part of it; rows are keyed by (project_id, resource_id).
 int64_t ResourceId(std::string_view resource_attributes, std::string_view scope_name, std::string_view scope_version,
                    std::string_view scope_attributes);

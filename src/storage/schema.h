@@ -15,6 +15,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -30,6 +31,7 @@ inline constexpr const char* kMetricSeriesTable = "metric_series";
 inline constexpr const char* kMetricPointsTable = "metric_points";
 inline constexpr const char* kSpanResourcesTable = "span_resources";
 inline constexpr const char* kLogResourcesTable = "log_resources";
+inline constexpr const char* kMetricResourcesTable = "metric_resources";
 
 //! SQL type class; each engine maps it to its own type name.
 enum class ColumnType : uint8_t { kInt64, kDouble, kText };
@@ -48,7 +50,7 @@ enum class SourceKind : uint8_t {
   kId,             // uint64_t a[row] as int64 (same bits); NULL when a[row] and b[row] are 0
   kText,           // StringColumn row as given ('' stays '')
   kTextEmptyNull,  // StringColumn row; '' is NULL
-  kTextIndexed,    // StringColumn a at row uint32_t b[row] (a text kept once per batch)
+  kInt64Indexed,   // int64_t a[uint32_t b[row]] (metric_series.resource_id: a row of the batch's resources)
   // Derived at write time so dashboards filter and group on plain columns
   // instead of evaluating expressions over every row (DerivedText/DerivedInt).
   kTextOrElse,  // StringColumn a[row], or b[row] when that is '' (spans.endpoint)
@@ -71,9 +73,9 @@ struct Column {
   const char* backfill = nullptr;
 };
 
-//! The value of a kTextIndexed column at row r.
-inline std::string_view IndexedTextAt(const Column& c, size_t r) {
-  return static_cast<const StringColumn*>(c.a)->Get(static_cast<const uint32_t*>(c.b)[r]);
+//! The value of a kInt64Indexed column at row r.
+inline int64_t IndexedIntAt(const Column& c, size_t r) {
+  return static_cast<const int64_t*>(c.a)[static_cast<const uint32_t*>(c.b)[r]];
 }
 
 //! The value of a kTextOrElse column at row r.
@@ -134,8 +136,9 @@ inline Column DoubleOrNull(const char* name, const std::vector<double>& v) {
 inline Column Text(const char* name, const StringColumn& s) {
   return {name, ColumnType::kText, SourceKind::kText, &s, nullptr, s.size(), 0};
 }
-inline Column IndexedText(const char* name, const StringColumn& s, const std::vector<uint32_t>& index) {
-  return {name, ColumnType::kText, SourceKind::kTextIndexed, &s, index.data(), index.size(), 0};
+//! The values of `v` at the rows `index` names; every index must be below v.size().
+inline Column IndexedInts(const char* name, const std::vector<int64_t>& v, const std::vector<uint32_t>& index) {
+  return {name, ColumnType::kInt64, SourceKind::kInt64Indexed, v.data(), index.data(), index.size(), 0};
 }
 inline Column TextOrNull(const char* name, const StringColumn& s) {
   return {name, ColumnType::kText, SourceKind::kTextEmptyNull, &s, nullptr, s.size(), 0};
@@ -163,7 +166,7 @@ inline Column AnyText(const char* name, const StringColumn& a, const StringColum
 inline constexpr size_t kSpanColumnCount = 31;
 inline constexpr size_t kLogColumnCount = 15;
 inline constexpr size_t kResourceColumnCount = 6;
-inline constexpr size_t kMetricSeriesColumnCount = 13;
+inline constexpr size_t kMetricSeriesColumnCount = 11;
 inline constexpr size_t kMetricPointColumnCount = 16;
 
 //! spans: one row per span; rows() rows.
@@ -229,8 +232,8 @@ inline std::array<Column, kLogColumnCount> LogColumns(const LogBatch& b) {
   }};
 }
 
-//! span_resources / log_resources: one row per distinct (project_id,
-//! resource_id); r.rows() rows.
+//! span_resources / log_resources / metric_resources: one row per distinct
+//! (project_id, resource_id); r.rows() rows.
 inline std::array<Column, kResourceColumnCount> ResourceColumns(const ResourceTable& r, int64_t project_id) {
   using namespace internal;
   return {{
@@ -243,7 +246,9 @@ inline std::array<Column, kResourceColumnCount> ResourceColumns(const ResourceTa
   }};
 }
 
-//! metric_series: one row per distinct (project_id, series_id); series_rows() rows.
+//! metric_series: one row per distinct (project_id, series_id); series_rows()
+//! rows. Its resource and scope are a row of metric_resources, so a large
+//! resource is written once, not once per series (docs/SECURITY.md).
 inline std::array<Column, kMetricSeriesColumnCount> MetricSeriesColumns(const MetricBatch& b) {
   using namespace internal;
   return {{
@@ -256,9 +261,7 @@ inline std::array<Column, kMetricSeriesColumnCount> MetricSeriesColumns(const Me
       Ints("temporality", b.temporality),
       Ints("is_monotonic", b.is_monotonic),
       Text("service_name", b.service_name),
-      IndexedText("resource_attributes", b.resources.resource_attributes, b.series_resource),
-      IndexedText("scope_name", b.resources.scope_name, b.series_resource),
-      IndexedText("scope_version", b.resources.scope_version, b.series_resource),
+      IndexedInts("resource_id", b.resources.resource_id, b.series_resource),
       Text("attributes", b.attributes),
   }};
 }
@@ -322,6 +325,7 @@ inline std::vector<std::pair<const char*, std::vector<Column>>> AllTableColumns(
       {kSpanResourcesTable, list(ResourceColumns(spans.resources, 0))},
       {kLogsTable, list(LogColumns(logs))},
       {kLogResourcesTable, list(ResourceColumns(logs.resources, 0))},
+      {kMetricResourcesTable, list(ResourceColumns(metrics.resources, 0))},
       {kMetricSeriesTable, list(MetricSeriesColumns(metrics))},
       {kMetricPointsTable, list(MetricPointColumns(metrics))},
   };
@@ -466,32 +470,69 @@ inline Status ValidateColumns(const char* table, std::span<const Column> columns
   return Status::Ok();
 }
 
-//! Each signal writes two tables in one transaction: a keyed table, whose
-//! rows are written once per (project_id, key) — metric series, span and log
-//! resources — and its main table, every row (metric_points, spans, logs).
-//! The overloads below give both for a batch, so an engine writes every
-//! signal with one routine.
+//! Each signal writes its tables in one transaction: keyed tables, whose
+//! rows are written once per (project_id, key) — span, log and metric
+//! resources and metric series — and its main table, every row (spans, logs,
+//! metric_points). The functions below give them for a batch, so an engine
+//! writes every signal with one routine.
+struct KeyedTableDef {
+  const char* table;
+  const char* key_column;
+};
+//! The most keyed tables a signal has (metrics: resources and series).
+inline constexpr size_t kMaxKeyedTables = 2;
+//! The position of metric_series among the metrics' keyed tables: its new
+//! keys are new series (StoreStats::metric_series).
+inline constexpr size_t kMetricSeriesPart = 1;
+
 struct SignalTables {
-  const char* keyed;
+  //! In write order: a keyed table comes before the tables whose rows
+  //! reference its keys (metric_resources before metric_series).
+  std::span<const KeyedTableDef> keyed;
   const char* main;
 };
-inline SignalTables TablesOf(const SpanBatch&) { return {kSpanResourcesTable, kSpansTable}; }
-inline SignalTables TablesOf(const LogBatch&) { return {kLogResourcesTable, kLogsTable}; }
-inline SignalTables TablesOf(const MetricBatch&) { return {kMetricSeriesTable, kMetricPointsTable}; }
-inline auto KeyedColumns(const SpanBatch& b) { return ResourceColumns(b.resources, b.project_id); }
-inline auto KeyedColumns(const LogBatch& b) { return ResourceColumns(b.resources, b.project_id); }
-inline auto KeyedColumns(const MetricBatch& b) { return MetricSeriesColumns(b); }
-inline const std::vector<int64_t>& Keys(const SpanBatch& b) { return b.resources.resource_id; }
-inline const std::vector<int64_t>& Keys(const LogBatch& b) { return b.resources.resource_id; }
-inline const std::vector<int64_t>& Keys(const MetricBatch& b) { return b.series_id; }
+inline SignalTables TablesOf(Signal s) {
+  static constexpr KeyedTableDef kSpanKeyed[] = {{kSpanResourcesTable, "resource_id"}};
+  static constexpr KeyedTableDef kLogKeyed[] = {{kLogResourcesTable, "resource_id"}};
+  static constexpr KeyedTableDef kMetricKeyed[] = {{kMetricResourcesTable, "resource_id"},
+                                                   {kMetricSeriesTable, "series_id"}};
+  switch (s) {
+    case Signal::kSpans: return {kSpanKeyed, kSpansTable};
+    case Signal::kLogs: return {kLogKeyed, kLogsTable};
+    case Signal::kMetrics: return {kMetricKeyed, kMetricPointsTable};
+  }
+  return {kSpanKeyed, kSpansTable};
+}
+inline Signal SignalOf(const SpanBatch&) { return Signal::kSpans; }
+inline Signal SignalOf(const LogBatch&) { return Signal::kLogs; }
+inline Signal SignalOf(const MetricBatch&) { return Signal::kMetrics; }
+template <typename Batch>
+SignalTables TablesOf(const Batch& b) {
+  return TablesOf(SignalOf(b));
+}
+
+//! A batch's rows of one keyed table: their columns and each row's key.
+struct KeyedPart {
+  std::vector<Column> columns;
+  const std::vector<int64_t>* keys;
+};
+//! One KeyedPart per table of TablesOf(b).keyed, in the same order.
+inline std::vector<KeyedPart> KeyedParts(const SpanBatch& b) {
+  auto r = ResourceColumns(b.resources, b.project_id);
+  return {{{r.begin(), r.end()}, &b.resources.resource_id}};
+}
+inline std::vector<KeyedPart> KeyedParts(const LogBatch& b) {
+  auto r = ResourceColumns(b.resources, b.project_id);
+  return {{{r.begin(), r.end()}, &b.resources.resource_id}};
+}
+inline std::vector<KeyedPart> KeyedParts(const MetricBatch& b) {
+  auto r = ResourceColumns(b.resources, b.project_id);
+  auto s = MetricSeriesColumns(b);
+  return {{{r.begin(), r.end()}, &b.resources.resource_id}, {{s.begin(), s.end()}, &b.series_id}};
+}
 inline auto MainColumns(const SpanBatch& b) { return SpanColumns(b); }
 inline auto MainColumns(const LogBatch& b) { return LogColumns(b); }
 inline auto MainColumns(const MetricBatch& b) { return MetricPointColumns(b); }
-//! The key column of each signal's keyed table (for loading the known keys).
-inline const char* KeyColumn(Signal s) { return s == Signal::kMetrics ? "series_id" : "resource_id"; }
-inline const char* KeyedTable(Signal s) {
-  return s == Signal::kSpans ? kSpanResourcesTable : s == Signal::kLogs ? kLogResourcesTable : kMetricSeriesTable;
-}
 
 //! The identity of a keyed row: written once per key.
 struct RowKey {
@@ -509,6 +550,8 @@ struct RowKeyHash {
 };
 
 using KeySet = std::unordered_set<RowKey, RowKeyHash>;
+//! One KeySet per keyed table of a signal, in TablesOf() order.
+using KeySets = std::array<KeySet, kMaxKeyedTables>;
 
 //! Appends to `rows` the indexes of `keys` that are in neither `known` nor
 //! `pending`, and adds them to `pending` (so repeats later in the same write
@@ -523,23 +566,62 @@ inline void SelectNewKeys(int64_t project_id, const std::vector<int64_t>& keys, 
   }
 }
 
-//! One batch of a write, as both engines write it: its columns validated, and
-//! the indexes of its keyed rows that neither `known` nor an earlier batch of
-//! the same write (`pending`, which this extends) has stored.
+//! Checks that every index of a kInt64Indexed column names a value it has:
+//! a bad one would read out of bounds.
+inline Status ValidateIndexes(const char* table, std::span<const Column> columns, size_t values) {
+  for (const Column& c : columns) {
+    if (c.kind != SourceKind::kInt64Indexed) continue;
+    const auto* index = static_cast<const uint32_t*>(c.b);
+    for (size_t r = 0; r < c.size; ++r) {
+      if (index[r] >= values) {
+        return Status::InvalidArgument(std::string(table) + "." + c.name + " row " + std::to_string(r) +
+                                       " refers to row " + std::to_string(index[r]) + " of " + std::to_string(values));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+//! A batch's keyed parts and main columns, validated: every column has a
+//! value per row, texts are UTF-8 and indexes in range.
 template <typename Batch>
-struct BatchWrite {
-  decltype(KeyedColumns(std::declval<const Batch&>())) keyed;
+struct CheckedBatch {
+  std::vector<KeyedPart> keyed;
   decltype(MainColumns(std::declval<const Batch&>())) main;
-  std::vector<uint32_t> new_keyed_rows;
 };
 
 template <typename Batch>
-Result<BatchWrite<Batch>> PlanBatchWrite(const Batch& b, const KeySet& known, KeySet* pending) {
+Result<CheckedBatch<Batch>> CheckBatch(const Batch& b) {
   const SignalTables tables = TablesOf(b);
-  BatchWrite<Batch> w{KeyedColumns(b), MainColumns(b), {}};
-  SL_RETURN_IF_ERROR(ValidateColumns(tables.keyed, w.keyed, Keys(b).size()));
-  SL_RETURN_IF_ERROR(ValidateColumns(tables.main, w.main, b.rows()));
-  SelectNewKeys(b.project_id, Keys(b), known, pending, &w.new_keyed_rows);
+  CheckedBatch<Batch> out{KeyedParts(b), MainColumns(b)};
+  for (size_t t = 0; t < out.keyed.size(); ++t) {
+    const KeyedPart& part = out.keyed[t];
+    SL_RETURN_IF_ERROR(ValidateColumns(tables.keyed[t].table, part.columns, part.keys->size()));
+  }
+  if constexpr (std::is_same_v<Batch, MetricBatch>) {
+    SL_RETURN_IF_ERROR(ValidateIndexes(kMetricSeriesTable, out.keyed[kMetricSeriesPart].columns, b.resources.rows()));
+  }
+  SL_RETURN_IF_ERROR(ValidateColumns(tables.main, out.main, b.rows()));
+  return out;
+}
+
+//! One batch of a write, as both engines write it: its columns validated,
+//! and per keyed table the indexes of the rows that neither `known` nor an
+//! earlier batch of the same write (`pending`, which this extends) has stored.
+template <typename Batch>
+struct BatchWrite {
+  CheckedBatch<Batch> columns;
+  std::array<std::vector<uint32_t>, kMaxKeyedTables> new_keyed_rows;
+};
+
+template <typename Batch>
+Result<BatchWrite<Batch>> PlanBatchWrite(const Batch& b, const KeySets& known, KeySets* pending) {
+  Result<CheckedBatch<Batch>> checked = CheckBatch(b);
+  if (!checked.ok()) return checked.status();
+  BatchWrite<Batch> w{std::move(checked).value(), {}};
+  for (size_t t = 0; t < w.columns.keyed.size(); ++t) {
+    SelectNewKeys(b.project_id, *w.columns.keyed[t].keys, known[t], &(*pending)[t], &w.new_keyed_rows[t]);
+  }
   return w;
 }
 

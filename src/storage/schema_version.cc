@@ -1,5 +1,6 @@
 #include "storage/schema_version.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -153,12 +154,102 @@ Result<std::string> RecomputeIds(SchemaSession* s) {
   return done;
 }
 
+// --- 2 -> 3: metric resources stored once -----------------------------------------
+
+constexpr const char* kSeriesResourceTable = "sl_migrate_series_resource";
+constexpr const char* kVersion2SeriesTable = "sl_migrate_metric_series_v2";
+
+//! Moves each metric series' resource and scope texts into metric_resources,
+//! one row per (project_id, resource_id), and rebuilds metric_series with a
+//! resource_id in their place. Version 2 did not keep the scope attributes
+//! of metrics, so the resources get '{}', and the id a fresh ingest of a
+//! scope without attributes gives.
+Result<std::string> SplitMetricResources(SchemaSession* s) {
+  struct Series {
+    int64_t row;  // rowid in metric_series
+    int64_t resource_id;
+    bool first;  // the first series of its (project, resource): copied into metric_resources
+  };
+  std::vector<Series> series;
+  std::set<std::pair<int64_t, int64_t>> resources;  // (project_id, resource_id)
+  std::string missing;
+  Status read = s->Query(
+      std::string("SELECT rowid, project_id, series_id, resource_attributes, scope_name, scope_version FROM ") +
+          kMetricSeriesTable,
+      [&](const RowView& r) {
+        for (int c = 1; c < 6; ++c) {
+          if (r.IsNull(c) && missing.empty()) {
+            static constexpr const char* kNames[] = {"",           "project_id",   "series_id", "resource_attributes",
+                                                     "scope_name", "scope_version"};
+            missing = std::string(kNames[c]) + " is NULL in the row (project " + std::to_string(r.GetInt(1)) +
+                      ", series_id " + std::to_string(r.GetInt(2)) + ")";
+          }
+        }
+        const int64_t id = ResourceId(r.GetString(3), r.GetString(4), r.GetString(5), "{}");
+        series.push_back({r.GetInt(0), id, resources.insert({r.GetInt(1), id}).second});
+      });
+  if (!read.ok()) {
+    return Status(read.code(), std::string("reading the resources of ") + kMetricSeriesTable + ": " + read.message());
+  }
+  if (!missing.empty()) {
+    // The writer never stores NULL there: the resource id cannot be what an
+    // ingest of the same data would give.
+    return Status::InvalidArgument(std::string(kMetricSeriesTable) + "." + missing +
+                                   ", so its resource id cannot be computed; nothing was changed");
+  }
+  const TypeNames& types = s->types();
+  SL_RETURN_IF_ERROR(s->Exec(std::string("CREATE TEMP TABLE ") + kSeriesResourceTable + " (row_id " + types.int64 +
+                             ", resource_id " + types.int64 + ", first " + types.int64 + ")"));
+  std::string insert;
+  size_t in_statement = 0;
+  for (const Series& row : series) {
+    insert +=
+        (in_statement == 0 ? std::string("INSERT INTO ") + kSeriesResourceTable + " VALUES " : std::string(", ")) +
+        "(" + std::to_string(row.row) + ", " + std::to_string(row.resource_id) + ", " + (row.first ? "1" : "0") + ")";
+    if (++in_statement == 500) {
+      SL_RETURN_IF_ERROR(s->Exec(insert));
+      insert.clear();
+      in_statement = 0;
+    }
+  }
+  if (in_statement > 0) SL_RETURN_IF_ERROR(s->Exec(insert));
+  // The resource texts, once per resource, from its first series.
+  SL_RETURN_IF_ERROR(s->Exec(std::string("INSERT INTO ") + kMetricResourcesTable +
+                             " (project_id, resource_id, resource_attributes, scope_name, scope_version, "
+                             "scope_attributes) SELECT s.project_id, m.resource_id, s.resource_attributes, "
+                             "s.scope_name, s.scope_version, '{}' FROM " +
+                             kMetricSeriesTable + " AS s JOIN " + kSeriesResourceTable +
+                             " AS m ON m.row_id = s.rowid WHERE m.first = 1"));
+  // The series without the texts: a new table in the version 3 layout (an
+  // index on the old one goes with it; the engine creates its indexes after).
+  static const MetricBatch empty;
+  std::string columns, select;
+  for (const Column& c : MetricSeriesColumns(empty)) {
+    columns += (columns.empty() ? "" : ", ") + std::string(c.name);
+    select += (select.empty() ? "" : ", ") +
+              (std::string(c.name) == "resource_id" ? std::string("m.resource_id") : "s." + std::string(c.name));
+  }
+  SL_RETURN_IF_ERROR(s->Exec(std::string("ALTER TABLE ") + kMetricSeriesTable + " RENAME TO " + kVersion2SeriesTable));
+  SL_RETURN_IF_ERROR(s->Exec(CreateTableSql(kMetricSeriesTable, MetricSeriesColumns(empty), types)));
+  SL_RETURN_IF_ERROR(s->Exec(std::string("INSERT INTO ") + kMetricSeriesTable + " (" + columns + ") SELECT " + select +
+                             " FROM " + kVersion2SeriesTable + " AS s JOIN " + kSeriesResourceTable +
+                             " AS m ON m.row_id = s.rowid ORDER BY s.rowid"));
+  SL_RETURN_IF_ERROR(s->Exec(std::string("DROP TABLE ") + kVersion2SeriesTable));
+  SL_RETURN_IF_ERROR(s->Exec(std::string("DROP TABLE ") + kSeriesResourceTable));
+  return "moved the resources of " + std::to_string(series.size()) + " metric series into " +
+         std::to_string(resources.size()) + " rows of " + kMetricResourcesTable;
+}
+
 std::vector<Step> Steps() {
   return {
       {1, false,
        "recomputes every metric series id and span and log resource id with XXH3 (the hash those ids are made of "
        "changed) and rewrites the rows that reference them",
        RecomputeIds},
+      {2, false,
+       "moves the resource and scope of every metric series into metric_resources, computing each resource's id, "
+       "and rewrites metric_series",
+       SplitMetricResources},
   };
 }
 
@@ -200,9 +291,14 @@ Status Stamp(SchemaSession* s, int64_t version) {
 }
 
 //! Version 1 databases may predate the derived span columns: add and fill
-//! them (MigrationSql). Any other difference is refused.
+//! them (MigrationSql). Tables without derived columns are left to the steps
+//! (metric_series changes in 2 -> 3); any other difference is refused at the
+//! end (CheckColumns).
 Status AddDerivedColumns(SchemaSession* s) {
   for (const auto& [table, expected] : AllTableColumns()) {
+    if (std::none_of(expected.begin(), expected.end(), [](const Column& c) { return c.backfill != nullptr; })) {
+      continue;
+    }
     Result<std::vector<std::string>> actual = s->ColumnNames(table);
     if (!actual.ok()) return actual.status();
     Result<std::vector<std::string>> migration = MigrationSql(table, expected, *actual, s->types());
@@ -211,6 +307,21 @@ Status AddDerivedColumns(SchemaSession* s) {
       Status done = s->Exec(sql);
       if (!done.ok()) return Status::IoError(std::string("migrating ") + table + ": " + done.message());
     }
+  }
+  return Status::Ok();
+}
+
+//! A database that recorded no version and holds no row (FoundVersion 0) may
+//! still have tables of an older layout: being empty, they are recreated.
+Status RecreateEmptyTables(SchemaSession* s) {
+  for (const auto& [table, expected] : AllTableColumns()) {
+    Result<std::vector<std::string>> actual = s->ColumnNames(table);
+    if (!actual.ok()) return actual.status();
+    std::vector<std::string> names;
+    for (const Column& c : expected) names.emplace_back(c.name);
+    if (*actual == names) continue;
+    SL_RETURN_IF_ERROR(s->Exec(std::string("DROP TABLE ") + table));
+    SL_RETURN_IF_ERROR(s->Exec(CreateTableSql(table, expected, s->types())));
   }
   return Status::Ok();
 }
@@ -292,7 +403,8 @@ Result<SchemaReport> OpenSchema(SchemaSession* session, const char* engine, cons
                                    " --storage " + engine + "` (docs/STORAGE.md, Schema versions)");
   }
   SL_RETURN_IF_ERROR(CreateTables(session));
-  if (found.version <= 1) SL_RETURN_IF_ERROR(AddDerivedColumns(session));
+  if (found.version == 0) SL_RETURN_IF_ERROR(RecreateEmptyTables(session));
+  if (found.version == 1) SL_RETURN_IF_ERROR(AddDerivedColumns(session));
   for (const Step& step : steps) {
     Result<std::string> done = step.run(session);
     if (!done.ok()) {

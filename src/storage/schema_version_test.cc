@@ -1,7 +1,8 @@
-// Schema version 1 -> 2 on every engine: a database written with the ids of
-// version 1 is refused at open with a message naming `sightline migrate`, and
-// after the migration it holds exactly what a fresh ingest of the same data
-// into an empty directory holds, ids included.
+// Schema versions 1 -> 2 -> 3 on every engine: a database written with the
+// ids of version 1, or the metric series layout of version 2, is refused at
+// open with a message naming `sightline migrate`, and after the migration it
+// holds exactly what a fresh ingest of the same data into an empty directory
+// holds, ids included.
 
 #include "storage/schema_version.h"
 
@@ -21,6 +22,7 @@
 #include "common/testing/temp_dir.h"
 #include "model/batch.h"
 #include "otlp/decoder.h"
+#include "storage/telemetry_reader.h"
 #include "storage/telemetry_store.h"
 
 namespace sightline {
@@ -180,6 +182,19 @@ class SchemaMigrationTest : public ::testing::TestWithParam<std::string> {
     ASSERT_TRUE(r.ok()) << sql << ": " << r.status().ToString();
   }
 
+  //! Rewrites the metric tables as versions 1 and 2 laid them out: each
+  //! series row with its resource's texts, and no metric_resources.
+  void UseVersion2SeriesLayout(TelemetryStore* store) {
+    Sql(store,
+        "CREATE TABLE v2_series AS SELECT s.project_id, s.series_id, s.metric_name, s.metric_type, s.unit, "
+        "s.description, s.temporality, s.is_monotonic, s.service_name, r.resource_attributes, r.scope_name, "
+        "r.scope_version, s.attributes FROM metric_series s JOIN metric_resources r "
+        "ON r.project_id = s.project_id AND r.resource_id = s.resource_id ORDER BY s.rowid");
+    Sql(store, "DROP TABLE metric_series");
+    Sql(store, "ALTER TABLE v2_series RENAME TO metric_series");
+    Sql(store, "DROP TABLE metric_resources");
+  }
+
   //! Every row of a table, in a fixed order (by every column).
   static SqlResult Rows(TelemetryStore* store, const char* table) {
     Result<SqlResult> columns = store->ExecuteSql(std::string("SELECT * FROM ") + table + " LIMIT 0");
@@ -223,6 +238,7 @@ TEST_P(SchemaMigrationTest, AVersion1DatabaseIsRefusedThenMigratedToTheIdsAFresh
     for (const char* column : {"has_exception", "is_entry", "endpoint"}) {
       Sql(store.get(), std::string("ALTER TABLE spans DROP COLUMN ") + column);
     }
+    UseVersion2SeriesLayout(store.get());
     ASSERT_TRUE(store->Close().ok());
   }
 
@@ -237,15 +253,16 @@ TEST_P(SchemaMigrationTest, AVersion1DatabaseIsRefusedThenMigratedToTheIdsAFresh
   Result<SchemaReport> migrated = MigrateStore(GetParam(), Options(dir));
   ASSERT_TRUE(migrated.ok()) << migrated.status().ToString();
   EXPECT_EQ(migrated->found_version, 1);
-  EXPECT_EQ(migrated->version, 2);
-  ASSERT_EQ(migrated->applied.size(), 1u);
+  EXPECT_EQ(migrated->version, 3);
+  ASSERT_EQ(migrated->applied.size(), 2u);
   EXPECT_NE(migrated->applied[0].find("series_ids of metric_series"), std::string::npos) << migrated->applied[0];
+  EXPECT_NE(migrated->applied[1].find("rows of metric_resources"), std::string::npos) << migrated->applied[1];
 
   std::unique_ptr<TelemetryStore> store = Open(dir);
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(store->schema_report().found_version, 2);
-  for (const char* table :
-       {"spans", "span_resources", "logs", "log_resources", "metric_series", "metric_points", "schema_version"}) {
+  EXPECT_EQ(store->schema_report().found_version, 3);
+  for (const char* table : {"spans", "span_resources", "logs", "log_resources", "metric_resources", "metric_series",
+                            "metric_points", "schema_version"}) {
     SCOPED_TRACE(table);
     SqlResult want = Rows(reference.get(), table), got = Rows(store.get(), table);
     EXPECT_EQ(got.columns, want.columns);
@@ -256,11 +273,102 @@ TEST_P(SchemaMigrationTest, AVersion1DatabaseIsRefusedThenMigratedToTheIdsAFresh
   const uint64_t series = store->Stats().metric_series;
   Write(store.get(), fresh);
   EXPECT_EQ(store->Stats().metric_series, series);
-  for (const char* table : {"span_resources", "log_resources", "metric_series"}) {
+  for (const char* table : {"span_resources", "log_resources", "metric_resources", "metric_series"}) {
     EXPECT_EQ(Rows(store.get(), table).rows, Rows(reference.get(), table).rows) << table;
   }
   EXPECT_TRUE(store->Close().ok());
   EXPECT_TRUE(reference->Close().ok());
+}
+
+//! The metric catalog and every series of it, as the dashboards read them.
+std::string MetricAnswers(TelemetryStore* store, int64_t project) {
+  Result<std::unique_ptr<TelemetryReader>> reader = store->AcquireReader(1000);
+  EXPECT_TRUE(reader.ok()) << reader.status().ToString();
+  if (!reader.ok()) return "";
+  std::string out;
+  Result<MetricCatalog> catalog = (*reader)->ListMetrics({project});
+  EXPECT_TRUE(catalog.ok()) << catalog.status().ToString();
+  for (const MetricCatalogRow& m : catalog.ok() ? *catalog : MetricCatalog{}) {
+    out += m.name + " " + m.service + " " + m.unit + "\n";
+    Result<MetricSeriesList> series = (*reader)->FindSeries({project, m.name});
+    EXPECT_TRUE(series.ok()) << series.status().ToString();
+    for (const MetricSeriesInfo& s : series.ok() ? *series : MetricSeriesList{}) {
+      out += "  " + std::to_string(s.series_id) + " " + s.service + " " + s.attributes + "\n";
+    }
+  }
+  return out;
+}
+
+TEST_P(SchemaMigrationTest, AVersion2DatabaseIsRefusedThenMigratedToWhatAFreshIngestGives) {
+  const Data fresh = Decoded();
+  TempDir reference_dir, dir;
+  std::unique_ptr<TelemetryStore> reference = Open(reference_dir);
+  ASSERT_NE(reference, nullptr);
+  Write(reference.get(), fresh);
+  const uint64_t resources = Rows(reference.get(), "metric_resources").rows.size();
+  ASSERT_GT(resources, 1u);
+  ASSERT_LT(resources, reference->Stats().metric_series);  // series share resources
+  std::string before;
+  {
+    std::unique_ptr<TelemetryStore> store = Open(dir);
+    ASSERT_NE(store, nullptr);
+    Write(store.get(), fresh);
+    before = MetricAnswers(store.get(), 2);
+    UseVersion2SeriesLayout(store.get());
+    Sql(store.get(), "UPDATE schema_version SET version = 2");
+    ASSERT_TRUE(store->Close().ok());
+  }
+  ASSERT_NE(before.find("\n  "), std::string::npos) << before;
+
+  Result<std::unique_ptr<TelemetryStore>> refused = StoreRegistry::Instance().Open(GetParam(), Options(dir));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("schema version 2"), std::string::npos) << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find("sightline migrate --data " + dir.str()), std::string::npos)
+      << refused.status().ToString();
+
+  Result<SchemaReport> migrated = MigrateStore(GetParam(), Options(dir));
+  ASSERT_TRUE(migrated.ok()) << migrated.status().ToString();
+  EXPECT_EQ(migrated->found_version, 2);
+  ASSERT_EQ(migrated->applied.size(), 1u);
+  EXPECT_NE(migrated->applied[0].find(std::to_string(resources) + " rows of metric_resources"), std::string::npos)
+      << migrated->applied[0];
+
+  std::unique_ptr<TelemetryStore> store = Open(dir);
+  ASSERT_NE(store, nullptr);
+  for (const char* table : {"metric_resources", "metric_series", "metric_points", "schema_version"}) {
+    SCOPED_TRACE(table);
+    SqlResult want = Rows(reference.get(), table), got = Rows(store.get(), table);
+    EXPECT_EQ(got.columns, want.columns);
+    EXPECT_EQ(got.rows, want.rows);
+  }
+  EXPECT_EQ(MetricAnswers(store.get(), 2), before);
+  // New data finds the migrated resources and series.
+  const uint64_t series = store->Stats().metric_series;
+  Write(store.get(), fresh);
+  EXPECT_EQ(store->Stats().metric_series, series);
+  EXPECT_EQ(Rows(store.get(), "metric_resources").rows.size(), resources);
+  EXPECT_TRUE(store->Close().ok());
+  EXPECT_TRUE(reference->Close().ok());
+}
+
+TEST_P(SchemaMigrationTest, MigrateFromVersion2RefusesANullResource) {
+  TempDir dir;
+  {
+    std::unique_ptr<TelemetryStore> store = Open(dir);
+    ASSERT_NE(store, nullptr);
+    Write(store.get(), Decoded());
+    UseVersion2SeriesLayout(store.get());
+    Sql(store.get(), "UPDATE schema_version SET version = 2");
+    Sql(store.get(), "UPDATE metric_series SET scope_name = NULL WHERE project_id = 2");
+    ASSERT_TRUE(store->Close().ok());
+  }
+  Result<SchemaReport> migrated = MigrateStore(GetParam(), Options(dir));
+  ASSERT_FALSE(migrated.ok());
+  EXPECT_NE(migrated.status().message().find("metric_series.scope_name is NULL"), std::string::npos)
+      << migrated.status().ToString();
+  Result<std::unique_ptr<TelemetryStore>> refused = StoreRegistry::Instance().Open(GetParam(), Options(dir));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("schema version 2"), std::string::npos) << refused.status().ToString();
 }
 
 // Two keyed rows with one identity under different old ids (which version 1
@@ -280,6 +388,7 @@ TEST_P(SchemaMigrationTest, TwoOldIdsOfOneIdentityBecomeOneRow) {
         "INSERT INTO span_resources SELECT project_id, resource_id + 1, resource_attributes, scope_name, "
         "scope_version, scope_attributes FROM span_resources");
     Sql(store.get(), "UPDATE spans SET resource_id = resource_id + 1 WHERE span_id % 2 = 0");
+    UseVersion2SeriesLayout(store.get());
     Sql(store.get(), "UPDATE schema_version SET version = 1");
     ASSERT_TRUE(store->Close().ok());
   }
@@ -302,6 +411,7 @@ TEST_P(SchemaMigrationTest, MigrateRefusesWhenAnIdInputIsMissing) {
     std::unique_ptr<TelemetryStore> store = Open(dir);
     ASSERT_NE(store, nullptr);
     Write(store.get(), old);
+    UseVersion2SeriesLayout(store.get());
     Sql(store.get(), "UPDATE schema_version SET version = 1");
     Sql(store.get(), "UPDATE metric_series SET unit = NULL WHERE project_id = 2");
     ASSERT_TRUE(store->Close().ok());

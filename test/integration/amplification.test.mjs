@@ -5,7 +5,10 @@
 // a real DuckDB server, and the server's RSS growth and the growth of its data
 // directory must stay under the documented bound: decoding holds at most
 // --max-decode-amplification (16) times a request's decompressed size plus
-// 4 MiB, and the engine writes a small multiple of what decoding built.
+// 4 MiB, and the engine writes a small multiple of what decoding built. Then
+// the metrics variant of the same bomb: one resource at the attribute limits
+// (128 x 4 KiB) over thousands of new series, each of which once wrote the
+// whole resource again.
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -44,8 +47,7 @@ const BOMBS = {
           name: 'm',
           gauge: {
             dataPoints: Array.from({ length: n }, (_, i) => ({
-              // 100 points per series at most (a new series writes its resource:
-              // see docs/SECURITY.md "What is left").
+              // 200 series of 10 or 100 points each.
               asInt: '1', timeUnixNano: String(NOW_NS + BigInt(i)),
               attributes: [{ key: 'i', value: { intValue: String(i % 200) } }],
             })),
@@ -55,6 +57,29 @@ const BOMBS = {
     }],
   }),
 };
+
+// One resource of 128 attributes of 4 KiB (the decode limits: nothing is cut)
+// and `n` gauge metrics of one point each, every one a new series. `round`
+// makes the resource and the metric names new in every request.
+const BIG_RESOURCE_SERIES = (n, round) => ({
+  resourceMetrics: [{
+    resource: {
+      attributes: [
+        { key: 'service.name', value: { stringValue: 'big-resource' } },
+        { key: 'round', value: { intValue: String(round) } },
+        ...Array.from({ length: 126 }, (_, k) => ({
+          key: `attr.${k}`, value: { stringValue: String.fromCharCode(97 + (k % 26)).repeat(4096) },
+        })),
+      ],
+    },
+    scopeMetrics: [{
+      metrics: Array.from({ length: n }, (_, i) => ({
+        name: `r${round}.m${i}`,
+        gauge: { dataPoints: [{ asInt: '1', timeUnixNano: String(NOW_NS + BigInt(i)) }] },
+      })),
+    }],
+  }],
+});
 
 function dirBytes(dir) {
   let total = 0;
@@ -136,5 +161,58 @@ describe('a request costs at most a bounded multiple of its size (duckdb)', { ti
     assert.equal(h.rows.logs, ROUNDS * 2000);
     assert.equal(h.rows.spans, ROUNDS * 22000);
     assert.equal(h.rows.metric_points, ROUNDS * 22000);
+  });
+
+  // Stored per series, each request below would write 5,000 x 512 KiB = 2.6 GB;
+  // the resource is stored once (metric_resources), so the data directory
+  // grows by a small multiple of the request, as for the other signals.
+  const SERIES = 5000;
+  it(`metrics: a 512 KiB resource over ${SERIES} new series, ${ROUNDS} times -> 200`, async () => {
+    const before = await server.deepHealth();
+    const diskBefore = dirBytes(server.dataDir);
+    let rssGrowth = 0;
+    let largest = 0;
+    let gzipped = 0;
+    for (let round = 0; round < ROUNDS; round++) {
+      const json = Buffer.from(JSON.stringify(BIG_RESOURCE_SERIES(SERIES, round)));
+      const body = zlib.gzipSync(json, { level: 9 });
+      largest = Math.max(largest, json.length);
+      gzipped = body.length;
+      const roundStart = server.rssBytes();
+      let peakRss = roundStart;
+      const sampler = setInterval(() => { peakRss = Math.max(peakRss, server.rssBytes() ?? 0); }, 5);
+      let res;
+      try {
+        res = await request(`${server.otlpUrl}/v1/metrics`, {
+          method: 'POST',
+          body,
+          timeoutMs: 60_000,
+          headers: {
+            Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json', 'Content-Encoding': 'gzip',
+            'Content-Length': body.length,
+          },
+        });
+      } finally {
+        clearInterval(sampler);
+      }
+      peakRss = Math.max(peakRss, server.rssBytes() ?? 0);
+      rssGrowth = Math.max(rssGrowth, peakRss - roundStart);
+      const text = res.body.toString();
+      assert.equal(res.status, 200, `round ${round}: ${text.slice(0, 300)}`);
+      const partial = JSON.parse(text).partialSuccess;
+      assert.ok(!partial || Object.entries(partial).every(([k, v]) => !k.startsWith('rejected') || v === '0'),
+        `nothing rejected: ${text}`);
+    }
+    const diskGrowth = dirBytes(server.dataDir) - diskBefore;
+    const after = await server.deepHealth();
+    assert.equal(after.metric_series - before.metric_series, ROUNDS * SERIES);
+    assert.equal(after.rows.metric_points - before.rows.metric_points, ROUNDS * SERIES);
+    const decodeBound = 16 * largest + 4 * MiB;
+    console.log(`# metrics, 512 KiB resource x ${SERIES} series: ${gzipped} B gzipped, ${largest} B decompressed; ` +
+      `peak RSS growth in one request +${(rssGrowth / MiB).toFixed(1)} MiB, disk +${(diskGrowth / MiB).toFixed(1)} MiB over ${ROUNDS} requests`);
+    assert.ok(rssGrowth < decodeBound + 32 * MiB,
+      `RSS grew ${(rssGrowth / MiB).toFixed(1)} MiB in one request (bound ${((decodeBound + 32 * MiB) / MiB).toFixed(1)} MiB)`);
+    assert.ok(diskGrowth < ROUNDS * (8 * largest) + 16 * MiB,
+      `data grew ${(diskGrowth / MiB).toFixed(1)} MiB for ${ROUNDS} x ${largest} decompressed bytes`);
   });
 });

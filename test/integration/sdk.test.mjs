@@ -352,8 +352,9 @@ async function exportAll(server, engine, protocol) {
 
 // ------------------------------------------------------------ the checks --
 
-// Resource and scope are stored once per (resource, scope) in span_resources
-// and log_resources (docs/STORAGE.md); a row names its own by resource_id.
+// Resource and scope are stored once per (resource, scope) in span_resources,
+// log_resources and metric_resources (docs/STORAGE.md); a row names its own by
+// resource_id.
 const RESOURCE_COLUMNS = 'r.resource_attributes, r.scope_name, r.scope_version, r.scope_attributes';
 const joinResources = (table) =>
   `LEFT JOIN ${table} r ON r.project_id = s.project_id AND r.resource_id = s.resource_id`;
@@ -560,10 +561,11 @@ async function checkMetrics(server, c) {
   const soft = softAssert();
   const out = await server.sql(`
     SELECT s.metric_name, s.metric_type, s.unit, s.description, s.temporality, s.is_monotonic,
-           s.service_name, s.resource_attributes, s.scope_name, s.scope_version, s.attributes,
+           s.service_name, r.resource_attributes, r.scope_name, r.scope_version, s.attributes,
            p.series_id, p.time_ns, p.start_time_ns, p.value, p.int_value, p.count, p.sum, p.min, p.max,
            p.bucket_counts, p.explicit_bounds, p.exp_histogram, p.quantiles, p.exemplars, p.flags
     FROM metric_series s JOIN metric_points p ON p.project_id = s.project_id AND p.series_id = s.series_id
+    ${joinResources('metric_resources')}
     WHERE s.service_name = ${sqlString(c.service)}
     ORDER BY s.metric_name, p.time_ns`);
   const expected = expectedMetricPoints(c);

@@ -243,6 +243,11 @@ void FillVector(duckdb_vector vector, const schema::Column& c, const uint32_t* s
       }
       break;
     }
+    case schema::SourceKind::kInt64Indexed: {
+      auto* out = static_cast<int64_t*>(duckdb_vector_get_data(vector));
+      for (size_t j = 0; j < n; ++j) out[j] = schema::IndexedIntAt(c, row(j));
+      break;
+    }
     case schema::SourceKind::kInt64Diff: {
       auto* out = static_cast<int64_t*>(duckdb_vector_get_data(vector));
       const auto* a = static_cast<const int64_t*>(c.a);
@@ -306,11 +311,9 @@ void FillVector(duckdb_vector vector, const schema::Column& c, const uint32_t* s
       }
       break;
     }
-    case schema::SourceKind::kTextIndexed:
     case schema::SourceKind::kTextOrElse: {
       for (size_t j = 0; j < n; ++j) {
-        std::string_view s = c.kind == schema::SourceKind::kTextIndexed ? schema::IndexedTextAt(c, row(j))
-                                                                        : schema::DerivedText(c, row(j));
+        std::string_view s = schema::DerivedText(c, row(j));
         duckdb_vector_assign_string_element_len(vector, j, s.data(), s.size());
       }
       break;
@@ -508,6 +511,8 @@ class DuckDbStore final : public TelemetryStore {
   Status Classify(Status s);
   Status LoadCounters() REQUIRES(read_mu_);
   Status LoadKnownKeys() REQUIRES(read_mu_);
+  //! The keys of one keyed table (the `part`-th of `signal`'s).
+  Status LoadKnownKeys(Signal signal, size_t part, const schema::KeyedTableDef& table) REQUIRES(read_mu_);
   //! force: close even with sinks open (the destructor; their use is then a bug).
   Status CloseLocked(bool force) REQUIRES(mu_);
 
@@ -530,12 +535,12 @@ class DuckDbStore final : public TelemetryStore {
   duckdb_connection maintenance_conn_ GUARDED_BY(maintenance_mu_) = nullptr;
   std::atomic<bool> invalidated_{false};
 
-  //! The keys each signal's keyed table holds (schema::SignalTables). A
+  //! The keys each signal's keyed tables hold (schema::SignalTables). A
   //! sink holds `mu` for its whole write, so two sinks of one signal never
   //! both write a new key.
   struct KnownKeys {
     Mutex mu;
-    schema::KeySet keys GUARDED_BY(mu);
+    schema::KeySets keys GUARDED_BY(mu);
   };
   KnownKeys known_[kSignalCount];
 
@@ -546,7 +551,7 @@ class DuckDbStore final : public TelemetryStore {
   std::unique_ptr<ReadPool> read_pool_;
 };
 
-//! One connection and a reusable chunk for each of its signal's two tables.
+//! One connection and a reusable chunk for each of its signal's tables.
 //! Not thread-safe (one writer thread owns it).
 class DuckDbSink final : public OneSignalSink<DuckDbSink> {
  public:
@@ -580,12 +585,14 @@ class DuckDbSink final : public OneSignalSink<DuckDbSink> {
   Status Append(const std::vector<const Batch*>& batches);
   template <typename Batch>
   void MakeChunks(const Batch& empty) {
-    keyed_chunk_ = std::make_unique<ChunkBuffer>(schema::KeyedColumns(empty));
+    for (const schema::KeyedPart& part : schema::KeyedParts(empty)) {
+      keyed_chunks_.push_back(std::make_unique<ChunkBuffer>(part.columns));
+    }
     main_chunk_ = std::make_unique<ChunkBuffer>(schema::MainColumns(empty));
   }
   DuckDbStore* store_;  // not owned; outlives the sink
   duckdb_connection conn_;
-  std::unique_ptr<ChunkBuffer> keyed_chunk_;  // each holds 2,048 rows
+  std::vector<std::unique_ptr<ChunkBuffer>> keyed_chunks_;  // one per keyed table; each holds 2,048 rows
   std::unique_ptr<ChunkBuffer> main_chunk_;
 };
 
@@ -600,25 +607,30 @@ Status DuckDbSink::Append(const std::vector<const Batch*>& batches) {
   SL_RETURN_IF_ERROR(txn.Begin());
   Result<duckdb_appender> main = txn.OpenAppender(tables.main);
   if (!main.ok()) return main.status();
-  duckdb_appender keyed = nullptr;  // opened at the first new key: most writes have none
-  schema::KeySet pending;
+  // Opened at the first new key: most writes have none.
+  std::array<duckdb_appender, schema::kMaxKeyedTables> keyed{};
+  schema::KeySets pending;
   uint64_t rows = 0;
   for (const Batch* b : batches) {
     Result<schema::BatchWrite<Batch>> w = schema::PlanBatchWrite(*b, known.keys, &pending);
     if (!w.ok()) return w.status();
-    const std::vector<uint32_t>& new_rows = w->new_keyed_rows;
-    if (!new_rows.empty() && keyed == nullptr) {
-      Result<duckdb_appender> opened = txn.OpenAppender(tables.keyed);
-      if (!opened.ok()) return opened.status();
-      keyed = *opened;
+    for (size_t t = 0; t < tables.keyed.size(); ++t) {
+      const std::vector<uint32_t>& new_rows = w->new_keyed_rows[t];
+      if (new_rows.empty()) continue;
+      if (keyed[t] == nullptr) {
+        Result<duckdb_appender> opened = txn.OpenAppender(tables.keyed[t].table);
+        if (!opened.ok()) return opened.status();
+        keyed[t] = *opened;
+      }
+      SL_RETURN_IF_ERROR(
+          keyed_chunks_[t]->Append(keyed[t], w->columns.keyed[t].columns, new_rows.size(), new_rows.data()));
     }
-    SL_RETURN_IF_ERROR(keyed_chunk_->Append(keyed, w->keyed, new_rows.size(), new_rows.data()));
-    SL_RETURN_IF_ERROR(main_chunk_->Append(*main, w->main, b->rows(), nullptr));
+    SL_RETURN_IF_ERROR(main_chunk_->Append(*main, w->columns.main, b->rows(), nullptr));
     rows += b->rows();
   }
   SL_RETURN_IF_ERROR(txn.Commit());
-  known.keys.insert(pending.begin(), pending.end());
-  if (signal() == Signal::kMetrics) store_->series_count_.fetch_add(pending.size());
+  for (size_t t = 0; t < tables.keyed.size(); ++t) known.keys[t].insert(pending[t].begin(), pending[t].end());
+  if (signal() == Signal::kMetrics) store_->series_count_.fetch_add(pending[schema::kMetricSeriesPart].size());
   store_->rows_[static_cast<int>(signal())].fetch_add(rows);
   return Status::Ok();
 }
@@ -714,32 +726,39 @@ Status DuckDbStore::LoadCounters() {
 
 Status DuckDbStore::LoadKnownKeys() {
   for (Signal signal : {Signal::kSpans, Signal::kLogs, Signal::kMetrics}) {
-    QueryResult result;
-    std::string sql =
-        std::string("SELECT project_id, ") + schema::KeyColumn(signal) + " FROM " + schema::KeyedTable(signal);
-    Status s = result.Run(read_conn_, sql);
-    if (!s.ok()) return Status::IoError("duckdb: " + sql + ": " + s.message());
-    KnownKeys& known = known_[static_cast<int>(signal)];
-    MutexLock lock(&known.mu);
-    while (true) {
-      duckdb_data_chunk chunk = duckdb_fetch_chunk(*result.get());
-      if (chunk == nullptr) break;
-      size_t n = duckdb_data_chunk_get_size(chunk);
-      duckdb_vector projects = duckdb_data_chunk_get_vector(chunk, 0);
-      duckdb_vector keys = duckdb_data_chunk_get_vector(chunk, 1);
-      const auto* project_ids = static_cast<const int64_t*>(duckdb_vector_get_data(projects));
-      const auto* key_values = static_cast<const int64_t*>(duckdb_vector_get_data(keys));
-      uint64_t* project_valid = duckdb_vector_get_validity(projects);
-      uint64_t* key_valid = duckdb_vector_get_validity(keys);
-      for (size_t i = 0; i < n; ++i) {
-        if ((project_valid != nullptr && !duckdb_validity_row_is_valid(project_valid, i)) ||
-            (key_valid != nullptr && !duckdb_validity_row_is_valid(key_valid, i))) {
-          continue;
-        }
-        known.keys.insert({project_ids[i], key_values[i]});
-      }
-      duckdb_destroy_data_chunk(&chunk);
+    const schema::SignalTables tables = schema::TablesOf(signal);
+    for (size_t t = 0; t < tables.keyed.size(); ++t) {
+      SL_RETURN_IF_ERROR(LoadKnownKeys(signal, t, tables.keyed[t]));
     }
+  }
+  return Status::Ok();
+}
+
+Status DuckDbStore::LoadKnownKeys(Signal signal, size_t part, const schema::KeyedTableDef& table) {
+  QueryResult result;
+  std::string sql = std::string("SELECT project_id, ") + table.key_column + " FROM " + table.table;
+  Status s = result.Run(read_conn_, sql);
+  if (!s.ok()) return Status::IoError("duckdb: " + sql + ": " + s.message());
+  KnownKeys& known = known_[static_cast<int>(signal)];
+  MutexLock lock(&known.mu);
+  while (true) {
+    duckdb_data_chunk chunk = duckdb_fetch_chunk(*result.get());
+    if (chunk == nullptr) break;
+    size_t n = duckdb_data_chunk_get_size(chunk);
+    duckdb_vector projects = duckdb_data_chunk_get_vector(chunk, 0);
+    duckdb_vector keys = duckdb_data_chunk_get_vector(chunk, 1);
+    const auto* project_ids = static_cast<const int64_t*>(duckdb_vector_get_data(projects));
+    const auto* key_values = static_cast<const int64_t*>(duckdb_vector_get_data(keys));
+    uint64_t* project_valid = duckdb_vector_get_validity(projects);
+    uint64_t* key_valid = duckdb_vector_get_validity(keys);
+    for (size_t i = 0; i < n; ++i) {
+      if ((project_valid != nullptr && !duckdb_validity_row_is_valid(project_valid, i)) ||
+          (key_valid != nullptr && !duckdb_validity_row_is_valid(key_valid, i))) {
+        continue;
+      }
+      known.keys[part].insert({project_ids[i], key_values[i]});
+    }
+    duckdb_destroy_data_chunk(&chunk);
   }
   return Status::Ok();
 }

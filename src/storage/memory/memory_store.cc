@@ -39,11 +39,7 @@ ResourceRow Resource(const ResourceTable& t, size_t i) {
 // value per row and every text is valid UTF-8.
 template <typename Batch>
 Status Validate(const Batch& b) {
-  const schema::SignalTables tables = schema::TablesOf(b);
-  auto keyed = schema::KeyedColumns(b);
-  auto main = schema::MainColumns(b);
-  SL_RETURN_IF_ERROR(schema::ValidateColumns(tables.keyed, keyed, schema::Keys(b).size()));
-  return schema::ValidateColumns(tables.main, main, b.rows());
+  return schema::CheckBatch(b).status();
 }
 
 void Add(const SpanBatch& b, Tables* out) {
@@ -111,6 +107,9 @@ void Add(const LogBatch& b, Tables* out) {
 }
 
 void Add(const MetricBatch& b, Tables* out) {
+  for (size_t i = 0; i < b.resources.rows(); ++i) {
+    out->metric_resources.emplace(RowKey{b.project_id, b.resources.resource_id[i]}, Resource(b.resources, i));
+  }
   for (size_t i = 0; i < b.series_rows(); ++i) {
     SeriesRow s;
     s.metric_name = Text(b.metric_name, i);
@@ -120,9 +119,7 @@ void Add(const MetricBatch& b, Tables* out) {
     s.temporality = b.temporality[i];
     s.monotonic = b.is_monotonic[i] != 0;
     s.service_name = Text(b.service_name, i);
-    s.resource_attributes = std::string(b.resource_attributes(i));
-    s.scope_name = std::string(b.scope_name(i));
-    s.scope_version = std::string(b.scope_version(i));
+    s.resource_id = b.resources.resource_id[b.series_resource[i]];
     s.attributes = Text(b.attributes, i);
     out->series.emplace(RowKey{b.project_id, b.series_id[i]}, std::move(s));
   }
@@ -180,6 +177,7 @@ void MemoryStore::Commit(Tables&& rows) {
   // Keyed rows: the first one written for a key stays (emplace keeps it).
   for (auto& [key, row] : rows.span_resources) tables_.span_resources.emplace(key, std::move(row));
   for (auto& [key, row] : rows.log_resources) tables_.log_resources.emplace(key, std::move(row));
+  for (auto& [key, row] : rows.metric_resources) tables_.metric_resources.emplace(key, std::move(row));
   for (auto& [key, row] : rows.series) tables_.series.emplace(key, std::move(row));
   for (auto& s : rows.spans) tables_.spans.push_back(std::move(s));
   for (auto& l : rows.logs) {

@@ -87,9 +87,7 @@ struct SeriesRow {
   int32_t temporality = 0;
   bool monotonic = false;
   std::string service_name;
-  std::string resource_attributes;
-  std::string scope_name;
-  std::string scope_version;
+  int64_t resource_id = 0;  // a row of metric_resources
   std::string attributes;
 };
 
@@ -122,6 +120,7 @@ struct Tables {
   std::map<RowKey, ResourceRow> span_resources;
   std::vector<LogRow> logs;
   std::map<RowKey, ResourceRow> log_resources;
+  std::map<RowKey, ResourceRow> metric_resources;
   std::map<RowKey, SeriesRow> series;
   std::vector<PointRow> points;
   int64_t next_sequence = 0;

@@ -6,6 +6,7 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 
+#include <array>
 #include <atomic>
 #include <climits>
 #include <cmath>
@@ -57,6 +58,7 @@ constexpr const char* kIndexSql[] = {
     "CREATE INDEX IF NOT EXISTS metric_series_project_series ON metric_series (project_id, series_id)",
     "CREATE INDEX IF NOT EXISTS span_resources_key ON span_resources (project_id, resource_id)",
     "CREATE INDEX IF NOT EXISTS log_resources_key ON log_resources (project_id, resource_id)",
+    "CREATE INDEX IF NOT EXISTS metric_resources_key ON metric_resources (project_id, resource_id)",
 };
 
 uint64_t FileSize(const std::string& path) {
@@ -141,7 +143,7 @@ int BindCell(sqlite3_stmt* stmt, int index, const schema::Column& c, size_t r) {
       std::string_view s = static_cast<const StringColumn*>(c.a)->Get(r);
       return s.empty() ? sqlite3_bind_null(stmt, index) : BindText(stmt, index, s);
     }
-    case schema::SourceKind::kTextIndexed: return BindText(stmt, index, schema::IndexedTextAt(c, r));
+    case schema::SourceKind::kInt64Indexed: return sqlite3_bind_int64(stmt, index, schema::IndexedIntAt(c, r));
     case schema::SourceKind::kTextOrElse: return BindText(stmt, index, schema::DerivedText(c, r));
     case schema::SourceKind::kIsEntry:
     case schema::SourceKind::kAnyText: return sqlite3_bind_int64(stmt, index, schema::DerivedInt(c, r));
@@ -314,8 +316,8 @@ class SqliteStore final : public TelemetryStore {
   sqlite3* maintenance_db_ GUARDED_BY(maintenance_mu_) = nullptr;
 
   Mutex write_mu_;  // one write transaction at a time across all sinks
-  //! The keys each signal's keyed table holds (schema::SignalTables).
-  schema::KeySet known_[kSignalCount] GUARDED_BY(write_mu_);
+  //! The keys each signal's keyed tables hold (schema::SignalTables).
+  schema::KeySets known_[kSignalCount] GUARDED_BY(write_mu_);
 
   std::atomic<uint64_t> rows_[kSignalCount] = {0, 0, 0};
   std::atomic<uint64_t> series_count_{0};
@@ -324,7 +326,7 @@ class SqliteStore final : public TelemetryStore {
   std::unique_ptr<ReadPool> read_pool_;
 };
 
-//! One connection with the INSERT statements of its signal's two tables,
+//! One connection with the INSERT statements of its signal's tables,
 //! prepared once. Not thread-safe (one writer thread owns it).
 class SqliteSink final : public OneSignalSink<SqliteSink> {
  public:
@@ -350,13 +352,16 @@ class SqliteSink final : public OneSignalSink<SqliteSink> {
   template <typename Batch>
   Status Prepare(const Batch& empty) {
     const schema::SignalTables tables = schema::TablesOf(empty);
-    SL_RETURN_IF_ERROR(insert_keyed_.Prepare(db_, schema::InsertSql(tables.keyed, schema::KeyedColumns(empty))));
+    std::vector<schema::KeyedPart> keyed = schema::KeyedParts(empty);
+    for (size_t t = 0; t < keyed.size(); ++t) {
+      SL_RETURN_IF_ERROR(insert_keyed_[t].Prepare(db_, schema::InsertSql(tables.keyed[t].table, keyed[t].columns)));
+    }
     return insert_main_.Prepare(db_, schema::InsertSql(tables.main, schema::MainColumns(empty)));
   }
   SqliteStore* store_;  // not owned; outlives the sink
   Connection conn_;     // declared before the statements: closed after they are finalized
   sqlite3* const db_ = conn_.get();
-  Statement insert_keyed_;
+  std::array<Statement, schema::kMaxKeyedTables> insert_keyed_;  // one per keyed table of the signal
   Statement insert_main_;
 };
 
@@ -366,23 +371,29 @@ Status SqliteSink::Write(const std::vector<const Batch*>& batches) {
   if (batches.empty()) return Status::Ok();
   const schema::SignalTables tables = schema::TablesOf(*batches[0]);
   MutexLock lock(&store_->write_mu_);
-  schema::KeySet& known = store_->known_[static_cast<int>(signal())];
-  sqlite3_stmt* const statements[] = {insert_keyed_.get(), insert_main_.get()};
-  Transaction txn(db_, statements);
+  schema::KeySets& known = store_->known_[static_cast<int>(signal())];
+  std::array<sqlite3_stmt*, schema::kMaxKeyedTables + 1> statements{};
+  for (size_t t = 0; t < tables.keyed.size(); ++t) statements[t] = insert_keyed_[t].get();
+  statements[tables.keyed.size()] = insert_main_.get();
+  Transaction txn(db_, std::span<sqlite3_stmt* const>(statements.data(), tables.keyed.size() + 1));
   SL_RETURN_IF_ERROR(txn.Begin());
-  schema::KeySet pending;
+  schema::KeySets pending;
   uint64_t rows = 0;
   for (const Batch* b : batches) {
     Result<schema::BatchWrite<Batch>> w = schema::PlanBatchWrite(*b, known, &pending);
     if (!w.ok()) return w.status();
-    const std::vector<uint32_t>& new_rows = w->new_keyed_rows;
-    SL_RETURN_IF_ERROR(InsertRows(db_, statements[0], tables.keyed, w->keyed, new_rows.size(), new_rows.data()));
-    SL_RETURN_IF_ERROR(InsertRows(db_, statements[1], tables.main, w->main, b->rows(), nullptr));
+    for (size_t t = 0; t < tables.keyed.size(); ++t) {
+      const std::vector<uint32_t>& new_rows = w->new_keyed_rows[t];
+      SL_RETURN_IF_ERROR(InsertRows(db_, statements[t], tables.keyed[t].table, w->columns.keyed[t].columns,
+                                    new_rows.size(), new_rows.data()));
+    }
+    SL_RETURN_IF_ERROR(
+        InsertRows(db_, statements[tables.keyed.size()], tables.main, w->columns.main, b->rows(), nullptr));
     rows += b->rows();
   }
   SL_RETURN_IF_ERROR(txn.Commit());
-  known.insert(pending.begin(), pending.end());
-  if (signal() == Signal::kMetrics) store_->series_count_.fetch_add(pending.size());
+  for (size_t t = 0; t < tables.keyed.size(); ++t) known[t].insert(pending[t].begin(), pending[t].end());
+  if (signal() == Signal::kMetrics) store_->series_count_.fetch_add(pending[schema::kMetricSeriesPart].size());
   store_->rows_[static_cast<int>(signal())].fetch_add(rows);
   return Status::Ok();
 }
@@ -464,16 +475,19 @@ Status SqliteStore::LoadCounters() {
 Status SqliteStore::LoadKnownKeys() {
   MutexLock lock(&write_mu_);
   for (Signal signal : {Signal::kSpans, Signal::kLogs, Signal::kMetrics}) {
-    std::string sql =
-        std::string("SELECT project_id, ") + schema::KeyColumn(signal) + " FROM " + schema::KeyedTable(signal);
-    Statement select;
-    SL_RETURN_IF_ERROR(select.Prepare(read_db_, sql));
-    schema::KeySet& known = known_[static_cast<int>(signal)];
-    int rc;
-    while ((rc = sqlite3_step(select.get())) == SQLITE_ROW) {
-      known.insert({sqlite3_column_int64(select.get(), 0), sqlite3_column_int64(select.get(), 1)});
+    const schema::SignalTables tables = schema::TablesOf(signal);
+    for (size_t t = 0; t < tables.keyed.size(); ++t) {
+      std::string sql =
+          std::string("SELECT project_id, ") + tables.keyed[t].key_column + " FROM " + tables.keyed[t].table;
+      Statement select;
+      SL_RETURN_IF_ERROR(select.Prepare(read_db_, sql));
+      schema::KeySet& known = known_[static_cast<int>(signal)][t];
+      int rc;
+      while ((rc = sqlite3_step(select.get())) == SQLITE_ROW) {
+        known.insert({sqlite3_column_int64(select.get(), 0), sqlite3_column_int64(select.get(), 1)});
+      }
+      if (rc != SQLITE_DONE) return SqliteError(read_db_, sql);
     }
-    if (rc != SQLITE_DONE) return SqliteError(read_db_, sql);
   }
   return Status::Ok();
 }
