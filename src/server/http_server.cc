@@ -484,6 +484,8 @@ class HttpServer::Impl {
     timer->cancel();
     boost::system::error_code ec;
     stream.socket().cancel(ec);  // ends the disconnect watch
+    api_->RecordQuery(call, response->status,
+                      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     co_return std::move(*response);
   }
 
@@ -579,8 +581,8 @@ class HttpServer::Impl {
   // Reads an OTLP body, charging the admission gate as it arrives
   // (IngestService::ChargeBody) and holding it to the body timeout and the
   // minimum rate. A timer cancels the read instead of closing the socket (as
-  // the stream's own expiry would), so the client still gets its answer: 408
-  // past the timeout, a retryable 503 below the rate, 413 past the limit.
+  // the stream's own expiry would), so the client still gets its answer: a
+  // retryable 503 past the timeout or below the rate, 413 past the limit.
   asio::awaitable<Status> ReadBody(beast::tcp_stream& stream, beast::flat_buffer& buffer,
                                    http::request_parser<http::string_body>& parser, AdmittedExport* admitted) {
     using Clock = std::chrono::steady_clock;
@@ -625,8 +627,9 @@ class HttpServer::Impl {
           co_return Status::Unavailable("request body arrived slower than " + std::to_string(min_rate) +
                                         " bytes/s (--min-body-bytes-per-second); retry later");
         }
-        co_return Status::DeadlineExceeded("request body not received within " +
-                                           std::to_string(options_.body_timeout_ms) + " ms");
+        // Retryable: OTLP clients drop data on 408.
+        co_return Status::Unavailable("request body not received within " + std::to_string(options_.body_timeout_ms) +
+                                      " ms (--body-timeout-ms); retry later");
       }
       if (ec == http::error::body_limit) {
         co_return Status::PayloadTooLarge("body exceeds the limit of " +
