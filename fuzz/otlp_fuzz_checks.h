@@ -195,7 +195,14 @@ void CheckDecodeBudget(std::string_view body, DecodeFn decode) {
 
 inline void CheckRejections(const Rejections& r) {
   Check(r.count >= 0, "negative rejection count");
-  Check((r.count == 0) == r.message.empty(), "rejection message present iff items were rejected", r.message);
+  // Every rejected item and every cut is under exactly one reason.
+  int64_t rejected = 0, cut = 0;
+  for (const Rejections::Reason& reason : r.reasons) {
+    Check(reason.count > 0, "a reason with no count", r.Summary());
+    (reason.detail.starts_with("rejected: ") ? rejected : cut) += reason.count;
+  }
+  Check(rejected == r.count, "rejection reasons add up to the rejected count", r.Summary());
+  Check(cut == r.truncated, "cut reasons add up to the truncated count", r.Summary());
 }
 
 //! The resource table is aligned, its JSON valid, and every row's

@@ -48,7 +48,7 @@ SpanBatch DecodeSpansOf(const LoadGenerator& gen, uint64_t index) {
   Rejections r;
   Status st = DecodeSpans(Inflate(p), Decoded(gen.options().format), &b, &r);
   EXPECT_TRUE(st.ok()) << st.ToString();
-  EXPECT_EQ(r.count, 0) << r.message;
+  EXPECT_EQ(r.count, 0) << r.Summary();
   EXPECT_EQ(b.rows(), p.items);
   return b;
 }
@@ -59,7 +59,7 @@ LogBatch DecodeLogsOf(const LoadGenerator& gen, uint64_t index) {
   Rejections r;
   Status st = DecodeLogs(Inflate(p), Decoded(gen.options().format), 1, &b, &r);
   EXPECT_TRUE(st.ok()) << st.ToString();
-  EXPECT_EQ(r.count, 0) << r.message;
+  EXPECT_EQ(r.count, 0) << r.Summary();
   EXPECT_EQ(b.rows(), p.items);
   return b;
 }
@@ -70,7 +70,7 @@ MetricBatch DecodeMetricsOf(const LoadGenerator& gen, uint64_t index) {
   Rejections r;
   Status st = DecodeMetrics(Inflate(p), Decoded(gen.options().format), &b, &r);
   EXPECT_TRUE(st.ok()) << st.ToString();
-  EXPECT_EQ(r.count, 0) << r.message;
+  EXPECT_EQ(r.count, 0) << r.Summary();
   EXPECT_EQ(b.rows(), p.items);
   return b;
 }

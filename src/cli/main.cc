@@ -210,7 +210,9 @@ int main(int argc, char** argv) {
                    "Concurrent ingest requests admitted (503 above)")
       ->envname("SIGHTLINE_MAX_INFLIGHT_REQUESTS")
       ->capture_default_str();
-  serve->add_option("--body-timeout-ms", so.http.body_timeout_ms, "A request body must arrive within this (408 after)")
+  serve
+      ->add_option("--body-timeout-ms", so.http.body_timeout_ms,
+                   "A request body must arrive within this (503 + Retry-After after)")
       ->envname("SIGHTLINE_BODY_TIMEOUT_MS")
       ->capture_default_str();
   serve->add_option("--header-timeout-ms", so.http.header_timeout_ms, "Request headers / keep-alive idle timeout")

@@ -40,7 +40,7 @@ int HttpStatusFor(StatusCode code) {
     case StatusCode::kUnsupportedMedia: return 415;
     case StatusCode::kResourceExhausted: return 429;
     case StatusCode::kUnavailable: return 503;
-    case StatusCode::kDeadlineExceeded: return 408;  // a request body that did not arrive in time
+    case StatusCode::kDeadlineExceeded: return 408;  // not sent for OTLP: a late body is a retryable 503
     case StatusCode::kCancelled: return 499;
     case StatusCode::kInternal: return 500;
     case StatusCode::kIoError: return 500;

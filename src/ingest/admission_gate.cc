@@ -1,6 +1,7 @@
 #include "ingest/admission_gate.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 namespace sightline {
@@ -59,10 +60,37 @@ AdmissionGate::Share AdmissionGate::ShareLocked(int active) const {
                std::max(1, limits_.max_inflight_requests / active)};
 }
 
+void AdmissionGate::NoteLocked(std::chrono::steady_clock::time_point now, bool attempt, bool refused) {
+  const double age = std::chrono::duration<double>(now - noted_at_).count();
+  if (age > 0) {
+    const double keep = std::exp(-age / std::chrono::duration<double>(kPressureDecay).count());
+    recent_attempts_ *= keep;
+    recent_refusals_ *= keep;
+    noted_at_ = now;
+  }
+  if (attempt) recent_attempts_ += 1;
+  if (refused) recent_refusals_ += 1;
+}
+
+double AdmissionGate::PressureLocked() const {
+  // Decay does not change the ratio; the +1 is one admitted request's worth
+  // of doubt, so one refusal alone is not read as saturation.
+  return std::clamp(recent_refusals_ / (recent_attempts_ + 1), 0.0, 1.0);
+}
+
+double AdmissionGate::Pressure() {
+  MutexLock lock(&mu_);
+  return PressureLocked();
+}
+
 Result<AdmissionGate::Ticket> AdmissionGate::Admit(size_t bytes, int64_t project_id) {
   MutexLock lock(&mu_);
-  if (closed_) return Status::Unavailable("server is shutting down");
   const auto now = clock_();
+  NoteLocked(now, /*attempt=*/true, /*refused=*/false);
+  if (closed_) {
+    NoteLocked(now, /*attempt=*/false, /*refused=*/true);
+    return Status::Unavailable("server is shutting down");
+  }
   ProjectUse& project = projects_[project_id];
   project.last_seen = now;
   const int active = ActiveProjectsLocked(now);  // never forgets `project`: it was just seen
@@ -73,6 +101,7 @@ Result<AdmissionGate::Ticket> AdmissionGate::Admit(size_t bytes, int64_t project
     const Share share = ShareLocked(active);
     if (project.requests >= share.requests || project.bytes + bytes > share.bytes) {
       rejected_project_share_++;
+      NoteLocked(now, /*attempt=*/false, /*refused=*/true);
       return Status::Unavailable("this project holds its fair share of the ingest budget (" + std::to_string(active) +
                                  " projects active: " + std::to_string(share.bytes) + " bytes and " +
                                  std::to_string(share.requests) + " requests each); retry later");
@@ -80,6 +109,7 @@ Result<AdmissionGate::Ticket> AdmissionGate::Admit(size_t bytes, int64_t project
   }
   if (inflight_requests_ >= limits_.max_inflight_requests) {
     rejected_requests_++;
+    NoteLocked(now, /*attempt=*/false, /*refused=*/true);
     return Status::Unavailable("too many concurrent ingest requests (limit " +
                                std::to_string(limits_.max_inflight_requests) + "); retry later");
   }
@@ -87,6 +117,7 @@ Result<AdmissionGate::Ticket> AdmissionGate::Admit(size_t bytes, int64_t project
   // alone rather than starve it (the body limit still bounds it).
   if (inflight_bytes_ + bytes > limits_.max_inflight_bytes && inflight_requests_ > 0) {
     rejected_bytes_++;
+    NoteLocked(now, /*attempt=*/false, /*refused=*/true);
     return BudgetExhausted();
   }
   project.requests++;
@@ -100,11 +131,12 @@ Result<AdmissionGate::Ticket> AdmissionGate::Admit(size_t bytes, int64_t project
 
 Status AdmissionGate::TryGrow(int64_t project_id, size_t bytes) {
   MutexLock lock(&mu_);
+  const auto now = clock_();
   if (inflight_bytes_ + bytes > limits_.max_inflight_bytes && inflight_requests_ > 1) {
     rejected_bytes_++;
+    NoteLocked(now, /*attempt=*/false, /*refused=*/true);
     return BudgetExhausted();
   }
-  const auto now = clock_();
   const int active = ActiveProjectsLocked(now);
   ProjectUse& project = projects_[project_id];  // present: this ticket is one of its requests
   project.last_seen = now;
@@ -113,6 +145,7 @@ Status AdmissionGate::TryGrow(int64_t project_id, size_t bytes) {
     const Share share = ShareLocked(active);
     if (project.bytes + bytes > share.bytes) {
       rejected_project_share_++;
+      NoteLocked(now, /*attempt=*/false, /*refused=*/true);
       return Status::Unavailable("this project holds its fair share of the ingest memory budget (" +
                                  std::to_string(share.bytes) + " bytes with " + std::to_string(active) +
                                  " projects active); retry later");
@@ -160,6 +193,7 @@ AdmissionGate::Stats AdmissionGate::GetStats() {
   s.rejected_requests = rejected_requests_;
   s.rejected_project_share = rejected_project_share_;
   s.active_projects = ActiveProjectsLocked(clock_());
+  s.pressure = PressureLocked();
   return s;
 }
 

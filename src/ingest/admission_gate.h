@@ -75,6 +75,13 @@ class AdmissionGate {
   void Close() EXCLUDES(mu_);
   //! Blocks until no ticket is outstanding or the timeout passes; true if drained.
   bool WaitIdle(int64_t timeout_ms) EXCLUDES(mu_);
+  //! How overloaded the gate is, 0..1: the share of recent admissions it
+  //! refused (a request refused as it grows counts as refused), each weighted
+  //! by exp(-age / kPressureDecay) and smoothed by one admitted request, so a
+  //! lone refusal after a calm spell is light pressure and a gate that refuses
+  //! nearly everything is near 1. Retry-After grows with it.
+  double Pressure() EXCLUDES(mu_);
+  static constexpr std::chrono::seconds kPressureDecay{5};
 
   struct Stats {
     size_t inflight_bytes = 0;
@@ -85,6 +92,7 @@ class AdmissionGate {
     uint64_t rejected_requests = 0;       // refused: concurrent requests limit
     uint64_t rejected_project_share = 0;  // refused: the project holds its fair share
     int active_projects = 0;
+    double pressure = 0;  // Pressure()
   };
   Stats GetStats() EXCLUDES(mu_);
   const Limits& limits() const { return limits_; }
@@ -107,6 +115,9 @@ class AdmissionGate {
   Status TryGrow(int64_t project, size_t bytes) EXCLUDES(mu_);
   void Release(int64_t project, size_t bytes) EXCLUDES(mu_);
   Status BudgetExhausted() const;
+  //! Records an admission attempt (`attempt`) and/or a refusal for Pressure().
+  void NoteLocked(std::chrono::steady_clock::time_point now, bool attempt, bool refused) REQUIRES(mu_);
+  double PressureLocked() const REQUIRES(mu_);
 
   const Limits limits_;
   const Clock clock_;
@@ -121,6 +132,10 @@ class AdmissionGate {
   uint64_t rejected_requests_ GUARDED_BY(mu_) = 0;
   uint64_t rejected_project_share_ GUARDED_BY(mu_) = 0;
   std::unordered_map<int64_t, ProjectUse> projects_ GUARDED_BY(mu_);
+  // Decayed counts behind Pressure(), as of noted_at_.
+  double recent_attempts_ GUARDED_BY(mu_) = 0;
+  double recent_refusals_ GUARDED_BY(mu_) = 0;
+  std::chrono::steady_clock::time_point noted_at_ GUARDED_BY(mu_);
 };
 
 }  // namespace sightline

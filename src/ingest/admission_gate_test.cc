@@ -430,5 +430,46 @@ TEST(AdmissionGateFairnessTest, ConcurrentProjectsBalanceAndNeverExceedTheReques
   EXPECT_GT(s.admitted, 0u);
 }
 
+TEST(AdmissionGatePressureTest, RisesWithTheShareRefusedAndFadesWhenCalm) {
+  FakeClock clock;
+  AdmissionGate gate(Limits(1 << 20, 1), clock.Get());
+  EXPECT_EQ(gate.Pressure(), 0.0);
+  // Calm: everything admitted (and released at once).
+  for (int i = 0; i < 9; ++i) ASSERT_TRUE(gate.Admit(10).ok());
+  EXPECT_EQ(gate.Pressure(), 0.0);
+  {
+    auto held = gate.Admit(10);
+    ASSERT_TRUE(held.ok());
+    // Light overload: one refused among eleven.
+    ASSERT_FALSE(gate.Admit(10).ok());
+    const double light = gate.Pressure();
+    EXPECT_GT(light, 0.0);
+    EXPECT_LT(light, 0.15);
+    // Saturated: the next hundred are all refused.
+    for (int i = 0; i < 100; ++i) ASSERT_FALSE(gate.Admit(10).ok());
+    const double saturated = gate.Pressure();
+    EXPECT_GT(saturated, 0.85);
+    EXPECT_LE(saturated, 1.0);
+    EXPECT_EQ(gate.GetStats().pressure, saturated);
+  }
+  // Calm again: after a minute of admissions the old refusals weigh nothing.
+  for (int i = 0; i < 60; ++i) {
+    clock.now += std::chrono::seconds(1);
+    ASSERT_TRUE(gate.Admit(10).ok());
+  }
+  EXPECT_LT(gate.Pressure(), 0.01);
+}
+
+TEST(AdmissionGatePressureTest, ARefusedGrowthCountsAsARefusal) {
+  FakeClock clock;
+  AdmissionGate gate(Limits(100, 4), clock.Get());
+  auto a = gate.Admit(60);
+  auto b = gate.Admit(10);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(gate.Pressure(), 0.0);
+  EXPECT_FALSE(b->Grow(50).ok());
+  EXPECT_GT(gate.Pressure(), 0.0);
+}
+
 }  // namespace
 }  // namespace sightline

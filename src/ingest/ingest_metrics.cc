@@ -2,14 +2,18 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "common/assert.h"
+
 namespace sightline {
 
 size_t IngestMetrics::StatusIndex(int status) {
-  if (status >= 200 && status < 300) return 0;
-  for (size_t i = 1; i + 1 < kStatusCodes.size(); ++i) {
+  for (size_t i = 0; i < kStatusCodes.size(); ++i) {
     if (kStatusCodes[i] == status) return i;
   }
-  return kStatusCodes.size() - 1;
+  SL_DCHECK(false && "HttpStatusFor answered a status missing from kStatusCodes");
+  return static_cast<size_t>(std::find(kStatusCodes.begin(), kStatusCodes.end(), 500) - kStatusCodes.begin());
 }
 
 void IngestMetrics::RecordRequest(Signal signal, StatusCode outcome, double seconds) {
@@ -46,10 +50,8 @@ void IngestMetrics::AppendPrometheus(std::string* out) const {
   o += "# TYPE sightline_ingest_requests_total counter\n";
   for (int s = 0; s < kSignalCount; ++s) {
     for (size_t i = 0; i < kStatusCodes.size(); ++i) {
-      const char* code = i == 0 ? "2xx" : i + 1 == kStatusCodes.size() ? "5xx" : nullptr;
-      std::string c = code ? code : std::to_string(kStatusCodes[i]);
-      o += fmt::format("sightline_ingest_requests_total{{signal=\"{}\",code=\"{}\"}} {}\n", SignalName(Signal(s)), c,
-                       requests_[s][i].load());
+      o += fmt::format("sightline_ingest_requests_total{{signal=\"{}\",code=\"{}\"}} {}\n", SignalName(Signal(s)),
+                       kStatusCodes[i], requests_[s][i].load());
     }
   }
   o += "# HELP sightline_ingest_request_duration_seconds OTLP export latency, body read to response.\n";

@@ -2,7 +2,7 @@
 
 // Ingest's own counters, exposed at /metrics in Prometheus text format.
 // Recorded by the ingest pipeline, whatever the transport; a request's code
-// label is the HTTP status its outcome maps to (HttpStatusFor). Lock-free
+// label is the exact HTTP status its outcome maps to (HttpStatusFor). Lock-free
 // atomics (fixed label sets), so recording is cheap on every request.
 
 #include <array>
@@ -32,8 +32,8 @@ class IngestMetrics {
     std::atomic<uint64_t> count{0};
     std::atomic<uint64_t> sum_micros{0};
   };
-  // Status classes recorded per signal: 2xx, 400, 401, 408, 413, 415, 429, 503, 5xx other.
-  static constexpr std::array<int, 9> kStatusCodes = {200, 400, 401, 408, 413, 415, 429, 503, 500};
+  // Every HTTP status HttpStatusFor can answer, recorded exactly.
+  static constexpr std::array<int, 12> kStatusCodes = {200, 400, 401, 403, 404, 408, 413, 415, 429, 499, 500, 503};
   static size_t StatusIndex(int status);
 
   std::array<std::atomic<uint64_t>, kSignalCount> accepted_{};

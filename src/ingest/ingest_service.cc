@@ -1,6 +1,8 @@
 #include "ingest/ingest_service.h"
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
+#include <cctype>
 #include <chrono>
 #include <thread>
 
@@ -36,7 +38,10 @@ Admission IngestService::Admit(const ExportHeaders& h) {
   // Errors before the body is read use JSON unless the client asked for protobuf.
   auto format = ParseContentType(h.content_type);
   PayloadFormat reply_format = format.ok() ? *format : PayloadFormat::kJson;
-  auto refuse = [&](const Status& st) { return Admission{nullptr, Finish(h.signal, reply_format, started, st, {})}; };
+  const char* media_type = ReplyMediaType(h.content_type);
+  auto refuse = [&](const Status& st) {
+    return Admission{nullptr, Finish(h.signal, reply_format, media_type, started, st, {})};
+  };
   auto project = Authenticate(h.authorization);
   if (!project.ok()) return refuse(project.status());
   if (readiness_ != nullptr) {
@@ -64,6 +69,7 @@ Admission IngestService::Admit(const ExportHeaders& h) {
   admitted->signal_ = h.signal;
   admitted->project_id_ = *project;
   admitted->format_ = *format;
+  admitted->media_type_ = media_type;
   admitted->encoding_ = *encoding;
   admitted->ticket_ = std::move(ticket.value());
   admitted->body_charged_ = declared;
@@ -88,13 +94,13 @@ void IngestService::Export(AdmittedExport* a, std::string body, std::function<vo
     body.clear();
     body.shrink_to_fit();
     if (!decoded.ok()) {
-      done(Finish(a->signal_, a->format_, a->started_, decoded.status(), {}));
+      done(Finish(a->signal_, a->format_, a->media_type_, a->started_, decoded.status(), {}));
       return;
     }
     Decoded d = std::move(decoded.value());
     if (d.rows == 0) {
       metrics_->AddItems(a->signal_, 0, d.rejected.count);
-      done(Finish(a->signal_, a->format_, a->started_, Status::Ok(), d.rejected));
+      done(Finish(a->signal_, a->format_, a->media_type_, a->started_, Status::Ok(), d.rejected));
       return;
     }
     writers_[static_cast<int>(a->signal_)]->Submit(
@@ -104,30 +110,45 @@ void IngestService::Export(AdmittedExport* a, std::string body, std::function<vo
           } else {
             metrics_->AddItems(a->signal_, 0, rows + rejected.count);
           }
-          done(Finish(a->signal_, a->format_, a->started_, std::move(committed), rejected));
+          done(Finish(a->signal_, a->format_, a->media_type_, a->started_, std::move(committed), rejected));
         });
   });
 }
 
 ExportResponse IngestService::Fail(const AdmittedExport& a, const Status& status) {
-  return Finish(a.signal_, a.format_, a.started_, status, {});
+  return Finish(a.signal_, a.format_, a.media_type_, a.started_, status, {});
 }
 
 ExportResponse IngestService::Refuse(const ExportHeaders& h, const Status& status) {
   auto format = ParseContentType(h.content_type);
-  return Finish(h.signal, format.ok() ? *format : PayloadFormat::kJson, std::chrono::steady_clock::now(), status, {});
+  return Finish(h.signal, format.ok() ? *format : PayloadFormat::kJson, ReplyMediaType(h.content_type),
+                std::chrono::steady_clock::now(), status, {});
 }
 
-ExportResponse IngestService::Finish(Signal signal, PayloadFormat format, std::chrono::steady_clock::time_point started,
-                                     Status status, const Rejections& rejected) {
+ExportResponse IngestService::Finish(Signal signal, PayloadFormat format, const char* media_type,
+                                     std::chrono::steady_clock::time_point started, Status status,
+                                     const Rejections& rejected) {
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   metrics_->RecordRequest(signal, status.code(), secs);
   ExportResponse r;
   r.format = format;
+  r.media_type = media_type;
   r.body = status.ok() ? EncodeResponse(signal, format, rejected) : EncodeError(format, status);
-  if (status.retryable()) r.retry_after_seconds = options_.retry_after_seconds;
+  if (status.retryable()) r.retry_after_seconds = RetryAfterSeconds(options_.retry_after, gate_->Pressure());
   r.status = std::move(status);
   return r;
+}
+
+const char* IngestService::ReplyMediaType(std::string_view content_type) {
+  auto format = ParseContentType(content_type);
+  if (!format.ok() || *format == PayloadFormat::kJson) return "application/json";
+  std::string_view media = content_type.substr(0, content_type.find(';'));
+  while (!media.empty() && media.back() == ' ') media.remove_suffix(1);
+  constexpr std::string_view kShort = "application/protobuf";
+  const bool short_name = media.size() == kShort.size() &&
+                          std::equal(media.begin(), media.end(), kShort.begin(),
+                                     [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; });
+  return short_name ? "application/protobuf" : "application/x-protobuf";
 }
 
 Result<int64_t> IngestService::Authenticate(std::string_view authorization) {
@@ -218,14 +239,7 @@ std::string IngestService::EncodeResponse(Signal signal, PayloadFormat format, c
   if (rejected.count == 0 && rejected.truncated == 0) return format == PayloadFormat::kJson ? "{}" : out;
   // Cut values are no rejection (the items were kept): OTLP reports them as
   // a partial success with a message and rejected_<items> 0.
-  std::string message = rejected.message;
-  if (rejected.truncated > 0) {
-    if (!message.empty()) message += "; ";
-    message += std::to_string(rejected.truncated) +
-               " attribute values, names or attribute / event / link lists were cut to the server's limits "
-               "(--max-attribute-value-bytes, --max-attributes, --max-span-events, --max-span-links, "
-               "--max-name-bytes, --max-service-name-bytes)";
-  }
+  const std::string message = rejected.Summary();
   if (format == PayloadFormat::kJson) {
     JsonWriter w(&out);
     w.BeginObject();

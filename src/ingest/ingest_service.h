@@ -30,6 +30,7 @@
 #include "ingest/admission_gate.h"
 #include "ingest/ingest_metrics.h"
 #include "ingest/ingest_readiness.h"
+#include "ingest/retry_after.h"
 #include "otlp/compression.h"
 #include "otlp/decoder.h"
 #include "storage/writer.h"
@@ -38,8 +39,9 @@ namespace sightline {
 
 struct IngestOptions {
   size_t max_body_bytes = 20u << 20;  // compressed and decompressed
-  int retry_after_seconds = 1;        // told to clients refused with a retryable status
-  int decode_threads = 0;             // 0 = one per core
+  //! Told to clients refused with a retryable status; grows with the gate's pressure.
+  RetryAfterPolicy retry_after;
+  int decode_threads = 0;  // 0 = one per core
   //! Texts and lists cut to OpenTelemetry's attribute limits (max_decode_bytes
   //! and charge are set per request).
   DecodeLimits decode;
@@ -66,14 +68,17 @@ struct ExportHeaders {
 struct ExportResponse {
   Status status;  // OK, or why the request failed
   PayloadFormat format = PayloadFormat::kJson;
+  //! The answer's media type: the request's own (OTLP/HTTP answers in the
+  //! request's Content-Type, so application/protobuf is echoed as sent).
+  const char* media_type = "application/json";
   //! An Export*ServiceResponse (with partial_success when items were
   //! rejected), or on error a google.rpc.Status (protobuf) / {"code","message"} (JSON).
   std::string body;
-  int retry_after_seconds = 0;  // > 0: retryable, try again after this long
+  //! > 0: retryable, try again after this long (RetryAfterSeconds of the
+  //! gate's pressure, or the readiness's own delay).
+  int retry_after_seconds = 0;
   bool ok() const { return status.ok(); }
-  const char* content_type() const {
-    return format == PayloadFormat::kJson ? "application/json" : "application/x-protobuf";
-  }
+  const char* content_type() const { return media_type; }
 };
 
 //! A request admitted on its headers. Holds its share of the admission gate
@@ -88,6 +93,7 @@ class AdmittedExport {
   Signal signal_ = Signal::kSpans;
   int64_t project_id_ = 0;
   PayloadFormat format_ = PayloadFormat::kJson;
+  const char* media_type_ = "application/json";  // of the request, echoed in its answer
   ContentEncoding encoding_ = ContentEncoding::kIdentity;
   AdmissionGate::Ticket ticket_;
   size_t body_charged_ = 0;  // body bytes the ticket holds
@@ -141,6 +147,10 @@ class IngestService {
   //! ingest token (a read token is PermissionDenied: 403).
   Result<int64_t> Authenticate(std::string_view authorization);
 
+  //! The media type of the answer to a request of this Content-Type: its
+  //! own for protobuf (application/x-protobuf or application/protobuf),
+  //! else application/json (also for an unsupported one, whose error is JSON).
+  static const char* ReplyMediaType(std::string_view content_type);
   //! Export*ServiceResponse in the request's format (partial_success when items were rejected).
   static std::string EncodeResponse(Signal signal, PayloadFormat format, const Rejections& rejected);
   //! An error body: google.rpc.Status for protobuf, {"code":..,"message":..} for JSON.
@@ -159,8 +169,8 @@ class IngestService {
   //! first, so an expanding body is refused (503) before it is materialised.
   Result<Decoded> Decode(AdmittedExport* admitted, std::string_view body);
   //! The response for a finished request, recorded in the metrics.
-  ExportResponse Finish(Signal signal, PayloadFormat format, std::chrono::steady_clock::time_point started,
-                        Status status, const Rejections& rejected);
+  ExportResponse Finish(Signal signal, PayloadFormat format, const char* media_type,
+                        std::chrono::steady_clock::time_point started, Status status, const Rejections& rejected);
 
   const IngestOptions options_;
   Authenticator* auth_;

@@ -7,6 +7,8 @@
 
 #include <atomic>
 #include <future>
+#include <map>
+#include <set>
 
 #include "auth/tokens.h"
 #include "common/testing/temp_dir.h"
@@ -48,7 +50,7 @@ class IngestServiceTest : public ::testing::Test {
     IngestOptions options;
     options.max_body_bytes = 64 * 1024;
     options.decode_threads = 1;
-    options.retry_after_seconds = 3;
+    options.retry_after = {3, 30};
     ingest_ = std::make_unique<IngestService>(
         options, auth_.get(), gate_.get(),
         std::array<SignalWriter*, kSignalCount>{writers_[0].get(), writers_[1].get(), writers_[2].get()}, &metrics_);
@@ -99,6 +101,32 @@ TEST_F(IngestServiceTest, CommitsAndAnswersWithPartialSuccess) {
   EXPECT_EQ(StoredSpans(), 2);
   EXPECT_NE(r.body.find(R"("rejectedSpans":"1")"), std::string::npos) << r.body;
   EXPECT_EQ(r.retry_after_seconds, 0);
+}
+
+TEST_F(IngestServiceTest, AnswersInTheRequestsOwnMediaType) {
+  // OTLP/HTTP: the response's Content-Type is the request's.
+  struct Case {
+    const char* request;
+    const char* answer;
+  } cases[] = {
+      {"application/x-protobuf", "application/x-protobuf"},
+      {"application/protobuf", "application/protobuf"},
+      {"Application/Protobuf; charset=binary", "application/protobuf"},
+      {"application/json", "application/json"},
+      {"application/json; charset=utf-8", "application/json"},
+  };
+  for (const Case& c : cases) {
+    Admission a = ingest_->Admit(Headers(c.request));
+    ASSERT_NE(a.admitted, nullptr) << c.request;
+    const bool json = std::string_view(c.answer) == "application/json";
+    ExportResponse r = ExportBody(a.admitted.get(), json ? kSpansJson : "");
+    EXPECT_TRUE(r.ok()) << c.request << ": " << r.status.ToString();
+    EXPECT_STREQ(r.content_type(), c.answer) << c.request;
+    // A refusal before the body answers in it too.
+    ExportHeaders stranger = Headers(c.request);
+    stranger.authorization = "Bearer wrong";
+    EXPECT_STREQ(ingest_->Admit(stranger).refusal.content_type(), c.answer) << c.request;
+  }
 }
 
 TEST_F(IngestServiceTest, RefusesOnHeadersBeforeAnyBody) {
@@ -153,11 +181,35 @@ TEST_F(IngestServiceTest, OverloadIsRetryableWithItsDelay) {
   ASSERT_EQ(third.admitted, nullptr);
   EXPECT_EQ(HttpStatusFor(third.refusal.status.code()), 503);
   EXPECT_EQ(GrpcCodeFor(third.refusal.status.code()), 14);  // UNAVAILABLE: OTLP clients retry
-  EXPECT_EQ(third.refusal.retry_after_seconds, 3);
+  // One refusal among three (pressure 1/4): 3 + round(27 / 4) s, plus jitter.
+  EXPECT_GE(third.refusal.retry_after_seconds, 10);
+  EXPECT_LE(third.refusal.retry_after_seconds, 15);
   // Finishing one frees its share.
   EXPECT_TRUE(ExportBody(first.admitted.get(), kSpansJson).ok());
   first.admitted.reset();
   EXPECT_NE(ingest_->Admit(Headers()).admitted, nullptr);
+}
+
+TEST_F(IngestServiceTest, RetryAfterGrowsAsTheGateRefusesMore) {
+  Admission first = ingest_->Admit(Headers());
+  Admission second = ingest_->Admit(Headers());
+  ASSERT_NE(first.admitted, nullptr);
+  ASSERT_NE(second.admitted, nullptr);
+  Admission refused = ingest_->Admit(Headers());
+  ASSERT_EQ(refused.admitted, nullptr);
+  const int light = refused.refusal.retry_after_seconds;
+  EXPECT_LE(light, 3 + 7 + 5) << "pressure 1/4: delay 3 + round(27 / 4), jitter up to half";
+  std::set<int> seen;
+  int last = 0;
+  for (int i = 0; i < 60; ++i) {
+    last = ingest_->Admit(Headers()).refusal.retry_after_seconds;
+    seen.insert(last);
+  }
+  EXPECT_GT(gate_->Pressure(), 0.9);
+  EXPECT_GE(last, 28) << "nearly every request refused: near the policy's 30 s";
+  EXPECT_LE(last, 30 + 15);
+  EXPECT_GT(last, light);
+  EXPECT_GE(seen.size(), 3u) << "jittered, so throttled clients spread their retries";
 }
 
 TEST_F(IngestServiceTest, AChunkedBodyIsChargedAsItArrives) {
@@ -180,7 +232,7 @@ TEST_F(IngestServiceTest, AChunkedBodyIsChargedAsItArrives) {
   Status st = ingest_->ChargeBody(second.admitted.get(), 400 * 1024);
   EXPECT_EQ(HttpStatusFor(st.code()), 503) << st.ToString();
   ExportResponse r = ingest_->Fail(*second.admitted, st);
-  EXPECT_EQ(r.retry_after_seconds, 3);
+  EXPECT_GE(r.retry_after_seconds, 3);
   // A declared length is reserved at admission and not charged twice.
   first.admitted.reset();
   second.admitted.reset();
@@ -205,16 +257,16 @@ TEST_F(IngestServiceTest, MalformedBodiesAndTransportFailures) {
 
   a = ingest_->Admit(Headers());
   ASSERT_NE(a.admitted, nullptr);
-  r = ingest_->Fail(*a.admitted, Status::DeadlineExceeded("request body not received within 10 ms"));
-  EXPECT_EQ(HttpStatusFor(r.status.code()), 408);
-  EXPECT_NE(r.body.find("not received"), std::string::npos);
+  r = ingest_->Fail(*a.admitted, Status::PayloadTooLarge("body exceeds the limit"));
+  EXPECT_EQ(HttpStatusFor(r.status.code()), 413);
+  EXPECT_NE(r.body.find("exceeds the limit"), std::string::npos);
   EXPECT_EQ(StoredSpans(), 0);
 
   std::string prometheus;
   metrics_.AppendPrometheus(&prometheus);
   EXPECT_NE(prometheus.find(R"(sightline_ingest_requests_total{signal="spans",code="400"} 1)"), std::string::npos)
       << prometheus;
-  EXPECT_NE(prometheus.find(R"(sightline_ingest_requests_total{signal="spans",code="408"} 1)"), std::string::npos);
+  EXPECT_NE(prometheus.find(R"(sightline_ingest_requests_total{signal="spans",code="413"} 1)"), std::string::npos);
 }
 
 //! Refuses while `refuse` is set, as the free-space floor does.
@@ -231,7 +283,7 @@ TEST_F(IngestServiceTest, ANotReadyServerRefusesBeforeTheBodyWithItsRetryAfter) 
   FakeReadiness readiness;
   IngestOptions options;
   options.decode_threads = 1;
-  options.retry_after_seconds = 3;
+  options.retry_after = {3, 30};
   IngestService ingest(options, auth_.get(), gate_.get(),
                        std::array<SignalWriter*, kSignalCount>{writers_[0].get(), writers_[1].get(), writers_[2].get()},
                        &metrics_, &readiness);
@@ -254,6 +306,29 @@ TEST_F(IngestServiceTest, ANotReadyServerRefusesBeforeTheBodyWithItsRetryAfter) 
   ingest.Export(a.admitted.get(), kSpansJson, [&done](ExportResponse r) { done.set_value(std::move(r)); });
   EXPECT_TRUE(done.get_future().get().ok());
   EXPECT_EQ(StoredSpans(), 2);
+}
+
+}  // namespace
+}  // namespace sightline
+
+namespace sightline {
+namespace {
+
+TEST(IngestMetricsTest, EveryOutcomeIsCountedUnderItsExactHttpCode) {
+  IngestMetrics metrics;
+  for (int c = 0; c <= static_cast<int>(StatusCode::kIoError); ++c) {
+    metrics.RecordRequest(Signal::kLogs, StatusCode(c), 0.01);
+  }
+  std::string out;
+  metrics.AppendPrometheus(&out);
+  std::map<int, int> want;
+  for (int c = 0; c <= static_cast<int>(StatusCode::kIoError); ++c) want[HttpStatusFor(StatusCode(c))]++;
+  for (auto [code, n] : want) {
+    const std::string line = "sightline_ingest_requests_total{signal=\"logs\",code=\"" + std::to_string(code) + "\"} " +
+                             std::to_string(n) + "\n";
+    EXPECT_NE(out.find(line), std::string::npos) << line << out;
+  }
+  EXPECT_EQ(out.find("xx\""), std::string::npos) << "no status classes: " << out;
 }
 
 }  // namespace

@@ -124,15 +124,54 @@ TEST(DecodeLimitsTest, NamesAndTheServiceNameHaveTheirOwnCuts) {
 }
 
 TEST(DecodeLimitsTest, CutsAreReportedAsAPartialSuccessThatRejectsNothing) {
+  DecodeLimits limits;
+  limits.max_attribute_value_bytes = 4;
+  SpanBatch b;
   Rejections r;
-  r.truncated = 7;
+  ASSERT_TRUE(
+      DecodeSpans(OneSpan("op", 7, 10, 0, 0).SerializeAsString(), PayloadFormat::kProtobuf, &b, &r, limits).ok());
   std::string body = IngestService::EncodeResponse(Signal::kSpans, PayloadFormat::kJson, r);
   google::protobuf::Struct s;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(body, &s).ok()) << body;
   const auto& partial = s.fields().at("partialSuccess").struct_value().fields();
   EXPECT_EQ(partial.at("rejectedSpans").string_value(), "0");
-  EXPECT_NE(partial.at("errorMessage").string_value().find("7 attribute values"), std::string::npos) << body;
-  EXPECT_NE(partial.at("errorMessage").string_value().find("--max-attribute-value-bytes"), std::string::npos);
+  // The span's seven values and the resource's service.name.
+  EXPECT_EQ(partial.at("errorMessage").string_value(),
+            "8 attribute values cut to 4 bytes (--max-attribute-value-bytes)")
+      << body;
+}
+
+TEST(DecodeLimitsTest, ThePartialSuccessMessageCountsEveryReason) {
+  DecodeLimits limits;
+  limits.max_attribute_value_bytes = 4;
+  limits.max_span_events = 1;
+  limits.max_name_bytes = 2;
+  ExportTraceServiceRequest req = OneSpan("GET", 2, 10, 3, 0);
+  auto* spans = req.mutable_resource_spans(0)->mutable_scope_spans(0);
+  for (int i = 0; i < 2; ++i) spans->add_spans()->set_trace_id("bad");
+  spans->add_spans()->set_trace_id(std::string(16, '\0'));
+  SpanBatch b;
+  Rejections r;
+  ASSERT_TRUE(DecodeSpans(req.SerializeAsString(), PayloadFormat::kProtobuf, &b, &r, limits).ok());
+  ASSERT_EQ(b.rows(), 1u);
+  EXPECT_EQ(r.count, 3);
+  for (PayloadFormat format : {PayloadFormat::kJson, PayloadFormat::kProtobuf}) {
+    std::string body = IngestService::EncodeResponse(Signal::kSpans, format, r);
+    if (format == PayloadFormat::kProtobuf) {
+      EXPECT_NE(body.find(r.Summary()), std::string::npos);
+      continue;
+    }
+    google::protobuf::Struct s;
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(body, &s).ok()) << body;
+    const auto& partial = s.fields().at("partialSuccess").struct_value().fields();
+    EXPECT_EQ(partial.at("rejectedSpans").string_value(), "3");
+    EXPECT_EQ(partial.at("errorMessage").string_value(),
+              "3 spans rejected: invalid trace_id (want 16 bytes, not all zero); "
+              "3 attribute values cut to 4 bytes (--max-attribute-value-bytes); "
+              "2 span events dropped past 1 per span (--max-span-events); "
+              "1 name cut to 2 bytes (--max-name-bytes)")
+        << body;
+  }
 }
 
 //! The request of issue #10: one resource whose service.name is 64 KiB and

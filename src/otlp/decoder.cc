@@ -45,9 +45,34 @@ Result<PayloadFormat> ParseContentType(std::string_view header) {
                                   "' (use application/x-protobuf or application/json)");
 }
 
-void Rejections::Add(std::string_view reason) {
+Rejections::Reason* Rejections::Find(std::string_view noun, std::string_view detail) {
+  for (Reason& r : reasons) {
+    if (r.noun == noun && r.detail == detail) return &r;
+  }
+  reasons.push_back(Reason{std::string(noun), std::string(detail), 0, {}});
+  return &reasons.back();
+}
+
+void Rejections::Reject(std::string_view item, std::string_view why, std::string_view example) {
   ++count;
-  if (message.empty()) message = std::string(reason);
+  Reason* r = Find(item, "rejected: " + std::string(why));
+  if (r->count++ == 0) r->example = std::string(example);
+}
+
+void Rejections::Cut(std::string_view noun, std::string_view how, int64_t n) {
+  if (n <= 0) return;
+  truncated += n;
+  Find(noun, how)->count += n;
+}
+
+std::string Rejections::Summary() const {
+  std::string out;
+  for (const Reason& r : reasons) {
+    if (!out.empty()) out += "; ";
+    out += std::to_string(r.count) + " " + r.noun + (r.count == 1 ? " " : "s ") + r.detail;
+    if (!r.example.empty()) out += " (first: '" + r.example + "')";
+  }
+  return out;
 }
 
 namespace {
@@ -86,22 +111,39 @@ class Limiter {
  public:
   Limiter(const DecodeLimits& limits, Rejections* rejected)
       : limits_(limits), rejected_(rejected), attrs_{limits.max_attribute_value_bytes, limits.max_attributes} {}
-  ~Limiter() { rejected_->truncated += cuts_.values + cuts_.dropped + cut_; }
+  //! Reports what was cut, by kind and limit, to the request's Rejections.
+  ~Limiter() {
+    auto bytes = [](size_t n, const char* flag) { return "cut to " + std::to_string(n) + " bytes (" + flag + ")"; };
+    auto past = [](size_t n, const char* per, const char* flag) {
+      return "dropped past " + std::to_string(n) + " per " + per + " (" + flag + ")";
+    };
+    const std::string value_cut = bytes(limits_.max_attribute_value_bytes, "--max-attribute-value-bytes");
+    rejected_->Cut("attribute value", value_cut, cuts_.values);
+    rejected_->Cut("text", "(status messages, routes, exceptions, descriptions) " + value_cut, texts_);
+    rejected_->Cut("attribute", past(limits_.max_attributes, "map", "--max-attributes"), cuts_.dropped + attributes_);
+    rejected_->Cut("span event", past(limits_.max_span_events, "span", "--max-span-events"), events_);
+    rejected_->Cut("span link", past(limits_.max_span_links, "span", "--max-span-links"), links_);
+    rejected_->Cut("name", bytes(limits_.max_name_bytes, "--max-name-bytes"), names_);
+    rejected_->Cut("service name", bytes(limits_.max_service_name_bytes, "--max-service-name-bytes"), services_);
+  }
   Limiter(const Limiter&) = delete;
   Limiter& operator=(const Limiter&) = delete;
 
   size_t max_events() const { return limits_.max_span_events; }
   size_t max_links() const { return limits_.max_span_links; }
-  std::string_view Name(std::string_view s) { return Cut(s, limits_.max_name_bytes); }
-  std::string_view Text(std::string_view s) { return Cut(s, limits_.max_attribute_value_bytes); }
-  std::string_view Service(std::string_view s) { return Cut(s, limits_.max_service_name_bytes); }
-  //! Items dropped from a list (events, links) past its limit.
-  void Dropped(int64_t n) { cut_ += n; }
+  std::string_view Name(std::string_view s) { return Cut(s, limits_.max_name_bytes, &names_); }
+  std::string_view Text(std::string_view s) { return Cut(s, limits_.max_attribute_value_bytes, &texts_); }
+  std::string_view Service(std::string_view s) { return Cut(s, limits_.max_service_name_bytes, &services_); }
+  //! A span's events and links dropped past their limits.
+  void DroppedEventsAndLinks(int64_t events, int64_t links) {
+    events_ += events;
+    links_ += links;
+  }
   //! An attribute map as JSON within the limits; returns how many attributes
   //! were dropped (for the item's dropped_attributes_count).
   uint32_t Attributes(JsonWriter* w, const KeyValues& kvs) {
     const uint32_t dropped = WriteAttributes(w, kvs, attrs_, &cuts_);
-    cut_ += dropped;
+    attributes_ += dropped;
     return dropped;
   }
   uint32_t Attributes(std::string* out, const KeyValues& kvs) {
@@ -124,9 +166,9 @@ class Limiter {
   const Status& status() const { return status_; }
 
  private:
-  std::string_view Cut(std::string_view s, size_t max) {
+  std::string_view Cut(std::string_view s, size_t max, int64_t* counter) {
     std::string_view kept = Utf8Prefix(s, max);
-    if (kept.size() < s.size()) ++cut_;
+    if (kept.size() < s.size()) ++*counter;
     return kept;
   }
   Status Update() {
@@ -146,8 +188,13 @@ class Limiter {
   const DecodeLimits& limits_;
   Rejections* rejected_;
   const AttributeLimits attrs_;
-  AttributeCuts cuts_;
-  int64_t cut_ = 0;
+  AttributeCuts cuts_;  // values cut and attributes dropped inside values (kvlists)
+  int64_t attributes_ = 0;
+  int64_t texts_ = 0;
+  int64_t names_ = 0;
+  int64_t services_ = 0;
+  int64_t events_ = 0;
+  int64_t links_ = 0;
   size_t arena_bytes_ = 0;
   size_t batch_bytes_ = 0;
   size_t charged_ = 0;
@@ -339,15 +386,15 @@ bool AppendSpan(const otlp_trace::Span& span, Context& ctx, IdReader* ids, Limit
   links_json.clear();
   uint64_t trace_high, trace_low, span_id, unused, parent_id;
   if (!ids->ToInts(span.trace_id(), 16, &trace_high, &trace_low) || (trace_high == 0 && trace_low == 0)) {
-    rejected->Add("span with an invalid trace_id (want 16 bytes, not all zero)");
+    rejected->Reject("span", "invalid trace_id (want 16 bytes, not all zero)");
     return false;
   }
   if (!ids->ToInts(span.span_id(), 8, &unused, &span_id) || span_id == 0) {
-    rejected->Add("span with an invalid span_id (want 8 bytes, not all zero)");
+    rejected->Reject("span", "invalid span_id (want 8 bytes, not all zero)");
     return false;
   }
   if (!ids->ToInts(span.parent_span_id(), 8, &unused, &parent_id)) {
-    rejected->Add("span with an invalid parent_span_id (want 8 bytes or empty)");
+    rejected->Reject("span", "invalid parent_span_id (want 8 bytes or empty)");
     return false;
   }
   // Events and links past their limits are dropped and counted, as an SDK
@@ -382,7 +429,7 @@ bool AppendSpan(const otlp_trace::Span& span, Context& ctx, IdReader* ids, Limit
       lt.clear();
       ls.clear();
       if (!ids->ToHex(l.trace_id(), 16, &lt) || !ids->ToHex(l.span_id(), 8, &ls)) {
-        rejected->Add("span link with an invalid trace_id or span_id");
+        rejected->Reject("span", "a link with an invalid trace_id or span_id");
         return false;
       }
       w.BeginObject();
@@ -437,7 +484,8 @@ bool AppendSpan(const otlp_trace::Span& span, Context& ctx, IdReader* ids, Limit
   out->attributes.CommitRow();
   out->events.Append(events_json);
   out->links.Append(links_json);
-  limiter->Dropped(static_cast<int64_t>(span.events_size() - events + span.links_size() - links));
+  limiter->DroppedEventsAndLinks(static_cast<int64_t>(span.events_size() - events),
+                                 static_cast<int64_t>(span.links_size() - links));
   out->dropped_attributes_count.push_back(span.dropped_attributes_count() + dropped_attributes);
   out->dropped_events_count.push_back(span.dropped_events_count() + static_cast<uint32_t>(span.events_size() - events));
   out->dropped_links_count.push_back(span.dropped_links_count() + static_cast<uint32_t>(span.links_size() - links));
@@ -491,7 +539,7 @@ Status DecodeLogs(std::string_view body, PayloadFormat format, int64_t receive_t
       for (const auto& rec : sl.log_records()) {
         if (!ids.ToInts(rec.trace_id(), 16, &trace_high, &trace_low) ||
             !ids.ToInts(rec.span_id(), 8, &unused, &span_id)) {
-          rejected->Add("log record with an invalid trace_id or span_id (want 16/8 bytes or empty)");
+          rejected->Reject("log record", "invalid trace_id or span_id (want 16/8 bytes or empty)");
           continue;
         }
         out->time_ns.push_back(ToSigned(rec.time_unix_nano()));
@@ -728,7 +776,7 @@ class PointWriter {
       t.clear();
       s.clear();
       if (!ids_->ToHex(e.trace_id(), 16, &t) || !ids_->ToHex(e.span_id(), 8, &s)) {
-        rejected_->Add("exemplar with an invalid trace_id or span_id");
+        rejected_->Reject("data point", "an exemplar with an invalid trace_id or span_id");
         return false;
       }
       w.BeginObject();
@@ -778,7 +826,7 @@ Status DecodeMetrics(std::string_view body, PayloadFormat format, MetricBatch* o
       for (const auto& m : sm.metrics()) {
         SL_RETURN_IF_ERROR(limiter.Hold(out->ByteSize()));
         if (m.name().empty()) {
-          rejected->Add("metric without a name");
+          rejected->Reject("metric", "no name");
           continue;
         }
         switch (m.data_case()) {
@@ -802,7 +850,7 @@ Status DecodeMetrics(std::string_view body, PayloadFormat format, MetricBatch* o
           case otlp_metrics::Metric::kHistogram:
             for (const auto& p : m.histogram().data_points()) {
               if (p.bucket_counts_size() != 0 && p.bucket_counts_size() != p.explicit_bounds_size() + 1) {
-                rejected->Add("histogram point whose bucket_counts is not explicit_bounds + 1 long");
+                rejected->Reject("data point", "histogram bucket_counts not explicit_bounds + 1 long");
                 continue;
               }
               if (!points.Accept(p)) continue;
@@ -831,8 +879,7 @@ Status DecodeMetrics(std::string_view body, PayloadFormat format, MetricBatch* o
             }
             break;
           case otlp_metrics::Metric::DATA_NOT_SET:
-            rejected->Add("metric '" + std::string(limiter.Name(m.name())) +
-                          "' has no data (gauge, sum, histogram, ...)");
+            rejected->Reject("metric", "no data (gauge, sum, histogram, ...)", limiter.Name(m.name()));
             break;
         }
       }

@@ -12,6 +12,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 #include "model/batch.h"
@@ -24,14 +25,33 @@ enum class PayloadFormat { kProtobuf, kJson };
 Result<PayloadFormat> ParseContentType(std::string_view header);
 
 //! Items skipped while decoding, and values cut to DecodeLimits, for
-//! ExportPartialSuccess.
+//! ExportPartialSuccess: how many, and each reason with its count, so the
+//! error_message can summarise them all.
 struct Rejections {
-  int64_t count = 0;
-  std::string message;  // the first reason
+  //! One reason: `count` of `noun` (singular; the plural adds "s") with `detail`.
+  struct Reason {
+    std::string noun;
+    std::string detail;
+    int64_t count = 0;
+    std::string example;  // of the first occurrence, e.g. the metric's name ("" if none)
+  };
+
+  int64_t count = 0;  // items rejected
   //! Values, names and attribute / event / link lists cut or shortened to
   //! DecodeLimits; their items were kept.
   int64_t truncated = 0;
-  void Add(std::string_view reason);
+  std::vector<Reason> reasons;  // in the order first seen
+
+  //! One `item` ("span", "log record", ...) rejected because `why`.
+  void Reject(std::string_view item, std::string_view why, std::string_view example = "");
+  //! `n` values or list entries (`noun`) cut as `how` says; their items kept.
+  void Cut(std::string_view noun, std::string_view how, int64_t n);
+  //! Every reason with its count, "; "-separated, e.g. "1 span rejected:
+  //! invalid trace_id (...); 2 attribute values cut to 4096 bytes (...)".
+  std::string Summary() const;
+
+ private:
+  Reason* Find(std::string_view noun, std::string_view detail);
 };
 
 //! How long the texts of one request may be and how many of each list are

@@ -598,14 +598,14 @@ TEST(DecodeSpansTest, ProtobufEveryColumn) {
   SpanBatch b = Spans(TraceRequest().SerializeAsString(), PayloadFormat::kProtobuf, &rejected);
   ExpectTraceRequestColumns(b);
   EXPECT_EQ(rejected.count, 0);
-  EXPECT_EQ(rejected.message, "");
+  EXPECT_EQ(rejected.Summary(), "");
 }
 
 TEST(DecodeSpansTest, JsonEveryColumn) {
   Rejections rejected;
   SpanBatch b = Spans(kTraceJson, PayloadFormat::kJson, &rejected);
   ExpectTraceRequestColumns(b);
-  EXPECT_EQ(rejected.count, 0) << rejected.message;
+  EXPECT_EQ(rejected.count, 0) << rejected.Summary();
 }
 
 TEST(DecodeSpansTest, JsonAndProtobufDecodeToTheSameBatch) {
@@ -771,7 +771,7 @@ TEST(DecodeSpansTest, InvalidIdsRejectOnlyTheirSpan) {
   Rejections rejected;
   SpanBatch b = Spans(req.SerializeAsString(), PayloadFormat::kProtobuf, &rejected);
   EXPECT_EQ(rejected.count, 8);
-  EXPECT_NE(rejected.message.find("trace_id"), std::string::npos) << rejected.message;
+  EXPECT_NE(rejected.Summary().find("trace_id"), std::string::npos) << rejected.Summary();
   ASSERT_EQ(b.rows(), 2u);
   ExpectSpanColumnsAligned(b);
   EXPECT_EQ(Column(b.name), (Strings{"good1", "good2"}));
@@ -781,19 +781,24 @@ TEST(DecodeSpansTest, InvalidIdsRejectOnlyTheirSpan) {
   EXPECT_EQ(b.events.Get(1), R"([{"time_unix_nano":0,"name":"good2","attributes":{},"dropped_attributes_count":0}])");
 }
 
-TEST(DecodeSpansTest, FirstRejectionReasonIsKept) {
+TEST(DecodeSpansTest, EveryRejectionReasonIsCounted) {
   ExportTraceServiceRequest req;
   auto* ss = req.add_resource_spans()->add_scope_spans();
-  auto* s1 = ss->add_spans();
-  s1->set_trace_id(Raw(kTrace1));
-  s1->set_span_id(std::string(8, '\0'));
+  for (int i = 0; i < 2; ++i) {
+    auto* s1 = ss->add_spans();
+    s1->set_trace_id(Raw(kTrace1));
+    s1->set_span_id(std::string(8, '\0'));
+  }
   auto* s2 = ss->add_spans();
   s2->set_trace_id("bad");
   Rejections rejected;
   SpanBatch b = Spans(req.SerializeAsString(), PayloadFormat::kProtobuf, &rejected);
   EXPECT_EQ(b.rows(), 0u);
-  EXPECT_EQ(rejected.count, 2);
-  EXPECT_EQ(rejected.message.rfind("span with an invalid span_id", 0), 0u) << rejected.message;
+  EXPECT_EQ(rejected.count, 3);
+  // Each reason once, with its count, in the order met.
+  EXPECT_EQ(rejected.Summary(),
+            "2 spans rejected: invalid span_id (want 8 bytes, not all zero); "
+            "1 span rejected: invalid trace_id (want 16 bytes, not all zero)");
 }
 
 std::string OneJsonSpan(const std::string& trace_id, const std::string& span_id, const std::string& extra = "") {
@@ -849,7 +854,7 @@ TEST(DecodeSpansTest, JsonIdsAreCaseInsensitiveAndStoredLowercase) {
   Rejections rejected;
   SpanBatch b =
       Spans(OneJsonSpan("4BF92F3577B34DA6A3CE929D0E0E4736", "00F067AA0BA902B7"), PayloadFormat::kJson, &rejected);
-  ASSERT_EQ(b.rows(), 1u) << rejected.message;
+  ASSERT_EQ(b.rows(), 1u) << rejected.Summary();
   EXPECT_EQ(TraceIds(b)[0], kTrace1);
   EXPECT_EQ(SpanIds(b.span_id)[0], kSpan1);
 }
@@ -1054,7 +1059,7 @@ TEST(DecodeLogsTest, JsonEveryColumnAndBodyKind) {
   Rejections rejected;
   LogBatch b = Logs(kLogsJson, PayloadFormat::kJson, &rejected);
   ExpectLogsRequestColumns(b);
-  EXPECT_EQ(rejected.count, 0) << rejected.message;
+  EXPECT_EQ(rejected.count, 0) << rejected.Summary();
 }
 
 TEST(DecodeLogsTest, JsonAndProtobufDecodeToTheSameBatch) {
@@ -1081,7 +1086,7 @@ TEST(DecodeLogsTest, InvalidIdsRejectTheRecord) {
   Rejections rejected;
   LogBatch b = Logs(req.SerializeAsString(), PayloadFormat::kProtobuf, &rejected);
   EXPECT_EQ(rejected.count, 3);
-  EXPECT_NE(rejected.message.find("trace_id"), std::string::npos);
+  EXPECT_NE(rejected.Summary().find("trace_id"), std::string::npos);
   EXPECT_EQ(Column(b.body), (Strings{"good1", "good2", "good3"}));
   EXPECT_EQ(TraceIds(b), (Strings{kTrace1, "", kTrace1}));
   EXPECT_EQ(SpanIds(b.span_id), (Strings{kSpan1, "", ""}));
@@ -1314,14 +1319,14 @@ TEST(DecodeMetricsTest, ProtobufEveryMetricType) {
   Rejections rejected;
   MetricBatch b = Metrics(MetricsRequest().SerializeAsString(), PayloadFormat::kProtobuf, &rejected);
   ExpectMetricsRequestColumns(b);
-  EXPECT_EQ(rejected.count, 0) << rejected.message;
+  EXPECT_EQ(rejected.count, 0) << rejected.Summary();
 }
 
 TEST(DecodeMetricsTest, JsonEveryMetricType) {
   Rejections rejected;
   MetricBatch b = Metrics(kMetricsJson, PayloadFormat::kJson, &rejected);
   ExpectMetricsRequestColumns(b);
-  EXPECT_EQ(rejected.count, 0) << rejected.message;
+  EXPECT_EQ(rejected.count, 0) << rejected.Summary();
 }
 
 TEST(DecodeMetricsTest, JsonAndProtobufDecodeToTheSameBatch) {
@@ -1509,7 +1514,7 @@ TEST(DecodeMetricsTest, InvalidItemsAreRejectedOthersKept) {
   Rejections rejected;
   MetricBatch b = Metrics(req.SerializeAsString(), PayloadFormat::kProtobuf, &rejected);
   EXPECT_EQ(rejected.count, 4);
-  EXPECT_NE(rejected.message.find("bucket_counts"), std::string::npos) << rejected.message;
+  EXPECT_NE(rejected.Summary().find("bucket_counts"), std::string::npos) << rejected.Summary();
   ExpectMetricColumnsAligned(b);
   ASSERT_EQ(b.rows(), 2u);
   EXPECT_EQ(Column(b.metric_name), (Strings{"h", "g"}));
@@ -1530,7 +1535,7 @@ TEST(DecodeMetricsTest, EachHistogramPointKeepsItsOwnBounds) {
   }
   Rejections rejected;
   MetricBatch b = Metrics(req.SerializeAsString(), PayloadFormat::kProtobuf, &rejected);
-  EXPECT_EQ(rejected.count, 0) << rejected.message;
+  EXPECT_EQ(rejected.count, 0) << rejected.Summary();
   EXPECT_EQ(Column(b.explicit_bounds), (Strings{"[1,5]", "[1,5]", "[1,6]", "[]", "[1,5]", "[1,5,9]"}));
 }
 
@@ -1542,7 +1547,7 @@ TEST(DecodeMetricsTest, MetricWithoutDataIsRejectedWithItsName) {
   EXPECT_EQ(b.rows(), 0u);
   EXPECT_EQ(b.series_rows(), 0u);
   EXPECT_EQ(rejected.count, 1);
-  EXPECT_NE(rejected.message.find("lonely"), std::string::npos) << rejected.message;
+  EXPECT_NE(rejected.Summary().find("lonely"), std::string::npos) << rejected.Summary();
 }
 
 TEST(DecodeMetricsTest, ExemplarWithABadIdRejectsItsPoint) {
@@ -1691,8 +1696,8 @@ TEST(EncodeResponseTest, FullSuccessIsAnEmptyMessage) {
 TEST(EncodeResponseTest, PartialSuccessProtobufParsesBack) {
   WireShapes shapes;
   Rejections rejected;
-  rejected.count = 300;                                               // a two-byte varint
-  rejected.message = std::string(200, 'm') + " \"quoted\" \xc3\xa9";  // a two-byte length
+  rejected.Reject("span", std::string(200, 'm') + " \"quoted\" \xc3\xa9");  // a two-byte length
+  rejected.count = 300;                                                     // a two-byte varint
   for (Signal s : {Signal::kSpans, Signal::kLogs, Signal::kMetrics}) {
     std::string body = IngestService::EncodeResponse(s, PayloadFormat::kProtobuf, rejected);
     // The generated (pre-partial_success) response class accepts it as an unknown field 1.
@@ -1709,14 +1714,14 @@ TEST(EncodeResponseTest, PartialSuccessProtobufParsesBack) {
     const pb::Message& partial = msg->GetReflection()->GetMessage(*msg, d->FindFieldByName("partial_success"));
     const pb::Descriptor* pd = partial.GetDescriptor();
     EXPECT_EQ(partial.GetReflection()->GetInt64(partial, pd->FindFieldByName("rejected")), 300);
-    EXPECT_EQ(partial.GetReflection()->GetString(partial, pd->FindFieldByName("error_message")), rejected.message);
+    EXPECT_EQ(partial.GetReflection()->GetString(partial, pd->FindFieldByName("error_message")), rejected.Summary());
   }
 }
 
 TEST(EncodeResponseTest, PartialSuccessJsonUsesTheSignalsFieldName) {
   Rejections rejected;
+  rejected.Reject("span", "invalid trace_id \"x\"\n");
   rejected.count = 3;
-  rejected.message = "span with an invalid trace_id \"x\"\n";
   const std::pair<Signal, const char*> cases[] = {{Signal::kSpans, "rejectedSpans"},
                                                   {Signal::kLogs, "rejectedLogRecords"},
                                                   {Signal::kMetrics, "rejectedDataPoints"}};
@@ -1727,7 +1732,7 @@ TEST(EncodeResponseTest, PartialSuccessJsonUsesTheSignalsFieldName) {
     const auto& partial = s.fields().at("partialSuccess").struct_value().fields();
     ASSERT_EQ(partial.size(), 2u) << body;
     EXPECT_EQ(partial.at(field).string_value(), "3") << body;  // int64 as a string
-    EXPECT_EQ(partial.at("errorMessage").string_value(), rejected.message) << body;
+    EXPECT_EQ(partial.at("errorMessage").string_value(), rejected.Summary()) << body;
   }
 }
 

@@ -1,6 +1,7 @@
 #include "query/query_service.h"
 
 #include <cmath>
+#include <iterator>
 
 #include "common/hex.h"
 #include "query/operations.h"
@@ -37,11 +38,19 @@ bool IsTracePath(std::string_view op) {
 
 }  // namespace
 
-bool QueryService::Knows(std::string_view op) {
-  for (const auto& e : kOperations) {
-    if (e.name == op) return true;
+bool QueryService::Knows(std::string_view op) { return OperationIndex(op) >= 0; }
+
+size_t QueryService::OperationCount() { return std::size(kOperations) + 1; }
+
+std::string_view QueryService::OperationName(size_t index) {
+  return index < std::size(kOperations) ? kOperations[index].name : "traces/{id}";
+}
+
+int QueryService::OperationIndex(std::string_view op) {
+  for (size_t i = 0; i < std::size(kOperations); ++i) {
+    if (kOperations[i].name == op) return static_cast<int>(i);
   }
-  return IsTracePath(op);
+  return IsTracePath(op) ? static_cast<int>(std::size(kOperations)) : -1;
 }
 
 Result<std::string> QueryService::Run(std::string_view op, const ApiParams& params, int64_t project_id,

@@ -37,6 +37,12 @@ class QueryService {
 
   //! True for the operations Run() serves ("services", "endpoints", "traces/<id>", ...).
   static bool Knows(std::string_view op);
+  //! The operations as metrics name them, by index 0..OperationCount()-1:
+  //! each path of the table, and "traces/{id}" for every trace's detail.
+  static size_t OperationCount();
+  static std::string_view OperationName(size_t index);
+  //! The index of the operation Run() serves for `op`, -1 when none.
+  static int OperationIndex(std::string_view op);
 
   //! Runs an operation for a project. InvalidArgument for bad parameters
   //! (checked before any query runs), NotFound for an unknown trace, Cancelled

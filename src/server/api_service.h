@@ -16,6 +16,7 @@
 #include "auth/authenticator.h"
 #include "auth/login_service.h"
 #include "model/batch.h"
+#include "query/query_metrics.h"
 #include "query/query_service.h"
 #include "server/http_server_types.h"
 #include "state/state_store.h"
@@ -71,6 +72,12 @@ class ApiService {
   void Login(const ApiCall& call, std::function<void(HttpResponse)> done);
   //! Runs a prepared query call on a reader; maps errors to statuses.
   HttpResponse Execute(const ApiCall& call, TelemetryReader* reader) const;
+  //! Counts a query call's answer (whoever produced it: Execute, or the
+  //! transport when the call timed out queued or found no reader).
+  void RecordQuery(const ApiCall& call, int http_status, double seconds) {
+    query_metrics_.Record(call.op, http_status, seconds);
+  }
+  const QueryMetrics& query_metrics() const { return query_metrics_; }
   //! True when the request carries a credential that may read (a UI
   //! session cookie or a project's read token).
   bool MayRead(std::string_view cookie, std::string_view authorization);
@@ -92,6 +99,7 @@ class ApiService {
   StateStore* state_;
   TelemetryStore* store_;
   QueryService queries_;
+  QueryMetrics query_metrics_;
 };
 
 }  // namespace sightline

@@ -543,6 +543,8 @@ class HttpServer::Impl {
     timer->cancel();
     boost::system::error_code ec;
     Tcp(stream).socket().cancel(ec);  // ends the disconnect watch
+    api_->RecordQuery(call, response->status,
+                      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     co_return std::move(*response);
   }
 
@@ -641,8 +643,8 @@ class HttpServer::Impl {
   // Reads an OTLP body, charging the admission gate as it arrives
   // (IngestService::ChargeBody) and holding it to the body timeout and the
   // minimum rate. A timer cancels the read instead of closing the socket (as
-  // the stream's own expiry would), so the client still gets its answer: 408
-  // past the timeout, a retryable 503 below the rate, 413 past the limit.
+  // the stream's own expiry would), so the client still gets its answer: a
+  // retryable 503 past the timeout or below the rate, 413 past the limit.
   template <typename Stream>
   asio::awaitable<Status> ReadBody(Stream& stream, beast::flat_buffer& buffer,
                                    http::request_parser<http::string_body>& parser, AdmittedExport* admitted) {
@@ -688,8 +690,9 @@ class HttpServer::Impl {
           co_return Status::Unavailable("request body arrived slower than " + std::to_string(min_rate) +
                                         " bytes/s (--min-body-bytes-per-second); retry later");
         }
-        co_return Status::DeadlineExceeded("request body not received within " +
-                                           std::to_string(options_.body_timeout_ms) + " ms");
+        // Retryable: OTLP clients drop data on 408.
+        co_return Status::Unavailable("request body not received within " + std::to_string(options_.body_timeout_ms) +
+                                      " ms (--body-timeout-ms); retry later");
       }
       if (ec == http::error::body_limit) {
         co_return Status::PayloadTooLarge("body exceeds the limit of " +

@@ -13,6 +13,7 @@
 #include "auth/passwords.h"
 #include "auth/tokens.h"
 #include "common/json_writer.h"
+#include "server/process_metrics.h"
 #include "server/ui_assets.h"
 
 namespace sightline {
@@ -377,7 +378,9 @@ std::string Server::DeepHealthJson() {
 
 std::string Server::PrometheusText() {
   std::string out;
+  AppendProcessMetrics(&out);
   metrics_.AppendPrometheus(&out);
+  api_->query_metrics().AppendPrometheus(&out);
   StoreStats s = store_->Stats();
   AdmissionGate::Stats g = gate_->GetStats();
   auto gauge = [&out](const char* name, const char* help, uint64_t v, const char* labels = "") {
@@ -386,9 +389,9 @@ std::string Server::PrometheusText() {
   gauge("sightline_storage_database_bytes", "Engine database file size.", s.database_bytes);
   gauge("sightline_storage_wal_bytes", "Engine write-ahead log size.", s.wal_bytes);
   out += "# HELP sightline_storage_rows Rows stored per signal.\n# TYPE sightline_storage_rows gauge\n";
-  const char* names[] = {"spans", "logs", "metric_points"};
-  for (int i = 0; i < kSignalCount; ++i)
-    out += fmt::format("sightline_storage_rows{{table=\"{}\"}} {}\n", names[i], s.rows[i]);
+  for (int i = 0; i < kSignalCount; ++i) {
+    out += fmt::format("sightline_storage_rows{{signal=\"{}\"}} {}\n", SignalName(Signal(i)), s.rows[i]);
+  }
   out +=
       "# HELP sightline_writer_queue_rows Rows decoded and waiting for commit.\n# TYPE sightline_writer_queue_rows "
       "gauge\n";
@@ -409,6 +412,10 @@ std::string Server::PrometheusText() {
   out += fmt::format("sightline_gate_rejections_total{{reason=\"project_share\"}} {}\n", g.rejected_project_share);
   gauge("sightline_gate_active_projects", "Projects sharing the admission budget.",
         static_cast<uint64_t>(g.active_projects));
+  out += fmt::format(
+      "# HELP sightline_gate_pressure Share of recent ingest admissions refused (0..1); Retry-After grows with it.\n"
+      "# TYPE sightline_gate_pressure gauge\nsightline_gate_pressure {}\n",
+      g.pressure);
   const std::vector<ListenerStats> listeners = http_->GetListenerStats();
   out += "# HELP sightline_connections_open Open connections per listener.\n# TYPE sightline_connections_open gauge\n";
   for (const ListenerStats& l : listeners) {
@@ -439,7 +446,6 @@ std::string Server::PrometheusText() {
     out += fmt::format("sightline_deleted_rows_total{{signal=\"{}\",reason=\"budget\"}} {}\n", SignalName(Signal(i)),
                        m.budget_deleted[i]);
   }
-  gauge("sightline_process_resident_memory_bytes", "Resident set size.", ProcessRssBytes());
   return out;
 }
 

@@ -1,3 +1,6 @@
+#include <duckdb.h>
+#include <sqlite3.h>
+
 #include <mutex>
 
 #include "storage/telemetry_store.h"
@@ -14,5 +17,7 @@ void RegisterBuiltinStores() {
     StoreRegistry::Instance().Register("sqlite", OpenSqliteStore);
   });
 }
+
+EngineVersions BuiltinEngineVersions() { return EngineVersions{duckdb_library_version(), sqlite3_libversion()}; }
 
 }  // namespace sightline

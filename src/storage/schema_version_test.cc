@@ -135,7 +135,7 @@ Data Decoded() {
       m.project_id = project;
       EXPECT_TRUE(
           DecodeMetrics(gen.BuildRaw(bench::Signal::kMetrics, index, &items), PayloadFormat::kProtobuf, &m, &r).ok());
-      EXPECT_EQ(r.count, 0) << r.message;
+      EXPECT_EQ(r.count, 0) << r.Summary();
     }
   }
   return d;

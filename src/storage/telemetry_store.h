@@ -169,4 +169,11 @@ class StoreRegistry {
 //! Registers duckdb and sqlite. Idempotent.
 void RegisterBuiltinStores();
 
+//! The library version of each built-in engine, as the library reports it.
+struct EngineVersions {
+  std::string duckdb;
+  std::string sqlite;
+};
+EngineVersions BuiltinEngineVersions();
+
 }  // namespace sightline
