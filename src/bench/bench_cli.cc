@@ -43,6 +43,11 @@ void AddBenchCommands(CLI::App* app) {
   ingest->add_option("--rate", o->rate, "Target requests/s over all connections (0 = as fast as acknowledged)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  ingest->add_option("--protocol", o->protocol, "http (OTLP/HTTP) or grpc (OTLP/gRPC; --format proto)")
+      ->check(CLI::IsMember({"http", "grpc"}))
+      ->capture_default_str();
+  ingest->add_option("--grpc-endpoint", o->grpc_endpoint, "OTLP/gRPC address of the server with --protocol grpc")
+      ->capture_default_str();
   ingest->add_option("--format", o->format, "proto or json")
       ->check(CLI::IsMember({"proto", "json"}))
       ->capture_default_str();

@@ -11,6 +11,10 @@
 #include <boost/beast/http.hpp>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+#include <mutex>
 #include <thread>
 
 namespace sightline::bench {
@@ -105,6 +109,79 @@ class Connection {
   beast::flat_buffer buffer_;
 };
 
+//! One worker's OTLP/gRPC channel: its own HTTP/2 connection (a local
+//! subchannel pool, so workers do not share one), unary Export calls.
+class GrpcConnection {
+ public:
+  GrpcConnection(const HttpLoadOptions& options) : timeout_s_(options.request_timeout_s) {
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    args.SetMaxReceiveMessageSize(-1);
+    if (options.grpc_gzip) args.SetCompressionAlgorithm(GRPC_COMPRESS_GZIP);
+    channel_ = grpc::CreateCustomChannel(options.endpoint.host + ":" + std::to_string(options.endpoint.port),
+                                         grpc::InsecureChannelCredentials(), args);
+    stub_ = std::make_unique<grpc::GenericStub>(channel_);
+    if (!options.token.empty()) authorization_ = "Bearer " + options.token;
+  }
+
+  bool Connect() {
+    return channel_->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  }
+
+  //! One Export call; the HTTP status its outcome maps to (0: no answer).
+  int Exchange(Signal signal, const std::string& body) {
+    grpc::ClientContext ctx;
+    if (!authorization_.empty()) ctx.AddMetadata("authorization", authorization_);
+    ctx.set_deadline(std::chrono::system_clock::now() +
+                     std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                         std::chrono::duration<double>(timeout_s_)));
+    // No copy: the pool's bodies outlive the run.
+    grpc::Slice slice(body.data(), body.size(), grpc::Slice::STATIC_SLICE);
+    grpc::ByteBuffer request(&slice, 1);
+    grpc::ByteBuffer response;
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    grpc::Status status;
+    stub_->UnaryCall(&ctx, ExportMethod(signal), grpc::StubOptions(), &request, &response, [&](grpc::Status s) {
+      std::lock_guard<std::mutex> lock(mu);
+      status = std::move(s);
+      done = true;
+      cv.notify_one();
+    });
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return done; });
+    return HttpStatusOf(status.error_code());
+  }
+
+ private:
+  static const char* ExportMethod(Signal signal) {
+    switch (signal) {
+      case Signal::kSpans: return "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
+      case Signal::kLogs: return "/opentelemetry.proto.collector.logs.v1.LogsService/Export";
+      case Signal::kMetrics: return "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export";
+    }
+    return "";
+  }
+  static int HttpStatusOf(grpc::StatusCode code) {
+    switch (code) {
+      case grpc::StatusCode::OK: return 200;
+      case grpc::StatusCode::INVALID_ARGUMENT: return 400;
+      case grpc::StatusCode::UNAUTHENTICATED: return 401;
+      case grpc::StatusCode::PERMISSION_DENIED: return 403;
+      case grpc::StatusCode::RESOURCE_EXHAUSTED: return 413;
+      case grpc::StatusCode::UNAVAILABLE: return 503;
+      case grpc::StatusCode::DEADLINE_EXCEEDED: return 0;
+      default: return 500;
+    }
+  }
+
+  double timeout_s_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<grpc::GenericStub> stub_;
+  std::string authorization_;
+};
+
 //! What the watchdog sees of a worker: its socket and since when its
 //! current request has been waiting (0 = idle).
 struct InFlight {
@@ -141,10 +218,12 @@ Result<HttpLoadResult> RunHttpLoad(const HttpLoadOptions& options, const Payload
     InFlight& watch = inflight[static_cast<size_t>(w)];
     asio::io_context ioc;
     Connection conn(&ioc, options.endpoint);
-    if (conn.Connect()) connected++;
+    std::unique_ptr<GrpcConnection> grpc_conn;
+    if (options.grpc) grpc_conn = std::make_unique<GrpcConnection>(options);
+    if (grpc_conn ? grpc_conn->Connect() : conn.Connect()) connected++;
     else failed_to_connect++;
     while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
-    if (!conn.connected()) {
+    if (!grpc_conn && !conn.connected()) {
       finished++;
       return;
     }
@@ -180,6 +259,18 @@ Result<HttpLoadResult> RunHttpLoad(const HttpLoadOptions& options, const Payload
       r.requests++;
       r.items_sent += p.items;
       r.wire_bytes_sent += p.body.size();
+      if (grpc_conn) {
+        auto sent = Clock::now();
+        int status = grpc_conn->Exchange(p.signal, p.body);
+        auto done = Clock::now();
+        r.status_counts[status]++;
+        if (status == 200) {
+          r.ok_requests++;
+          r.items_accepted += p.items;
+          r.latencies_ms.push_back(std::chrono::duration<float, std::milli>(done - sent).count());
+        }
+        continue;
+      }
       if (!conn.connected() && !conn.Connect()) {
         r.status_counts[0]++;
         std::this_thread::sleep_for(std::chrono::milliseconds(50));

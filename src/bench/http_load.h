@@ -37,6 +37,12 @@ struct HttpLoadOptions {
   double request_timeout_s = 60;  // an unanswered request fails (status 0) after this
   std::string content_type;
   std::string content_encoding;  // "" = none
+  //! OTLP/gRPC to `endpoint` instead: one channel (one HTTP/2 connection)
+  //! per worker, the pool's bodies as the request messages (uncompressed;
+  //! `grpc_gzip` has gRPC compress them). A status is counted as its HTTP
+  //! equivalent (OK 200, UNAVAILABLE 503, ...; 0 when no answer came).
+  bool grpc = false;
+  bool grpc_gzip = false;
 };
 
 //! Per signal. Latencies are of 2xx responses only, in milliseconds.

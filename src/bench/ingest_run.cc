@@ -191,6 +191,8 @@ std::string ResultJson(const IngestBenchOptions& o, const Machine& m, const std:
   w.Double(o.rate);
   w.Key("format");
   w.String(o.format);
+  w.Key("protocol");
+  w.String(o.protocol);
   w.Key("gzip_level");
   w.Int(o.gzip_level);
   w.Key("seed");
@@ -435,9 +437,14 @@ int RunIngestBench(const IngestBenchOptions& o) {
     std::fprintf(stderr, "bench ingest: --batch must be 1..%zu\n", kMaxGeneratorBatch);
     return 1;
   }
+  const bool grpc = o.protocol == "grpc";
+  if (grpc && o.format != "proto") {
+    std::fprintf(stderr, "bench ingest: --protocol grpc sends protobuf only (--format proto)\n");
+    return 1;
+  }
   std::optional<HttpEndpoint> endpoint, api;
   if (o.spawn.empty()) {
-    auto ep = ParseLoopbackUrl(o.endpoint);
+    auto ep = ParseLoopbackUrl(grpc ? o.grpc_endpoint : o.endpoint);
     if (!ep.ok()) {
       std::fprintf(stderr, "bench ingest: %s\n", ep.status().message().c_str());
       return 1;
@@ -465,13 +472,14 @@ int RunIngestBench(const IngestBenchOptions& o) {
   g.seed = o.seed;
   g.batch = o.batch;
   g.format = o.format == "json" ? WireFormat::kJson : WireFormat::kProtobuf;
-  g.gzip_level = o.gzip_level;
+  g.gzip_level = grpc ? 0 : o.gzip_level;  // gRPC compresses the messages itself
   LoadGenerator generator(g);
   Machine machine = DescribeMachine();
   const std::string started_at = UtcNowIso8601();
   const int build_threads = static_cast<int>(std::max(1u, machine.cores));
-  std::printf("sightline bench ingest: %s, batch %zu, %s%s, %d connection%s, %s, ", o.signal.c_str(), o.batch,
-              o.format == "json" ? "json" : "protobuf", o.gzip_level > 0 ? "+gzip" : "", o.connections,
+  std::printf("sightline bench ingest: %s, batch %zu, %s %s%s, %d connection%s, %s, ", o.signal.c_str(), o.batch,
+              grpc ? "OTLP/gRPC" : "OTLP/HTTP", o.format == "json" ? "json" : "protobuf",
+              o.gzip_level > 0 ? "+gzip" : "", o.connections,
               o.connections == 1 ? "" : "s",
               o.rate > 0 ? ("open loop " + std::to_string(o.rate) + " req/s").c_str() : "closed loop");
   if (o.requests > 0) std::printf("%llu requests", static_cast<unsigned long long>(o.requests));
@@ -546,13 +554,14 @@ int RunIngestBench(const IngestBenchOptions& o) {
       so.work_dir = *work;
       so.token = token;
       so.extra_args = o.server_args;
+      so.grpc = grpc;
       auto started = ServerProcess::Start(so);
       if (!started.ok()) {
         std::fprintf(stderr, "bench ingest: %s\n", started.status().message().c_str());
         return 1;
       }
       server = std::move(started.value());
-      target = server->otlp();
+      target = grpc ? server->grpc() : server->otlp();
       health = server->api();
       run.spawned = true;
     }
@@ -572,6 +581,8 @@ int RunIngestBench(const IngestBenchOptions& o) {
       wo.content_type = ContentTypeFor(g.format);
       wo.content_encoding = ContentEncodingFor(generator.options());
       wo.request_timeout_s = o.request_timeout_s;
+      wo.grpc = grpc;
+      wo.grpc_gzip = o.gzip_level > 0;
       auto warmed = RunHttpLoad(wo, warm);
       if (warmed.ok() && warmed->elapsed_s > 0) {
         uint64_t ok = 0;
@@ -612,6 +623,8 @@ int RunIngestBench(const IngestBenchOptions& o) {
     lo.content_type = ContentTypeFor(g.format);
     lo.content_encoding = ContentEncodingFor(generator.options());
     lo.request_timeout_s = o.request_timeout_s;
+    lo.grpc = grpc;
+    lo.grpc_gzip = o.gzip_level > 0;
     auto loaded = RunHttpLoad(lo, *pool);
 
     double server_cpu1 = server ? ProcessCpuSecondsOf(server->pid()) : -1;

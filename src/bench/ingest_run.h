@@ -25,6 +25,8 @@ struct IngestBenchOptions {
   int connections = 4;
   double rate = 0;               // requests/s; 0 = as fast as acknowledged
   std::string format = "proto";  // proto | json
+  std::string protocol = "http";  // http | grpc (OTLP/gRPC needs proto; gzip is gRPC's message compression)
+  std::string grpc_endpoint = "http://127.0.0.1:4317";  // the server's OTLP/gRPC address, unless spawned
   int gzip_level = 1;            // 0 = no Content-Encoding (1: cheap to build; inflate costs the same)
   uint64_t seed = 1;
   std::string json_out;

@@ -64,6 +64,13 @@ Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(const SpawnOptions& 
     if (!otlp_port.ok()) return otlp_port.status();
     if (!api_port.ok()) return api_port.status();
     if (*otlp_port == *api_port) continue;
+    int grpc_port = 0;
+    if (options.grpc) {
+      auto port = FreeLoopbackPort();
+      if (!port.ok()) return port.status();
+      if (*port == *otlp_port || *port == *api_port) continue;
+      grpc_port = *port;
+    }
 
     std::vector<std::string> args = {"sightline",   "--log-level",
                                      "warn",        "serve",
@@ -71,7 +78,7 @@ Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(const SpawnOptions& 
                                      "--storage",   options.engine,
                                      "--otlp-http", "127.0.0.1:" + std::to_string(*otlp_port),
                                      "--listen",    "127.0.0.1:" + std::to_string(*api_port),
-                                     "--otlp-grpc", ""};
+                                     "--otlp-grpc", grpc_port ? "127.0.0.1:" + std::to_string(grpc_port) : ""};
     args.insert(args.end(), options.extra_args.begin(), options.extra_args.end());
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
@@ -112,6 +119,7 @@ Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(const SpawnOptions& 
     server->pid_ = pid;
     server->otlp_ = HttpEndpoint{"127.0.0.1", *otlp_port};
     server->api_ = HttpEndpoint{"127.0.0.1", *api_port};
+    server->grpc_ = HttpEndpoint{"127.0.0.1", grpc_port};
     server->data_dir_ = data_dir;
     server->log_path_ = log_path;
     auto deadline = Clock::now() +

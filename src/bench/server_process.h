@@ -27,6 +27,7 @@ struct SpawnOptions {
   std::string token;
   std::vector<std::string> extra_args;  // appended to `serve ...`
   double ready_timeout_s = 60;
+  bool grpc = false;  // also listen for OTLP/gRPC (grpc()), else --otlp-grpc ""
 };
 
 //! Not thread-safe; the destructor stops a running child.
@@ -38,6 +39,7 @@ class ServerProcess {
   pid_t pid() const { return pid_; }
   const HttpEndpoint& otlp() const { return otlp_; }
   const HttpEndpoint& api() const { return api_; }
+  const HttpEndpoint& grpc() const { return grpc_; }  // port 0 unless SpawnOptions::grpc
   const std::string& log_path() const { return log_path_; }
 
   //! A read token of the default project, minted by `sightline token create
@@ -51,7 +53,7 @@ class ServerProcess {
  private:
   ServerProcess() = default;
   pid_t pid_ = -1;
-  HttpEndpoint otlp_, api_;
+  HttpEndpoint otlp_, api_, grpc_;
   std::string data_dir_;
   std::string log_path_;
 };

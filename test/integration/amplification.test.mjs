@@ -136,7 +136,7 @@ describe('a request costs at most a bounded multiple of its size (duckdb)', { ti
           const partial = JSON.parse(text).partialSuccess;
           assert.ok(partial, `the cut is reported: ${text}`);
           assert.equal(Object.entries(partial).find(([k]) => k.startsWith('rejected'))[1], '0');
-          assert.match(partial.errorMessage, /cut to the server's limits/);
+          assert.match(partial.errorMessage, /service name cut to 256 bytes \(--max-service-name-bytes\)/);
         }
       } finally {
         clearInterval(sampler);
