@@ -2,6 +2,8 @@
 
 #include <sys/socket.h>
 
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
 #include <algorithm>
 #include <atomic>
 #include <boost/asio/connect.hpp>
@@ -12,8 +14,6 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
-#include <grpcpp/generic/generic_stub.h>
-#include <grpcpp/grpcpp.h>
 #include <mutex>
 #include <thread>
 
@@ -124,17 +124,14 @@ class GrpcConnection {
     if (!options.token.empty()) authorization_ = "Bearer " + options.token;
   }
 
-  bool Connect() {
-    return channel_->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  }
+  bool Connect() { return channel_->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(5)); }
 
   //! One Export call; the HTTP status its outcome maps to (0: no answer).
   int Exchange(Signal signal, const std::string& body) {
     grpc::ClientContext ctx;
     if (!authorization_.empty()) ctx.AddMetadata("authorization", authorization_);
-    ctx.set_deadline(std::chrono::system_clock::now() +
-                     std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                         std::chrono::duration<double>(timeout_s_)));
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                                                            std::chrono::duration<double>(timeout_s_)));
     // No copy: the pool's bodies outlive the run.
     grpc::Slice slice(body.data(), body.size(), grpc::Slice::STATIC_SLICE);
     grpc::ByteBuffer request(&slice, 1);

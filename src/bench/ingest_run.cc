@@ -479,8 +479,7 @@ int RunIngestBench(const IngestBenchOptions& o) {
   const int build_threads = static_cast<int>(std::max(1u, machine.cores));
   std::printf("sightline bench ingest: %s, batch %zu, %s %s%s, %d connection%s, %s, ", o.signal.c_str(), o.batch,
               grpc ? "OTLP/gRPC" : "OTLP/HTTP", o.format == "json" ? "json" : "protobuf",
-              o.gzip_level > 0 ? "+gzip" : "", o.connections,
-              o.connections == 1 ? "" : "s",
+              o.gzip_level > 0 ? "+gzip" : "", o.connections, o.connections == 1 ? "" : "s",
               o.rate > 0 ? ("open loop " + std::to_string(o.rate) + " req/s").c_str() : "closed loop");
   if (o.requests > 0) std::printf("%llu requests", static_cast<unsigned long long>(o.requests));
   else std::printf("%.0f s", o.duration_s);

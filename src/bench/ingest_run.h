@@ -23,11 +23,11 @@ struct IngestBenchOptions {
   double duration_s = 10;
   double warmup_s = 2;  // untimed load before each run (also sizes the payload pool)
   int connections = 4;
-  double rate = 0;               // requests/s; 0 = as fast as acknowledged
-  std::string format = "proto";  // proto | json
+  double rate = 0;                // requests/s; 0 = as fast as acknowledged
+  std::string format = "proto";   // proto | json
   std::string protocol = "http";  // http | grpc (OTLP/gRPC needs proto; gzip is gRPC's message compression)
   std::string grpc_endpoint = "http://127.0.0.1:4317";  // the server's OTLP/gRPC address, unless spawned
-  int gzip_level = 1;            // 0 = no Content-Encoding (1: cheap to build; inflate costs the same)
+  int gzip_level = 1;  // 0 = no Content-Encoding (1: cheap to build; inflate costs the same)
   uint64_t seed = 1;
   std::string json_out;
   std::string spawn;  // "" | duckdb | sqlite

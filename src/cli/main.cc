@@ -258,6 +258,11 @@ int main(int argc, char** argv) {
       ->envname("SIGHTLINE_DECODE_THREADS")
       ->capture_default_str();
   serve
+      ->add_option("--max-series-per-project", so.max_series_per_project,
+                   "Metric series a project may hold; points of new series past it are refused (0 = no cap)")
+      ->envname("SIGHTLINE_MAX_SERIES_PER_PROJECT")
+      ->capture_default_str();
+  serve
       ->add_option("--max-decode-amplification", so.ingest.decode_amplification,
                    "Decoding a request may hold this many times its decompressed size, plus 4 MiB (413 above)")
       ->envname("SIGHTLINE_MAX_DECODE_AMPLIFICATION")

@@ -20,13 +20,14 @@ int DecodeThreads(int configured) {
 
 IngestService::IngestService(IngestOptions options, Authenticator* auth, AdmissionGate* gate,
                              std::array<SignalWriter*, kSignalCount> writers, IngestMetrics* metrics,
-                             IngestReadiness* readiness)
+                             IngestReadiness* readiness, SeriesBudget* series)
     : options_(options),
       auth_(auth),
       gate_(gate),
       writers_(writers),
       metrics_(metrics),
       readiness_(readiness),
+      series_(series),
       decode_pool_(static_cast<size_t>(DecodeThreads(options.decode_threads))) {}
 
 IngestService::~IngestService() { Stop(); }
@@ -198,6 +199,15 @@ Result<IngestService::Decoded> IngestService::Decode(AdmittedExport* a, std::str
       auto& metrics = std::get<MetricBatch>(*b);
       metrics.project_id = a->project_id_;
       SL_RETURN_IF_ERROR(DecodeMetrics(payload, format, &metrics, &out.rejected, limits));
+      if (series_ != nullptr) {
+        std::vector<uint8_t> keep;
+        if (series_->Admit(metrics.project_id, metrics.series_id, &keep) > 0) {
+          out.rejected.RejectMany("data point",
+                                  "its series is new and the project holds its cap of " +
+                                      std::to_string(series_->max_per_project()) + " series (--max-series-per-project)",
+                                  static_cast<int64_t>(metrics.KeepSeries(keep)));
+        }
+      }
       out.rows = metrics.rows();
       out.batch = std::move(b);
       break;

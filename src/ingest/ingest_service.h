@@ -31,6 +31,7 @@
 #include "ingest/ingest_metrics.h"
 #include "ingest/ingest_readiness.h"
 #include "ingest/retry_after.h"
+#include "ingest/series_budget.h"
 #include "otlp/compression.h"
 #include "otlp/decoder.h"
 #include "storage/writer.h"
@@ -112,10 +113,11 @@ struct Admission {
 class IngestService {
  public:
   //! `readiness` (optional, not owned) can refuse every request for a while
-  //! (the free-space floor).
+  //! (the free-space floor); `series` (optional, not owned) caps each
+  //! project's metric series.
   IngestService(IngestOptions options, Authenticator* auth, AdmissionGate* gate,
                 std::array<SignalWriter*, kSignalCount> writers, IngestMetrics* metrics,
-                IngestReadiness* readiness = nullptr);
+                IngestReadiness* readiness = nullptr, SeriesBudget* series = nullptr);
   ~IngestService();
 
   const IngestOptions& options() const { return options_; }
@@ -178,6 +180,7 @@ class IngestService {
   std::array<SignalWriter*, kSignalCount> writers_;
   IngestMetrics* metrics_;
   IngestReadiness* readiness_;
+  SeriesBudget* series_;  // null: no series cap
   boost::asio::thread_pool decode_pool_;
 };
 

@@ -331,5 +331,74 @@ TEST(IngestMetricsTest, EveryOutcomeIsCountedUnderItsExactHttpCode) {
   EXPECT_EQ(out.find("xx\""), std::string::npos) << "no status classes: " << out;
 }
 
+// Gauges "g1".."gN" of one service, one point each, as OTLP/JSON.
+std::string GaugesJson(int from, int to) {
+  std::string out = R"({"resourceMetrics":[{"resource":{"attributes":[{"key":"service.name","value":)"
+                    R"({"stringValue":"svc"}}]},"scopeMetrics":[{"metrics":[)";
+  for (int i = from; i <= to; ++i) {
+    if (i > from) out += ",";
+    out += R"({"name":"g)" + std::to_string(i) +
+           R"(","gauge":{"dataPoints":[{"timeUnixNano":"1700000000000000000","asDouble":1.5}]}})";
+  }
+  return out + "]}]}]}";
+}
+
+TEST_F(IngestServiceTest, NewSeriesPastTheProjectsCapAreRefusedAndKnownOnesGoOn) {
+  SeriesBudget budget(3);
+  IngestOptions options;
+  options.decode_threads = 1;
+  IngestService ingest(options, auth_.get(), gate_.get(),
+                       std::array<SignalWriter*, kSignalCount>{writers_[0].get(), writers_[1].get(), writers_[2].get()},
+                       &metrics_, nullptr, &budget);
+  auto send = [&](const std::string& body) {
+    ExportHeaders h = Headers();
+    h.signal = Signal::kMetrics;
+    Admission a = ingest.Admit(h);
+    EXPECT_NE(a.admitted, nullptr);
+    std::promise<ExportResponse> done;
+    ingest.Export(a.admitted.get(), body, [&done](ExportResponse r) { done.set_value(std::move(r)); });
+    return done.get_future().get();
+  };
+  auto stored_points = [&] { return static_cast<int64_t>(store_->Stats().rows[2]); };
+
+  ExportResponse first = send(GaugesJson(1, 2));
+  ASSERT_TRUE(first.ok()) << first.body;
+  EXPECT_EQ(first.body.find("rejected"), std::string::npos) << first.body;
+  EXPECT_EQ(stored_points(), 2);
+
+  // g3 fits the cap of 3; g4 and g5 do not: their points are refused and counted.
+  ExportResponse second = send(GaugesJson(1, 5));
+  ASSERT_TRUE(second.ok()) << second.body;
+  EXPECT_NE(second.body.find(R"("rejectedDataPoints":"2")"), std::string::npos) << second.body;
+  EXPECT_NE(second.body.find("2 data points rejected: its series is new and the project holds its cap of 3 series "
+                             "(--max-series-per-project)"),
+            std::string::npos)
+      << second.body;
+  EXPECT_EQ(stored_points(), 5);  // 2 + g1, g2, g3
+  EXPECT_EQ(budget.Count(1), 3u);
+
+  // Known series keep being written; a request of only new ones stores nothing.
+  ExportResponse known = send(GaugesJson(1, 3));
+  EXPECT_EQ(known.body.find("rejected"), std::string::npos) << known.body;
+  ExportResponse only_new = send(GaugesJson(6, 7));
+  EXPECT_NE(only_new.body.find(R"("rejectedDataPoints":"2")"), std::string::npos) << only_new.body;
+  EXPECT_EQ(stored_points(), 8);
+  EXPECT_EQ(store_->Stats().metric_series, 3u);
+}
+
+TEST(SeriesBudgetTest, KnownSeriesLoadedAtStartCountAndProjectsHaveTheirOwnCap) {
+  SeriesBudget budget(2);
+  budget.AddKnown(1, 10);
+  budget.AddKnown(1, 11);
+  std::vector<uint8_t> keep;
+  EXPECT_EQ(budget.Admit(1, {10, 12, 11}, &keep), 1u);
+  EXPECT_EQ(keep, (std::vector<uint8_t>{1, 0, 1}));
+  EXPECT_EQ(budget.Admit(2, {12, 13, 14}, &keep), 1u);
+  EXPECT_EQ(keep, (std::vector<uint8_t>{1, 1, 0}));
+  SeriesBudget off(0);
+  EXPECT_EQ(off.Admit(1, {1, 2, 3}, &keep), 0u);
+  EXPECT_EQ(keep, (std::vector<uint8_t>{1, 1, 1}));
+}
+
 }  // namespace
 }  // namespace sightline

@@ -1,5 +1,7 @@
 #include "model/batch.h"
 
+#include <unordered_set>
+
 namespace sightline {
 
 const char* SignalName(Signal s) {
@@ -58,6 +60,65 @@ size_t MetricBatch::ByteSize() const {
          VectorBytes(is_int) + VectorBytes(count) + VectorBytes(sum) + VectorBytes(min) + VectorBytes(max) +
          bucket_counts.ByteSize() + explicit_bounds.ByteSize() + exp_histogram.ByteSize() + quantiles.ByteSize() +
          exemplars.ByteSize() + VectorBytes(flags);
+}
+
+namespace {
+
+template <typename T>
+void KeepRows(std::vector<T>* v, const std::vector<uint8_t>& keep) {
+  size_t out = 0;
+  for (size_t i = 0; i < v->size(); ++i) {
+    if (keep[i]) (*v)[out++] = (*v)[i];
+  }
+  v->resize(out);
+}
+
+void KeepRows(StringColumn* c, const std::vector<uint8_t>& keep) {
+  StringColumn kept;
+  for (size_t i = 0; i < c->size(); ++i) {
+    if (keep[i]) kept.Append(c->Get(i));
+  }
+  *c = std::move(kept);
+}
+
+}  // namespace
+
+size_t MetricBatch::KeepSeries(const std::vector<uint8_t>& keep) {
+  std::unordered_set<int64_t> dropped;
+  for (size_t i = 0; i < series_id.size(); ++i) {
+    if (!keep[i]) dropped.insert(series_id[i]);
+  }
+  if (dropped.empty()) return 0;
+  KeepRows(&series_id, keep);
+  KeepRows(&metric_name, keep);
+  KeepRows(&metric_type, keep);
+  KeepRows(&unit, keep);
+  KeepRows(&description, keep);
+  KeepRows(&temporality, keep);
+  KeepRows(&is_monotonic, keep);
+  KeepRows(&service_name, keep);
+  KeepRows(&series_resource, keep);
+  KeepRows(&attributes, keep);
+  std::vector<uint8_t> keep_point(point_series_id.size());
+  for (size_t r = 0; r < point_series_id.size(); ++r) keep_point[r] = !dropped.contains(point_series_id[r]);
+  const size_t before = point_series_id.size();
+  KeepRows(&point_series_id, keep_point);
+  KeepRows(&time_ns, keep_point);
+  KeepRows(&start_time_ns, keep_point);
+  KeepRows(&value, keep_point);
+  KeepRows(&int_value, keep_point);
+  KeepRows(&is_int, keep_point);
+  KeepRows(&count, keep_point);
+  KeepRows(&sum, keep_point);
+  KeepRows(&min, keep_point);
+  KeepRows(&max, keep_point);
+  KeepRows(&bucket_counts, keep_point);
+  KeepRows(&explicit_bounds, keep_point);
+  KeepRows(&exp_histogram, keep_point);
+  KeepRows(&quantiles, keep_point);
+  KeepRows(&exemplars, keep_point);
+  KeepRows(&flags, keep_point);
+  return before - point_series_id.size();
 }
 
 }  // namespace sightline

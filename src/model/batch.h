@@ -213,6 +213,11 @@ struct MetricBatch {
   size_t series_rows() const { return series_id.size(); }
   size_t rows() const { return time_ns.size(); }
   size_t ByteSize() const;
+
+  //! Keeps the series whose keep[i] is set (one flag per series row) and
+  //! the points of those series; returns how many points were dropped.
+  //! Resource rows stay (a few per batch).
+  size_t KeepSeries(const std::vector<uint8_t>& keep);
 };
 
 //! One decoded request's batch, whichever its signal.

@@ -59,6 +59,12 @@ void Rejections::Reject(std::string_view item, std::string_view why, std::string
   if (r->count++ == 0) r->example = std::string(example);
 }
 
+void Rejections::RejectMany(std::string_view item, std::string_view why, int64_t n) {
+  if (n <= 0) return;
+  count += n;
+  Find(item, "rejected: " + std::string(why))->count += n;
+}
+
 void Rejections::Cut(std::string_view noun, std::string_view how, int64_t n) {
   if (n <= 0) return;
   truncated += n;

@@ -44,6 +44,8 @@ struct Rejections {
 
   //! One `item` ("span", "log record", ...) rejected because `why`.
   void Reject(std::string_view item, std::string_view why, std::string_view example = "");
+  //! `n` items rejected for one reason (after decoding, e.g. the series cap).
+  void RejectMany(std::string_view item, std::string_view why, int64_t n);
   //! `n` values or list entries (`noun`) cut as `how` says; their items kept.
   void Cut(std::string_view noun, std::string_view how, int64_t n);
   //! Every reason with its count, "; "-separated, e.g. "1 span rejected:

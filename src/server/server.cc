@@ -114,10 +114,15 @@ Status Server::Open() {
   maintenance_ =
       std::make_unique<MaintenanceService>(options_.maintenance, store_.get(), state_.get(), disk_guard_.get());
   maintenance_->Start();
+  series_budget_ = std::make_unique<SeriesBudget>(options_.max_series_per_project);
+  if (options_.max_series_per_project > 0) {
+    SL_RETURN_IF_ERROR(
+        store_->ForEachSeries([this](int64_t project, int64_t series) { series_budget_->AddKnown(project, series); }));
+  }
   ingest_ = std::make_unique<IngestService>(
       options_.ingest, auth_.get(), gate_.get(),
       std::array<SignalWriter*, kSignalCount>{writers_[0].get(), writers_[1].get(), writers_[2].get()}, &metrics_,
-      disk_guard_.get());
+      disk_guard_.get(), series_budget_.get());
   options_.api.default_retention_seconds = options_.maintenance.retention_seconds;
   options_.api.secure_cookie = !options_.http.tls_cert_file.empty();
   api_ = std::make_unique<ApiService>(options_.api, auth_.get(), login_.get(), state_.get(), store_.get());

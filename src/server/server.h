@@ -40,6 +40,9 @@ struct ServerOptions {
   std::string data_dir = "./data";
   std::string otlp_http = "0.0.0.0:4318";
   std::string otlp_grpc = "0.0.0.0:4317";  // "" = no OTLP/gRPC listener
+  //! Metric series a project may hold; points of new series past it are
+  //! refused (partial_success). 0 = no cap.
+  size_t max_series_per_project = 1000000;
   std::string listen = "0.0.0.0:8080";
   std::string storage = "duckdb";
   StoreOptions store;  // data_dir is filled from data_dir
@@ -117,6 +120,7 @@ class Server {
   boost::asio::io_context ioc_;
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<OtlpGrpcServer> grpc_;
+  std::unique_ptr<SeriesBudget> series_budget_;
   std::vector<std::thread> io_threads_;
   std::atomic<bool> ready_{false};
   bool stopped_ = false;

@@ -18,6 +18,7 @@
 #include <limits>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -894,6 +895,20 @@ TEST_P(StoreConformanceTest, SeriesAreStoredOncePerProject) {
   StoreStats stats = store_->Stats();
   EXPECT_EQ(stats.metric_series, 4u);
   EXPECT_EQ(stats.rows[static_cast<int>(Signal::kMetrics)], 6u);
+
+  // What the series cap loads at start: each (project, series) once.
+  std::set<std::pair<int64_t, int64_t>> listed;
+  size_t calls = 0;
+  ASSERT_TRUE(store_
+                  ->ForEachSeries([&](int64_t project, int64_t series) {
+                    calls++;
+                    listed.insert({project, series});
+                  })
+                  .ok());
+  EXPECT_EQ(calls, 4u);
+  EXPECT_EQ(listed.size(), 4u);
+  EXPECT_TRUE(listed.contains({kProject, kGaugeSeries}));
+  EXPECT_TRUE(listed.contains({8, kGaugeSeries}));
 }
 
 // --- Stats -------------------------------------------------------------------------

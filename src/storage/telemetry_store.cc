@@ -36,4 +36,13 @@ std::vector<std::string> StoreRegistry::Names() const {
   return names;
 }
 
+Status TelemetryStore::ForEachSeries(const std::function<void(int64_t project_id, int64_t series_id)>& fn) {
+  SL_ASSIGN_OR_RETURN(SqlResult r, ExecuteSql("SELECT project_id, series_id FROM metric_series"));
+  for (const auto& row : r.rows) {
+    if (row.size() != 2 || !row[0] || !row[1]) return Status::Internal("metric_series: a NULL key");
+    fn(std::stoll(*row[0]), std::stoll(*row[1]));
+  }
+  return Status::Ok();
+}
+
 }  // namespace sightline

@@ -129,6 +129,10 @@ class TelemetryStore {
   virtual Result<std::unique_ptr<TelemetryReader>> AcquireReader(int64_t wait_ms) = 0;
   //! The schema version found at open and the migrations applied.
   virtual SchemaReport schema_report() const { return {}; }
+  //! Calls `fn(project_id, series_id)` for every stored metric series (the
+  //! series cap loads them at start). By SQL on a read connection unless
+  //! the engine overrides it.
+  virtual Status ForEachSeries(const std::function<void(int64_t project_id, int64_t series_id)>& fn);
 
   // --- Retention (docs/STORAGE.md, "Deletes and space"). Each signal's rows
   // age by one time: spans by start_time_ns, logs by time_ns (observed_time_ns

@@ -245,6 +245,12 @@ Result<std::optional<int64_t>> MemoryStore::OldestTime(Signal signal) {
   return Status::Internal("unknown signal");
 }
 
+Status MemoryStore::ForEachSeries(const std::function<void(int64_t project_id, int64_t series_id)>& fn) {
+  MutexLock lock(&mu_);
+  for (const auto& [key, row] : tables_.series) fn(key.first, key.second);
+  return Status::Ok();
+}
+
 Result<SqlResult> MemoryStore::ExecuteSql(const std::string&) {
   return Status::InvalidArgument("the memory engine runs no SQL");
 }

@@ -48,6 +48,7 @@ class MemoryStore final : public TelemetryStore {
   StoreStats Stats() EXCLUDES(mu_) override;
   //! InvalidArgument: the memory engine has no SQL.
   Result<SqlResult> ExecuteSql(const std::string& sql) override;
+  Status ForEachSeries(const std::function<void(int64_t project_id, int64_t series_id)>& fn) EXCLUDES(mu_) override;
   //! A reader over the committed rows, folding log text as ASCII. Readers are
   //! independent and there is no pool, so this never waits and never fails.
   Result<std::unique_ptr<TelemetryReader>> AcquireReader(int64_t wait_ms) override;
