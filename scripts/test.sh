@@ -7,7 +7,7 @@
 #     running the concurrent tests (writer, gate, read pool, CondVar, token cache, ingest pipeline, the server's
 #     end-to-end ingest) under TSan
 #  4. end-to-end tests: the official OpenTelemetry JS SDK against `sightline serve`
-#  5. browser tests of the web UI (Playwright driving Debian's chromium)
+#  5. browser tests of the web UI and of the OTel web exporter over CORS (Playwright driving Debian's chromium)
 #  6. a short libFuzzer run of every decoder
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -45,7 +45,7 @@ TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$root/test/ts
 step "integration tests (OpenTelemetry JS SDK -> sightline serve)"
 test/integration/run.sh
 
-step "browser tests (Playwright + Debian chromium against the embedded UI)"
+step "browser tests (Playwright + Debian chromium: the embedded UI, the OTel web exporter over CORS)"
 test/browser/run.sh
 
 step "fuzz (short run)"

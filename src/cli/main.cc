@@ -17,6 +17,7 @@
 #include "cli/token_commands.h"
 #include "common/json_writer.h"
 #include "common/units.h"
+#include "server/cors.h"
 #include "server/server.h"
 #include "storage/schema_version.h"
 #include "storage/telemetry_store.h"
@@ -247,6 +248,12 @@ int main(int argc, char** argv) {
                       ->check(CLI::ExistingFile);
   tls_cert->needs(tls_key);
   tls_key->needs(tls_cert);
+  std::string cors_origins;
+  serve
+      ->add_option("--cors-allowed-origins", cors_origins,
+                   "Comma-separated origins (https://app.example.com) whose pages may send OTLP/HTTP from a browser "
+                   "(CORS on the ingest paths only; off when empty; '*' is refused)")
+      ->envname("SIGHTLINE_CORS_ALLOWED_ORIGINS");
   serve
       ->add_flag("--metrics-require-auth", so.metrics_require_auth,
                  "/metrics and /api/health/deep answer only a UI session or a project's token (401 otherwise)")
@@ -462,6 +469,17 @@ int main(int argc, char** argv) {
         return 2;
       }
       *out = *bytes;
+    }
+    Result<CorsPolicy> cors = CorsPolicy::Parse(cors_origins);
+    if (!cors.ok()) {
+      std::fprintf(stderr, "%s\n", cors.status().message().c_str());
+      return 2;
+    }
+    so.http.cors = std::move(*cors);
+    if (so.http.cors.enabled()) {
+      std::string list;
+      for (const std::string& origin : so.http.cors.origins()) list += (list.empty() ? "" : ", ") + origin;
+      spdlog::info("CORS on the OTLP/HTTP ingest paths for {}", list);
     }
     return Serve(std::move(so));
   }

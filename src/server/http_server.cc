@@ -385,7 +385,16 @@ class HttpServer::Impl {
       HttpResponse res;
       std::unique_ptr<AdmittedExport> admitted;  // holds its admission until the response is written
       if (IngestPath(path, api_port, &signal)) {
-        res = co_await Ingest(stream, buffer, parser, signal, &admitted);
+        const CorsRequest cors{header.method_string(), header[http::field::origin],
+                               header[http::field::access_control_request_method]};
+        if (options_.cors.IsPreflight(cors)) {
+          res = options_.cors.Preflight(cors);
+          res.close = !parser.is_done();
+        } else {
+          const std::string origin(cors.origin);
+          res = co_await Ingest(stream, buffer, parser, signal, &admitted);
+          options_.cors.AddResponseHeaders(origin, &res);
+        }
       } else {
         parser.body_limit(64 * 1024);
         Tcp(stream).expires_after(std::chrono::milliseconds(options_.body_timeout_ms));
@@ -578,7 +587,7 @@ class HttpServer::Impl {
                               bool head = false) {
     http::response<http::string_body> res{static_cast<http::status>(r.status), version};
     res.set(http::field::server, "sightline");
-    res.set(http::field::content_type, r.content_type);
+    if (!r.content_type.empty()) res.set(http::field::content_type, r.content_type);
     for (const auto& [k, v] : r.headers) res.set(k, v);
     res.keep_alive(keep_alive);
     res.body() = r.body;

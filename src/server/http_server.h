@@ -8,6 +8,8 @@
 // limit; charged to the gate as it arrives) → IngestService::Export → write
 // its response. Everything refused before the body is read is answered with
 // `Connection: close`, so an unread body is never parsed as the next request.
+// With a CORS allow-list (server/cors.h) the ingest paths, and only they,
+// answer preflights and mark every answer for an allowed origin.
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -22,6 +24,7 @@
 #include "common/status.h"
 #include "ingest/ingest_service.h"
 #include "server/api_service.h"
+#include "server/cors.h"
 #include "server/http_server_types.h"
 
 namespace sightline {
@@ -56,6 +59,9 @@ struct HttpServerOptions {
   //! once, by the first Listen(); a new certificate takes a restart.
   std::string tls_cert_file;
   std::string tls_key_file;
+  //! CORS on the ingest paths (/v1/* here, /api/otel/v1/* on the API port)
+  //! for the origins it allows; never on any other path. Off by default.
+  CorsPolicy cors;
 };
 
 //! One listener's connections, for /metrics and the deep health check.

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Browser tests: the web UI in Debian's chromium (playwright-core) against a
+# Browser tests: the web UI, and a page on another origin sending with the
+# OpenTelemetry web exporter (CORS), in Debian's chromium (playwright-core) against a
 # real sightline binary (build/sightline, or $SIGHTLINE_BIN).
 #
 #   test/browser/run.sh                     # all files

@@ -22,7 +22,13 @@ export const CHROMIUM_ARGS = [
   '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1',
 ];
 
-export async function launchBrowser({ colorScheme = 'light' } = {}) {
+/**
+ * `intercept: false` leaves requests to the browser alone (the host resolver
+ * rule above still keeps it on 127.0.0.1): while Playwright intercepts, it
+ * answers every CORS preflight itself, allowing everything, so a test of
+ * the server's own preflight answers must run without it.
+ */
+export async function launchBrowser({ colorScheme = 'light', intercept = true } = {}) {
   const userDataDir = await fsp.mkdtemp(path.join(os.tmpdir(), 'sightline-chromium-'));
   const context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: CHROMIUM,
@@ -35,12 +41,14 @@ export async function launchBrowser({ colorScheme = 'light' } = {}) {
   });
   context.setDefaultTimeout(15_000);
   const blocked = [];
-  await context.route('**/*', (route) => {
-    const u = new URL(route.request().url());
-    if (u.protocol === 'data:' || u.protocol === 'blob:' || u.hostname === '127.0.0.1') return route.continue();
-    blocked.push(u.href);
-    return route.abort('blockedbyclient');
-  });
+  if (intercept) {
+    await context.route('**/*', (route) => {
+      const u = new URL(route.request().url());
+      if (u.protocol === 'data:' || u.protocol === 'blob:' || u.hostname === '127.0.0.1') return route.continue();
+      blocked.push(u.href);
+      return route.abort('blockedbyclient');
+    });
+  }
   return {
     context,
     blocked,

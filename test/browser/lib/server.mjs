@@ -2,7 +2,7 @@
 // temporary data dir, free loopback ports, a known ingest token and admin
 // password. Stopped with SIGTERM (SIGKILL only if it hangs).
 
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import net from 'node:net';
@@ -168,6 +168,17 @@ export class Server {
       throw new Error(`POST /v1/${signal} partial success: ${text}`);
     }
     return json;
+  }
+
+  /** `sightline token create` on the running server's data dir; resolves the token. */
+  createToken({ project = 'default', scope = 'ingest' } = {}) {
+    return new Promise((resolve, reject) => {
+      execFile(BIN, ['token', 'create', '--project', project, '--scope', scope, '--data', this.dataDir],
+        { timeout: 30_000 }, (err, stdout, stderr) => {
+          if (err) reject(new Error(`sightline token create failed (${err.code ?? err.signal}): ${stderr}`));
+          else resolve(stdout.trim());
+        });
+    });
   }
 
   /** SIGTERM, wait for a clean exit (SIGKILL after timeoutMs). Keeps the temp dir with SIGHTLINE_BROWSER_KEEP=1. */
