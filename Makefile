@@ -1,7 +1,7 @@
 # The front door. `make run` and `make test` work on a fresh Debian 12 machine:
 # both install what is missing (scripts/setup.sh), then build.
 
-.PHONY: all setup build debug run test test-unit test-integration fuzz bench bench-full format clean
+.PHONY: all setup build debug run dist test test-unit test-integration fuzz bench bench-full format clean
 
 all: build
 
@@ -15,6 +15,12 @@ build: setup
 debug: setup
 	@[ -f build-debug/build.ninja ] || cmake --preset debug >/dev/null
 	@cmake --build build-debug
+
+# The release archive build/sightline-<version>-linux-<arch>.tar.gz: builds
+# only the binary (and its example config) in build/, not the tests.
+dist: setup
+	@[ -f build/build.ninja ] || cmake --preset release >/dev/null
+	@cmake --build build --target dist
 
 run: build
 	./build/sightline serve $(ARGS)

@@ -14,10 +14,12 @@
 
 #include "bench/bench_cli.h"
 #include "cli/project_commands.h"
+#include "cli/serve_config.h"
 #include "cli/token_commands.h"
 #include "common/json_writer.h"
 #include "common/units.h"
 #include "server/cors.h"
+#include "server/process_metrics.h"
 #include "server/server.h"
 #include "storage/schema_version.h"
 #include "storage/telemetry_store.h"
@@ -169,8 +171,16 @@ int main(int argc, char** argv) {
   using namespace sightline;
   CLI::App app{"Sightline: a self-hosted OpenTelemetry backend (OTLP in, dashboards out)"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", [] {
+    const EngineVersions engines = BuiltinEngineVersions();
+    return std::string("sightline ") + SightlineVersion() + "\nDuckDB " + engines.duckdb + "\nSQLite " + engines.sqlite;
+  });
   std::string log_level = "info";
-  app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->envname("SIGHTLINE_LOG_LEVEL");
+  CLI::Option* log_level_option =
+      app.add_option("--log-level", log_level, "Log verbosity: trace, debug, info, warn, error, critical or off")
+          ->envname("SIGHTLINE_LOG_LEVEL")
+          ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
+          ->capture_default_str();
 
   ServerOptions so;
   auto* serve = app.add_subcommand("serve", "Run Sightline: OTLP/HTTP receiver, API and UI");
@@ -425,6 +435,15 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
 
+  ForwardRootOption(serve, log_level_option, "--log-level");
+  AddServeConfigFile(&app, serve);
+  bool print_config = false;
+  serve
+      ->add_flag("--print-config", print_config,
+                 "Print the configuration this command line, the SIGHTLINE_* variables and --config amount to, as "
+                 "a config file (every option; secrets left out), and exit")
+      ->configurable(false);
+
   AddTokenCommands(&app);
   AddProjectCommands(&app);
 
@@ -451,6 +470,10 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::from_str(log_level));
 
+  if (serve->parsed() && print_config) {
+    std::cout << ServeConfigText(app, *serve, {"admin-password", "ingest-token"});
+    return 0;
+  }
   if (serve->parsed()) {
     for (int s = 0; s < kSignalCount; ++s) {
       Result<int64_t> seconds =
