@@ -205,7 +205,8 @@ Row ToRow(const LogRecord& l) {
           {"service", l.service},
           {"trace", Hex(l.trace_id)},
           {"span", Hex64(l.span_id)},
-          {"attributes", l.attributes}};
+          {"attributes", l.attributes},
+          {"event_name", l.event_name}};
 }
 
 Row ToRow(const ExceptionGroup& g) {
@@ -1169,8 +1170,8 @@ TEST_F(ReadReferenceTest, GetTraceReturnsEveryColumnOfASpan) {
   EXPECT_EQ(t1.spans[0].trace_state, "congo=t61rcWkgMzE");
   EXPECT_EQ(t1.spans[0].parent_span_id, 0u);
   EXPECT_EQ(t1.spans[0].events, "");
-  const LogRecord l1 = {At(1000),   9,       "INFO",  "request started",
-                        "frontend", kTrace1, kSpanA1, R"({"http.request.method":"GET"})"};
+  const LogRecord l1 = {
+      At(1000), 9, "INFO", "request started", "frontend", kTrace1, kSpanA1, R"({"http.request.method":"GET"})", ""};
   EXPECT_TRUE(SameRows({ToRow(l1)}, {ToRow(t1.logs[1])}));
 }
 

@@ -176,6 +176,7 @@ struct LogRecord {
   TraceId trace_id;
   uint64_t span_id = 0;
   std::string attributes;  // JSON object text; "" when none
+  std::string event_name;  // "" when none
 };
 
 struct TraceDetail {

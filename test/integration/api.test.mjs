@@ -530,6 +530,7 @@ function logJson(l) {
   return {
     time_ns: String(l.time), time_ms: Number(l.time) / 1e6, severity_number: l.severityNumber, severity_text: l.severityText,
     body: l.body, service: l.service, trace_id: l.traceId, span_id: l.spanId, attributes: l.attributes,
+    event_name: l.eventName ?? '',
   };
 }
 

@@ -395,7 +395,7 @@ Result<TraceDetail> MemoryReader::GetTrace(const TraceQuery& q) {
     });
     for (const LogRow* l : logs) {
       out.logs.push_back({l->time_ns, l->severity_number, l->severity_text, l->body, l->service_name, l->trace_id,
-                          l->span_id, l->attributes});
+                          l->span_id, l->attributes, l->event_name});
     }
     if (static_cast<int64_t>(out.spans.size()) > q.max_spans) {
       out.spans.resize(static_cast<size_t>(q.max_spans));
@@ -516,8 +516,8 @@ Result<LogPage> MemoryReader::Logs(const LogPageQuery& q) {
     LogPage page;
     for (size_t i = 0; i < rows.size() && i < static_cast<size_t>(q.limit); ++i) {
       const LogRow& l = *rows[i];
-      page.records.push_back(
-          {l.time_ns, l.severity_number, l.severity_text, l.body, l.service_name, l.trace_id, l.span_id, l.attributes});
+      page.records.push_back({l.time_ns, l.severity_number, l.severity_text, l.body, l.service_name, l.trace_id,
+                              l.span_id, l.attributes, l.event_name});
     }
     if (rows.size() > static_cast<size_t>(q.limit)) {
       page.next_cursor = EncodeCursor(*rows[static_cast<size_t>(q.limit) - 1]);

@@ -97,6 +97,7 @@ export interface LogRow {
   trace_id: string | null;
   span_id: string | null;
   attributes: Attrs;
+  event_name: string; // OTLP LogRecord.event_name, "" when none
 }
 
 export interface TraceDetail {
