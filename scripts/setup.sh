@@ -28,9 +28,9 @@ fi
 deps="$root/.deps"
 mkdir -p "$deps"
 stamp="$deps/.stamp"
-# Bump when the proto patch below changes, so machines re-fetch.
-proto_patch=1
-want="$DUCKDB_LIB_PACKAGE $DUCKDB_HEADER_PACKAGE $OTLP_PROTO_PACKAGE patch$proto_patch"
+# The patch's hash is part of the stamp, so a changed patch makes machines re-fetch.
+proto_patch="$(sha256sum "$root/third_party/otlp-proto.patch" | cut -c1-12)"
+want="$DUCKDB_LIB_PACKAGE $DUCKDB_HEADER_PACKAGE $OTLP_PROTO_PACKAGE OTLP-$OTLP_PROTO_RELEASE patch-$proto_patch"
 if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
   exit 0
 fi
@@ -46,15 +46,12 @@ for t in "$tmp"/*.tgz; do
   if [[ -f "$d/package/src/duckdb/src/include/duckdb.h" ]]; then cp "$d/package/src/duckdb/src/include/duckdb.h" "$deps/duckdb/include/"; fi
   if [[ -d "$d/package/build/protos" ]]; then cp -r "$d/package/build/protos/." "$deps/protos/"; fi
 done
-# The packaged protos are OTLP ~0.19. Add the later fields that SDKs send and
-# that we store, at their official field numbers, so protobuf and the JSON
-# parser keep them: Span.flags (16), Span.Link.flags (6),
-# InstrumentationScope.attributes (3) and dropped_attributes_count (4).
-p="$deps/protos/opentelemetry/proto"
-sed -i 's/^message Span {$/message Span {\n  fixed32 flags = 16;/; s/^  message Link {$/  message Link {\n    fixed32 flags = 6;/' "$p/trace/v1/trace.proto"
-sed -i 's/^message InstrumentationScope {$/message InstrumentationScope {\n  repeated KeyValue attributes = 3;\n  uint32 dropped_attributes_count = 4;/' "$p/common/v1/common.proto"
-grep -q "fixed32 flags = 16;" "$p/trace/v1/trace.proto" && grep -q "fixed32 flags = 6;" "$p/trace/v1/trace.proto" &&
-  grep -q "repeated KeyValue attributes = 3;" "$p/common/v1/common.proto" || { echo "setup: proto patch failed" >&2; exit 1; }
+# The packaged protos are OTLP ~0.18 (its last release that ships .proto files,
+# and no newer npm package does). third_party/otlp-proto.patch brings them to
+# OTLP_PROTO_RELEASE: every field added since, at its official number, with the
+# upstream comments; its header lists them.
+patch -p1 --quiet --forward -d "$deps/protos" < "$root/third_party/otlp-proto.patch" ||
+  { echo "setup: third_party/otlp-proto.patch does not apply to $OTLP_PROTO_PACKAGE" >&2; exit 1; }
 for f in "$deps/duckdb/lib/libduckdb.so" "$deps/duckdb/include/duckdb.h" "$deps/protos/opentelemetry/proto/trace/v1/trace.proto"; do
   [[ -f "$f" ]] || { echo "setup: missing $f after npm pack" >&2; exit 1; }
 done

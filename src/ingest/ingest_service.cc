@@ -241,9 +241,10 @@ const char* RejectedField(Signal signal) {
 
 }  // namespace
 
-// Hand-encoded: the OTLP 0.19 .proto files predate partial_success, whose wire
-// form is `partial_success = 1 { int64 rejected_<items> = 1; string error_message = 2; }`
-// in all three responses.
+// Hand-encoded, as the one shape of all three responses
+// (`partial_success = 1 { int64 rejected_<items> = 1; string error_message = 2; }`),
+// without building a message; decoder_test.cc parses it back with the
+// generated Export*ServiceResponse classes.
 std::string IngestService::EncodeResponse(Signal signal, PayloadFormat format, const Rejections& rejected) {
   std::string out;
   if (rejected.count == 0 && rejected.truncated == 0) return format == PayloadFormat::kJson ? "{}" : out;

@@ -210,6 +210,7 @@ LogBatch Logs(int64_t project, int rows, int64_t first_ns, int64_t step_ns) {
     b.attributes.Append("{}");
     b.dropped_attributes_count.push_back(0);
     b.resource_id.push_back(1);
+    for (StringColumn* c : {&b.event_name, &b.exception_type, &b.exception_message, &b.exception_group}) c->Append("");
   }
   return b;
 }

@@ -33,8 +33,8 @@ size_t SpanBatch::ByteSize() const {
          trace_state.ByteSize() + VectorBytes(flags) + name.ByteSize() + VectorBytes(kind) +
          VectorBytes(start_time_ns) + VectorBytes(end_time_ns) + VectorBytes(status_code) + status_message.ByteSize() +
          service_name.ByteSize() + http_route.ByteSize() + http_method.ByteSize() + VectorBytes(http_status_code) +
-         db_system.ByteSize() + exception_type.ByteSize() + exception_message.ByteSize() + attributes.ByteSize() +
-         events.ByteSize() + links.ByteSize() + VectorBytes(dropped_attributes_count) +
+         db_system.ByteSize() + exception_type.ByteSize() + exception_message.ByteSize() + exception_group.ByteSize() +
+         attributes.ByteSize() + events.ByteSize() + links.ByteSize() + VectorBytes(dropped_attributes_count) +
          VectorBytes(dropped_events_count) + VectorBytes(dropped_links_count) + VectorBytes(resource_id) +
          resources.ByteSize();
 }
@@ -44,7 +44,8 @@ size_t LogBatch::ByteSize() const {
          severity_text.ByteSize() + body.ByteSize() + VectorBytes(body_type) + VectorBytes(trace_id_high) +
          VectorBytes(trace_id_low) + VectorBytes(span_id) + VectorBytes(flags) + service_name.ByteSize() +
          attributes.ByteSize() + VectorBytes(dropped_attributes_count) + VectorBytes(resource_id) +
-         resources.ByteSize();
+         resources.ByteSize() + event_name.ByteSize() + exception_type.ByteSize() + exception_message.ByteSize() +
+         exception_group.ByteSize();
 }
 
 size_t ResourceTable::ByteSize() const {

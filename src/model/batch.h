@@ -94,6 +94,7 @@ struct SpanBatch {
   StringColumn db_system;
   StringColumn exception_type;  // from the first "exception" event
   StringColumn exception_message;
+  StringColumn exception_group;  // NormalizeExceptionMessage(exception_message) ("" without an exception)
   // Full fidelity, JSON text.
   StringColumn attributes;  // {"key": value, ...}
   // '' when the span has none (stored as NULL, like the other optional texts above).
@@ -127,6 +128,13 @@ struct LogBatch {
   std::vector<uint32_t> dropped_attributes_count;
   std::vector<int64_t> resource_id;  // a row of `resources`
   ResourceTable resources;
+  StringColumn event_name;  // LogRecord.event_name ("" when none)
+  //! A log-based exception event: the record's exception.type and
+  //! exception.message attributes ("" when absent), grouped as span-event
+  //! exceptions are (exception_group, as in SpanBatch).
+  StringColumn exception_type;
+  StringColumn exception_message;
+  StringColumn exception_group;
 
   size_t rows() const { return time_ns.size(); }
   size_t ByteSize() const;

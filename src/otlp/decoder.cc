@@ -17,6 +17,7 @@
 
 #include "common/hex.h"
 #include "common/json_writer.h"
+#include "model/exception_group.h"
 #include "model/ids.h"
 #include "opentelemetry/proto/collector/logs/v1/logs_service.pb.h"
 #include "opentelemetry/proto/collector/metrics/v1/metrics_service.pb.h"
@@ -483,9 +484,13 @@ bool AppendSpan(const otlp_trace::Span& span, Context& ctx, IdReader* ids, Limit
       break;
     }
   }
-  out->exception_type.Append(limiter->Text(exception ? FirstString(exception->attributes(), {"exception.type"}) : ""));
-  out->exception_message.Append(
-      limiter->Text(exception ? FirstString(exception->attributes(), {"exception.message"}) : ""));
+  static const std::string kNone;
+  const std::string_view exception_message =
+      limiter->Text(exception ? FirstString(exception->attributes(), {"exception.message"}) : kNone);
+  out->exception_type.Append(
+      limiter->Text(exception ? FirstString(exception->attributes(), {"exception.type"}) : kNone));
+  out->exception_message.Append(exception_message);
+  out->exception_group.Append(NormalizeExceptionMessage(exception_message));
   const uint32_t dropped_attributes = limiter->Attributes(&out->attributes.buffer(), attrs);
   out->attributes.CommitRow();
   out->events.Append(events_json);
@@ -584,6 +589,13 @@ Status DecodeLogs(std::string_view body, PayloadFormat format, int64_t receive_t
         out->attributes.CommitRow();
         out->dropped_attributes_count.push_back(rec.dropped_attributes_count() + dropped);
         out->resource_id.push_back(ctx.ResourceIdFor(&out->resources));
+        out->event_name.Append(limiter.Name(rec.event_name()));
+        // A log-based exception event (semantic conventions: the exception.*
+        // attributes on a log record) is grouped like a span's exception event.
+        const std::string_view exception_message = limiter.Text(FirstString(rec.attributes(), {"exception.message"}));
+        out->exception_type.Append(limiter.Text(FirstString(rec.attributes(), {"exception.type"})));
+        out->exception_message.Append(exception_message);
+        out->exception_group.Append(NormalizeExceptionMessage(exception_message));
         if (out->rows() % 64 == 0) SL_RETURN_IF_ERROR(limiter.Hold(out->ByteSize()));
       }
     }
@@ -723,6 +735,8 @@ class PointWriter {
     w.Int(p.scale());
     w.Key("zero_count");
     w.Uint(p.zero_count());
+    w.Key("zero_threshold");
+    w.Double(p.zero_threshold());
     auto buckets = [&w](const char* name, const otlp_metrics::ExponentialHistogramDataPoint::Buckets& b) {
       w.Key(name);
       w.BeginObject();

@@ -43,7 +43,9 @@ namespace otlp_trace = opentelemetry::proto::trace::v1;
 namespace otlp_logs = opentelemetry::proto::logs::v1;
 namespace otlp_metrics = opentelemetry::proto::metrics::v1;
 using opentelemetry::proto::collector::logs::v1::ExportLogsServiceRequest;
+using opentelemetry::proto::collector::logs::v1::ExportLogsServiceResponse;
 using opentelemetry::proto::collector::metrics::v1::ExportMetricsServiceRequest;
+using opentelemetry::proto::collector::metrics::v1::ExportMetricsServiceResponse;
 using opentelemetry::proto::collector::trace::v1::ExportTraceServiceRequest;
 using opentelemetry::proto::collector::trace::v1::ExportTraceServiceResponse;
 using Attrs = pb::RepeatedPtrField<otlp_common::KeyValue>;
@@ -147,6 +149,7 @@ void ExpectSameSpans(const SpanBatch& a, const SpanBatch& b) {
   EXPECT_SAME_COLUMN(a, b, db_system);
   EXPECT_SAME_COLUMN(a, b, exception_type);
   EXPECT_SAME_COLUMN(a, b, exception_message);
+  EXPECT_SAME_COLUMN(a, b, exception_group);
   EXPECT_SAME_COLUMN(a, b, attributes);
   EXPECT_SAME_COLUMN(a, b, events);
   EXPECT_SAME_COLUMN(a, b, links);
@@ -171,6 +174,10 @@ void ExpectSameLogs(const LogBatch& a, const LogBatch& b) {
   EXPECT_SAME_COLUMN(a, b, service_name);
   EXPECT_SAME_COLUMN(a, b, attributes);
   EXPECT_SAME_COLUMN(a, b, dropped_attributes_count);
+  EXPECT_SAME_COLUMN(a, b, event_name);
+  EXPECT_SAME_COLUMN(a, b, exception_type);
+  EXPECT_SAME_COLUMN(a, b, exception_message);
+  EXPECT_SAME_COLUMN(a, b, exception_group);
   EXPECT_SAME_RESOURCES(a, b);
 }
 
@@ -229,6 +236,7 @@ void ExpectSpanColumnsAligned(const SpanBatch& b) {
                    b.db_system.size(),
                    b.exception_type.size(),
                    b.exception_message.size(),
+                   b.exception_group.size(),
                    b.attributes.size(),
                    b.events.size(),
                    b.links.size(),
@@ -715,7 +723,7 @@ TEST(DecodeSpansTest, ExceptionColumnsComeFromTheFirstExceptionEvent) {
   Attr(e0->mutable_attributes(), "exception.type")->set_string_value("NotAnException");
   auto* e1 = span->add_events();
   e1->set_name("exception");
-  Attr(e1->mutable_attributes(), "exception.message")->set_string_value("only a message");
+  Attr(e1->mutable_attributes(), "exception.message")->set_string_value("only a message for user 4711");
   auto* e2 = span->add_events();
   e2->set_name("exception");
   Attr(e2->mutable_attributes(), "exception.type")->set_string_value("Second");
@@ -723,7 +731,8 @@ TEST(DecodeSpansTest, ExceptionColumnsComeFromTheFirstExceptionEvent) {
   SpanBatch b = Spans(req.SerializeAsString(), PayloadFormat::kProtobuf, &rejected);
   ASSERT_EQ(b.rows(), 1u);
   EXPECT_EQ(b.exception_type.Get(0), "");
-  EXPECT_EQ(b.exception_message.Get(0), "only a message");
+  EXPECT_EQ(b.exception_message.Get(0), "only a message for user 4711");
+  EXPECT_EQ(b.exception_group.Get(0), "only a message for user <n>");
 }
 
 TEST(DecodeSpansTest, TimesAboveInt64MaxAreClamped) {
@@ -974,6 +983,9 @@ ExportLogsServiceRequest LogsRequest() {
   r1->set_severity_text("ERROR");
   r1->mutable_body()->set_string_value("failed to connect: \"db\"");
   Attr(r1->mutable_attributes(), "retry")->set_bool_value(true);
+  // A log-based exception event.
+  Attr(r1->mutable_attributes(), "exception.type")->set_string_value("IOError");
+  Attr(r1->mutable_attributes(), "exception.message")->set_string_value("connect to 10.0.0.7 failed after 3 tries");
   r1->set_trace_id(Raw(kTrace1));
   r1->set_span_id(Raw(kSpan1));
   r1->set_flags(1);
@@ -982,6 +994,7 @@ ExportLogsServiceRequest LogsRequest() {
   auto* r2 = sl->add_log_records();
   r2->set_severity_number(otlp_logs::SEVERITY_NUMBER_INFO);
   r2->set_severity_text("INFO");
+  r2->set_event_name("app.user.signed_in");
   auto* kv = r2->mutable_body()->mutable_kvlist_value()->mutable_values();
   Attr(kv, "user")->set_string_value("u1");
   Attr(kv, "n")->set_int_value(3);
@@ -1005,10 +1018,13 @@ constexpr const char* kLogsJson = R"({"resourceLogs": [{
       {"timeUnixNano": "1700000001000000000", "observedTimeUnixNano": "1700000001000000500",
        "severityNumber": 17, "severityText": "ERROR",
        "body": {"stringValue": "failed to connect: \"db\""},
-       "attributes": [{"key": "retry", "value": {"boolValue": true}}],
+       "attributes": [{"key": "retry", "value": {"boolValue": true}},
+                      {"key": "exception.type", "value": {"stringValue": "IOError"}},
+                      {"key": "exception.message",
+                       "value": {"stringValue": "connect to 10.0.0.7 failed after 3 tries"}}],
        "traceId": "4bf92f3577b34da6a3ce929d0e0e4736", "spanId": "00f067aa0ba902b7",
        "flags": 1, "droppedAttributesCount": 2},
-      {"severityNumber": 9, "severityText": "INFO",
+      {"severityNumber": 9, "severityText": "INFO", "eventName": "app.user.signed_in",
        "body": {"kvlistValue": {"values": [{"key": "user", "value": {"stringValue": "u1"}},
                                            {"key": "n", "value": {"intValue": "3"}}]}}},
       {"body": {"intValue": "42"}},
@@ -1040,8 +1056,18 @@ void ExpectLogsRequestColumns(const LogBatch& b) {
   EXPECT_EQ(SpanIds(b.span_id), (Strings{kSpan1, "", "", "", "", "", "", ""}));
   EXPECT_EQ(b.flags, (std::vector<uint32_t>{1, 0, 0, 0, 0, 0, 0, 0}));
   EXPECT_EQ(Column(b.service_name), Strings(8, "api"));
-  EXPECT_EQ(Column(b.attributes), (Strings{R"({"retry":true})", "{}", "{}", "{}", "{}", "{}", "{}", "{}"}));
+  EXPECT_EQ(
+      Column(b.attributes),
+      (Strings{
+          R"({"retry":true,"exception.type":"IOError","exception.message":"connect to 10.0.0.7 failed after 3 tries"})",
+          "{}", "{}", "{}", "{}", "{}", "{}", "{}"}));
   EXPECT_EQ(b.dropped_attributes_count, (std::vector<uint32_t>{2, 0, 0, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(Column(b.event_name), (Strings{"", "app.user.signed_in", "", "", "", "", "", ""}));
+  EXPECT_EQ(Column(b.exception_type), (Strings{"IOError", "", "", "", "", "", "", ""}));
+  EXPECT_EQ(Column(b.exception_message),
+            (Strings{"connect to 10.0.0.7 failed after 3 tries", "", "", "", "", "", "", ""}));
+  EXPECT_EQ(Column(b.exception_group),
+            (Strings{"connect to <n>.<n> failed after <n> tries", "", "", "", "", "", "", ""}));
   EXPECT_EQ(PerRow(b, &ResourceTable::resource_attributes), Strings(8, R"({"service.name":"api"})"));
   EXPECT_EQ(PerRow(b, &ResourceTable::scope_name), Strings(8, "app.logger"));
   EXPECT_EQ(PerRow(b, &ResourceTable::scope_version), Strings(8, "0.1"));
@@ -1197,6 +1223,7 @@ ExportMetricsServiceRequest MetricsRequest() {
   e1->set_sum(20);
   e1->set_scale(-3);
   e1->set_zero_count(1);
+  e1->set_zero_threshold(0.25);
   e1->mutable_positive()->set_offset(-2);
   e1->mutable_positive()->add_bucket_counts(1);
   e1->mutable_positive()->add_bucket_counts(2);
@@ -1249,7 +1276,7 @@ constexpr const char* kMetricsJson = R"({"resourceMetrics": [{
       ]}},
       {"name": "latency.exp", "unit": "ms", "exponentialHistogram": {"aggregationTemporality": 2, "dataPoints": [
         {"startTimeUnixNano": "1700000000000000000", "timeUnixNano": "1700000001000000000", "count": "10",
-         "sum": 20, "scale": -3, "zeroCount": "1",
+         "sum": 20, "scale": -3, "zeroCount": "1", "zeroThreshold": 0.25,
          "positive": {"offset": -2, "bucketCounts": ["1", "2"]},
          "negative": {"offset": 1, "bucketCounts": ["3"]},
          "min": -1, "max": 9}
@@ -1298,11 +1325,12 @@ void ExpectMetricsRequestColumns(const MetricBatch& b) {
   EXPECT_EQ(Column(b.max), Doubles({kNaN, kNaN, kNaN, kNaN, 7, kNaN, 9, kNaN}));
   EXPECT_EQ(Column(b.bucket_counts), (Strings{"", "", "", "", "[1,2,3]", "[]", "", ""}));
   EXPECT_EQ(Column(b.explicit_bounds), (Strings{"", "", "", "", "[1,5]", "[]", "", ""}));
-  EXPECT_EQ(Column(b.exp_histogram),
-            (Strings{"", "", "", "", "", "",
-                     R"({"scale":-3,"zero_count":1,"positive":{"offset":-2,"bucket_counts":[1,2]},)"
-                     R"("negative":{"offset":1,"bucket_counts":[3]}})",
-                     ""}));
+  EXPECT_EQ(
+      Column(b.exp_histogram),
+      (Strings{"", "", "", "", "", "",
+               R"({"scale":-3,"zero_count":1,"zero_threshold":0.25,"positive":{"offset":-2,"bucket_counts":[1,2]},)"
+               R"("negative":{"offset":1,"bucket_counts":[3]}})",
+               ""}));
   EXPECT_EQ(Column(b.quantiles),
             (Strings{"", "", "", "", "", "", "", R"([{"quantile":0.5,"value":2},{"quantile":0.99,"value":4.5}])"}));
   EXPECT_EQ(Column(b.exemplars),
@@ -1635,14 +1663,6 @@ class WireShapes {
     f.set_name("sightline_response_shapes_test.proto");
     f.set_package("sltest");
     f.set_syntax("proto3");
-    auto* partial = f.add_message_type();
-    partial->set_name("PartialSuccess");
-    AddField(partial, "rejected", 1, pb::FieldDescriptorProto::TYPE_INT64);
-    AddField(partial, "error_message", 2, pb::FieldDescriptorProto::TYPE_STRING);
-    auto* response = f.add_message_type();
-    response->set_name("ExportResponse");
-    AddField(response, "partial_success", 1, pb::FieldDescriptorProto::TYPE_MESSAGE)
-        ->set_type_name(".sltest.PartialSuccess");
     auto* status = f.add_message_type();
     status->set_name("RpcStatus");  // google.rpc.Status without details
     AddField(status, "code", 1, pb::FieldDescriptorProto::TYPE_INT32);
@@ -1693,29 +1713,40 @@ TEST(EncodeResponseTest, FullSuccessIsAnEmptyMessage) {
   }
 }
 
-TEST(EncodeResponseTest, PartialSuccessProtobufParsesBack) {
-  WireShapes shapes;
+// The generated response class of each signal reads the hand-encoded
+// partial_success as its own typed field, in both formats, with nothing left
+// over as unknown fields.
+template <typename Response>
+void ExpectPartialSuccess(Signal signal, const Rejections& rejected, int64_t (*count)(const Response&)) {
+  std::string body = IngestService::EncodeResponse(signal, PayloadFormat::kProtobuf, rejected);
+  Response parsed;
+  ASSERT_TRUE(parsed.ParseFromString(body));
+  EXPECT_TRUE(parsed.GetReflection()->GetUnknownFields(parsed).empty());
+  ASSERT_TRUE(parsed.has_partial_success());
+  EXPECT_EQ(count(parsed), rejected.count);
+  EXPECT_EQ(parsed.partial_success().error_message(), rejected.Summary());
+
+  Response from_json;
+  std::string json = IngestService::EncodeResponse(signal, PayloadFormat::kJson, rejected);
+  auto st = pb::util::JsonStringToMessage(json, &from_json);  // unknown JSON fields are errors here
+  ASSERT_TRUE(st.ok()) << st.message() << " in " << json;
+  EXPECT_EQ(count(from_json), rejected.count);
+  EXPECT_EQ(from_json.partial_success().error_message(), rejected.Summary());
+}
+
+TEST(EncodeResponseTest, PartialSuccessParsesBackAsTheGeneratedResponses) {
   Rejections rejected;
   rejected.Reject("span", std::string(200, 'm') + " \"quoted\" \xc3\xa9");  // a two-byte length
   rejected.count = 300;                                                     // a two-byte varint
-  for (Signal s : {Signal::kSpans, Signal::kLogs, Signal::kMetrics}) {
-    std::string body = IngestService::EncodeResponse(s, PayloadFormat::kProtobuf, rejected);
-    // The generated (pre-partial_success) response class accepts it as an unknown field 1.
-    ExportTraceServiceResponse generated;
-    ASSERT_TRUE(generated.ParseFromString(body));
-    const auto& unknown = generated.GetReflection()->GetUnknownFields(generated);
-    ASSERT_EQ(unknown.field_count(), 1);
-    EXPECT_EQ(unknown.field(0).number(), 1);
-    EXPECT_EQ(unknown.field(0).type(), pb::UnknownField::TYPE_LENGTH_DELIMITED);
-
-    auto msg = shapes.Parse("ExportResponse", body);
-    ASSERT_NE(msg, nullptr) << "does not parse as {PartialSuccess partial_success = 1}";
-    const pb::Descriptor* d = msg->GetDescriptor();
-    const pb::Message& partial = msg->GetReflection()->GetMessage(*msg, d->FindFieldByName("partial_success"));
-    const pb::Descriptor* pd = partial.GetDescriptor();
-    EXPECT_EQ(partial.GetReflection()->GetInt64(partial, pd->FindFieldByName("rejected")), 300);
-    EXPECT_EQ(partial.GetReflection()->GetString(partial, pd->FindFieldByName("error_message")), rejected.Summary());
-  }
+  ExpectPartialSuccess<ExportTraceServiceResponse>(Signal::kSpans, rejected, [](const ExportTraceServiceResponse& r) {
+    return r.partial_success().rejected_spans();
+  });
+  ExpectPartialSuccess<ExportLogsServiceResponse>(Signal::kLogs, rejected, [](const ExportLogsServiceResponse& r) {
+    return r.partial_success().rejected_log_records();
+  });
+  ExpectPartialSuccess<ExportMetricsServiceResponse>(
+      Signal::kMetrics, rejected,
+      [](const ExportMetricsServiceResponse& r) { return r.partial_success().rejected_data_points(); });
 }
 
 TEST(EncodeResponseTest, PartialSuccessJsonUsesTheSignalsFieldName) {

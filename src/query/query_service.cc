@@ -109,6 +109,8 @@ void WriteLogRecord(JsonWriter* w, const LogRecord& r) {
   w->String(SpanIdText(r.span_id));
   w->Key("attributes");
   w->Raw(r.attributes.empty() ? "{}" : r.attributes);
+  w->Key("event_name");
+  w->String(r.event_name);
   w->EndObject();
 }
 

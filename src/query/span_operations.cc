@@ -374,6 +374,8 @@ Result<std::string> Exceptions(const Call& call) {
     w.String(g.service);
     w.Key("count");
     w.Int(g.count);
+    w.Key("log_count");
+    w.Int(g.log_count);
     w.Key("first_seen_ms");
     w.Double(static_cast<double>(g.first_ns) / 1e6);
     w.Key("last_seen_ms");
@@ -421,6 +423,8 @@ Result<std::string> ExceptionSpans(const Call& call) {
     w.Double(static_cast<double>(s.start_ns) / 1e6);
     w.Key("duration_ms");
     w.Double(static_cast<double>(s.duration_ns) / 1e6);
+    w.Key("source");
+    w.String(s.log ? "log" : "span");
     w.EndObject();
   }
   w.EndArray();

@@ -9,8 +9,6 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
-#include <google/protobuf/unknown_field_set.h>
-
 #include <future>
 #include <string>
 #include <thread>
@@ -110,22 +108,12 @@ class GrpcServerTest : public testing::IngestFixture {
 TEST_F(GrpcServerTest, AnExportIsStoredAndItsRejectionsComeBackAsPartialSuccess) {
   CallResult r = Call(SpansRequest(), token_);
   ASSERT_TRUE(r.status.ok()) << r.status.error_message();
-  // partial_success (field 1): rejected_spans (1), error_message (2). Read
-  // as unknown fields: the bundled OTLP protos predate it.
-  google::protobuf::UnknownFieldSet response;
+  otlp_trace::ExportTraceServiceResponse response;
   ASSERT_TRUE(response.ParseFromString(r.response));
-  ASSERT_EQ(response.field_count(), 1);
-  ASSERT_EQ(response.field(0).number(), 1);
-  google::protobuf::UnknownFieldSet partial;
-  ASSERT_TRUE(partial.ParseFromString(response.field(0).length_delimited()));
-  int64_t rejected = -1;
-  std::string message;
-  for (int i = 0; i < partial.field_count(); ++i) {
-    if (partial.field(i).number() == 1) rejected = static_cast<int64_t>(partial.field(i).varint());
-    if (partial.field(i).number() == 2) message = partial.field(i).length_delimited();
-  }
-  EXPECT_EQ(rejected, 1);
-  EXPECT_NE(message.find("trace"), std::string::npos) << message;
+  ASSERT_TRUE(response.has_partial_success());
+  EXPECT_EQ(response.partial_success().rejected_spans(), 1);
+  EXPECT_NE(response.partial_success().error_message().find("trace"), std::string::npos)
+      << response.partial_success().error_message();
   EXPECT_EQ(StoredSpans(), 2);
 
   // gRPC's own gzip is undone before the pipeline sees the message.

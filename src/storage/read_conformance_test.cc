@@ -205,22 +205,19 @@ Row ToRow(const LogRecord& l) {
           {"service", l.service},
           {"trace", Hex(l.trace_id)},
           {"span", Hex64(l.span_id)},
-          {"attributes", l.attributes}};
+          {"attributes", l.attributes},
+          {"event_name", l.event_name}};
 }
 
 Row ToRow(const ExceptionGroup& g) {
-  return {{"type", g.type},
-          {"message", g.message},
-          {"service", g.service},
-          {"count", g.count},
-          {"first", g.first_ns},
-          {"last", g.last_ns},
-          {"sample", Hex(g.sample_trace_id)}};
+  return {
+      {"type", g.type},           {"message", g.message}, {"service", g.service}, {"count", g.count},
+      {"log_count", g.log_count}, {"first", g.first_ns},  {"last", g.last_ns},    {"sample", Hex(g.sample_trace_id)}};
 }
 
 Row ToRow(const SpanRef& s) {
-  return {{"trace", Hex(s.trace_id)}, {"span", Hex64(s.span_id)}, {"service", s.service},
-          {"name", s.name},           {"start", s.start_ns},      {"duration", s.duration_ns}};
+  return {{"trace", Hex(s.trace_id)}, {"span", Hex64(s.span_id)},  {"service", s.service}, {"name", s.name},
+          {"start", s.start_ns},      {"duration", s.duration_ns}, {"log", int64_t{s.log}}};
 }
 
 Row ToRow(const LogVolumeRow& v) { return {{"bucket", v.bucket}, {"level", int64_t{v.level}}, {"count", v.count}}; }
@@ -546,6 +543,8 @@ std::vector<Named<ExceptionSpansQuery>> ExceptionSpansQueries() {
       {"absent message only", ExceptionSpansOf(std::nullopt, "")},
       {"type, absent message", ExceptionSpansOf("TimeoutError", "")},
       {"unicode type", ExceptionSpansOf("ÄrgerError", "kaputt ✗")},
+      {"log-based group", ExceptionSpansOf("PanicError", "worker <n> crashed at <hex>")},
+      {"log without type or trace", ExceptionSpansOf("", "retry <n> of order <n> failed")},
       {"neither", ExceptionSpansOf(std::nullopt, std::nullopt)},
       {"no such group", ExceptionSpansOf("NoSuchError", std::nullopt)},
   };
@@ -1169,8 +1168,8 @@ TEST_F(ReadReferenceTest, GetTraceReturnsEveryColumnOfASpan) {
   EXPECT_EQ(t1.spans[0].trace_state, "congo=t61rcWkgMzE");
   EXPECT_EQ(t1.spans[0].parent_span_id, 0u);
   EXPECT_EQ(t1.spans[0].events, "");
-  const LogRecord l1 = {At(1000),   9,       "INFO",  "request started",
-                        "frontend", kTrace1, kSpanA1, R"({"http.request.method":"GET"})"};
+  const LogRecord l1 = {
+      At(1000), 9, "INFO", "request started", "frontend", kTrace1, kSpanA1, R"({"http.request.method":"GET"})", ""};
   EXPECT_TRUE(SameRows({ToRow(l1)}, {ToRow(t1.logs[1])}));
 }
 
@@ -1199,35 +1198,41 @@ TEST_F(ReadReferenceTest, GetTraceNotFound) {
   EXPECT_EQ(Ok(reader_->GetTrace({kProjectA, kTrace7})).spans.size(), 1u);
 }
 
-// Groups in the range: PaymentError a3, c2, d2; "connection reset" without a
-// type b2, c4; TimeoutError without a message b3, e1 (worker) and b1
-// (frontend); ÄrgerError f1. g1 (OldError) is before the range. Equal counts
-// order by type, "" first; "T" < "Ä" in bytes. The sample is the greatest
-// trace id unsigned: kTrace4 (high half top bit set), kTrace3 > kTrace2 by the
-// low half, kTrace5 (low half all ones) > kTrace2.
+// Groups in the range: PaymentError a3, c2, d2 and the log record L2;
+// "connection reset" without a type b2, c4; the log records L6 and L7, whose
+// messages differ only in a number and a hex run; TimeoutError without a
+// message b3, e1 (worker) and b1 (frontend); L4 without a type or trace;
+// ÄrgerError f1. g1 (OldError) is before the range. Equal counts order by
+// type, "" first; "T" < "Ä" in bytes. The sample is the greatest trace id
+// unsigned: kTrace4 (high half top bit set), kTrace3 > kTrace2 by the low
+// half, kTrace5 (low half all ones) > kTrace2; none for L4.
 TEST_F(ReadReferenceTest, GroupExceptions) {
   const ExceptionGroups expected = {
-      {"PaymentError", "card declined ✗", "checkout", 3, At(1002), At(9005), kTrace4},
-      {"", "connection reset", "frontend", 2, At(5001), At(5001), kTrace3},
-      {"TimeoutError", "", "worker", 2, At(5002), At(20000), kTrace5},
-      {"TimeoutError", "", "frontend", 1, At(5000), At(5000), kTrace2},
-      {"ÄrgerError", "kaputt ✗", "naïve-svc", 1, At(30000), At(30000), kTrace6},
+      {"PaymentError", "card declined ✗", "checkout", 4, At(1000), At(9005), kTrace4, 1},
+      {"", "connection reset", "frontend", 2, At(5001), At(5001), kTrace3, 0},
+      {"PanicError", "worker <n> crashed at <hex>", "worker", 2, At(5000), At(5000), kTrace3, 2},
+      {"TimeoutError", "", "worker", 2, At(5002), At(20000), kTrace5, 0},
+      {"", "retry <n> of order <n> failed", "checkout", 1, At(2000), At(2000), TraceId{}, 1},
+      {"TimeoutError", "", "frontend", 1, At(5000), At(5000), kTrace2, 0},
+      {"ÄrgerError", "kaputt ✗", "naïve-svc", 1, At(30000), At(30000), kTrace6, 0},
   };
   EXPECT_TRUE(SameAnswer<ExceptionGroups>(expected, reader_->GroupExceptions(Exceptions(Spans()))));
   EXPECT_TRUE(SameAnswer<ExceptionGroups>(ExceptionGroups{expected[0], expected[1]},
                                           reader_->GroupExceptions(Exceptions(Spans(), 2))));
   ExceptionQuery worker = Exceptions(Spans());
   worker.filter.service = "worker";
-  EXPECT_TRUE(SameAnswer<ExceptionGroups>(ExceptionGroups{expected[2]}, reader_->GroupExceptions(worker)));
-  const ExceptionGroups b = {{"PaymentError", "card declined ✗", "frontend", 1, At(1000), At(1000), kTrace1}};
+  EXPECT_TRUE(SameAnswer<ExceptionGroups>(ExceptionGroups{expected[2], expected[3]}, reader_->GroupExceptions(worker)));
+  const ExceptionGroups b = {{"PaymentError", "card declined ✗", "checkout", 1, At(1000), At(1000), kTrace1, 1},
+                             {"PaymentError", "card declined ✗", "frontend", 1, At(1000), At(1000), kTrace1, 0}};
   EXPECT_TRUE(SameAnswer<ExceptionGroups>(b, reader_->GroupExceptions(Exceptions(Spans(kProjectB)))));
 }
 
 TEST_F(ReadReferenceTest, ExceptionSpans) {
   const SpanRefs payment = {
-      {kTrace4, kSpanD2, "checkout", "POST /api/pay", At(9005), Ms(40)},
-      {kTrace3, kSpanC2, "checkout", "POST /api/pay", At(5010), Ms(20)},
-      {kTrace1, kSpanA3, "checkout", "POST /api/pay", At(1002), Ms(10)},
+      {kTrace4, kSpanD2, "checkout", "POST /api/pay", At(9005), Ms(40), false},
+      {kTrace3, kSpanC2, "checkout", "POST /api/pay", At(5010), Ms(20), false},
+      {kTrace1, kSpanA3, "checkout", "POST /api/pay", At(1002), Ms(10), false},
+      {kTrace1, kSpanA3, "checkout", "", At(1000), 0, true},  // the log record L2
   };
   EXPECT_TRUE(
       SameAnswer<SpanRefs>(payment, reader_->ExceptionSpans(ExceptionSpansOf("PaymentError", "card declined ✗"))));
@@ -1236,16 +1241,17 @@ TEST_F(ReadReferenceTest, ExceptionSpans) {
   // "" is an absent type: b2 and c4 (which start together: by trace id), and
   // no span without an exception.
   const SpanRefs no_type = {
-      {kTrace2, kSpanB2, "frontend", "SELECT items", At(5001), Ms(3)},
-      {kTrace3, kSpanC4, "frontend", "SELECT items", At(5001), Ms(2)},
+      {kTrace2, kSpanB2, "frontend", "SELECT items", At(5001), Ms(3), false},
+      {kTrace3, kSpanC4, "frontend", "SELECT items", At(5001), Ms(2), false},
   };
-  EXPECT_TRUE(SameAnswer<SpanRefs>(no_type, reader_->ExceptionSpans(ExceptionSpansOf("", std::nullopt))));
+  EXPECT_TRUE(SameAnswer<SpanRefs>(SpanRefs{no_type[0], no_type[1], {TraceId{}, 0, "checkout", "", At(2000), 0, true}},
+                                   reader_->ExceptionSpans(ExceptionSpansOf("", std::nullopt))));
   EXPECT_TRUE(SameAnswer<SpanRefs>(no_type, reader_->ExceptionSpans(ExceptionSpansOf("", "connection reset"))));
   ExceptionSpansQuery worker = ExceptionSpansOf("TimeoutError", "");
   worker.filter.service = "worker";
   const SpanRefs timeouts = {
-      {kTrace5, kSpanE1, "worker", "cron tick", At(20000), Ms(7)},
-      {kTrace2, kSpanB3, "worker", "checkout-job", At(5002), Ms(5)},
+      {kTrace5, kSpanE1, "worker", "cron tick", At(20000), Ms(7), false},
+      {kTrace2, kSpanB3, "worker", "checkout-job", At(5002), Ms(5), false},
   };
   EXPECT_TRUE(SameAnswer<SpanRefs>(timeouts, reader_->ExceptionSpans(worker)));
   // Neither given: every span with an exception in the range.
@@ -1253,7 +1259,17 @@ TEST_F(ReadReferenceTest, ExceptionSpans) {
   for (const SpanRef& s : Ok(reader_->ExceptionSpans(ExceptionSpansOf(std::nullopt, std::nullopt)))) {
     ids.push_back(s.span_id);
   }
-  EXPECT_THAT(ids, ElementsAre(kSpanF1, kSpanE1, kSpanD2, kSpanC2, kSpanB3, kSpanB2, kSpanC4, kSpanB1, kSpanA3));
+  // At At(5000) the span b1 before the log records L6 and L7 (by trace id);
+  // L4 has no span.
+  EXPECT_THAT(ids, ElementsAre(kSpanF1, kSpanE1, kSpanD2, kSpanC2, kSpanB3, kSpanB2, kSpanC4, kSpanB1, kSpanB3, kSpanC1,
+                               0u, kSpanA3, kSpanA3));
+  // A log-based group: its records, with the trace and span they were in.
+  const SpanRefs panics = {
+      {kTrace2, kSpanB3, "worker", "worker.crash", At(5000), 0, true},
+      {kTrace3, kSpanC1, "worker", "", At(5000), 0, true},
+  };
+  EXPECT_TRUE(SameAnswer<SpanRefs>(
+      panics, reader_->ExceptionSpans(ExceptionSpansOf("PanicError", "worker <n> crashed at <hex>"))));
 }
 
 // Newest first; equal times by insertion, newest first: L7 after L6 (one

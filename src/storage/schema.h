@@ -140,8 +140,10 @@ inline Column Text(const char* name, const StringColumn& s) {
 inline Column IndexedInts(const char* name, const std::vector<int64_t>& v, const std::vector<uint32_t>& index) {
   return {name, ColumnType::kInt64, SourceKind::kInt64Indexed, v.data(), index.data(), index.size(), 0};
 }
-inline Column TextOrNull(const char* name, const StringColumn& s) {
-  return {name, ColumnType::kText, SourceKind::kTextEmptyNull, &s, nullptr, s.size(), 0};
+//! `backfill`: what a database written before the column existed gets in it
+//! ("NULL": nothing; ADD COLUMN leaves it NULL, no UPDATE runs).
+inline Column TextOrNull(const char* name, const StringColumn& s, const char* backfill = nullptr) {
+  return {name, ColumnType::kText, SourceKind::kTextEmptyNull, &s, nullptr, s.size(), 0, backfill};
 }
 inline Column TextOrElse(const char* name, const StringColumn& a, const StringColumn& b, const char* backfill) {
   return {name, ColumnType::kText, SourceKind::kTextOrElse, &a, &b, std::min(a.size(), b.size()), 0, backfill};
@@ -163,8 +165,8 @@ inline Column AnyText(const char* name, const StringColumn& a, const StringColum
 
 }  // namespace internal
 
-inline constexpr size_t kSpanColumnCount = 31;
-inline constexpr size_t kLogColumnCount = 15;
+inline constexpr size_t kSpanColumnCount = 32;
+inline constexpr size_t kLogColumnCount = 19;
 inline constexpr size_t kResourceColumnCount = 6;
 inline constexpr size_t kMetricSeriesColumnCount = 11;
 inline constexpr size_t kMetricPointColumnCount = 16;
@@ -207,6 +209,8 @@ inline std::array<Column, kSpanColumnCount> SpanColumns(const SpanBatch& b) {
               "CASE WHEN kind IN (2, 5) OR parent_span_id IS NULL THEN 1 ELSE 0 END"),
       AnyText("has_exception", b.exception_type, b.exception_message,
               "CASE WHEN exception_type <> '' OR exception_message <> '' THEN 1 ELSE 0 END"),
+      // Added in schema 4; the 3 -> 4 step fills it from exception_message.
+      TextOrNull("exception_group", b.exception_group, "NULL"),
   }};
 }
 
@@ -229,6 +233,11 @@ inline std::array<Column, kLogColumnCount> LogColumns(const LogBatch& b) {
       Text("attributes", b.attributes),
       Ints("dropped_attributes_count", b.dropped_attributes_count),
       Ints("resource_id", b.resource_id),
+      // Added in schema 4: records written before it have none.
+      TextOrNull("event_name", b.event_name, "NULL"),
+      TextOrNull("exception_type", b.exception_type, "NULL"),
+      TextOrNull("exception_message", b.exception_message, "NULL"),
+      TextOrNull("exception_group", b.exception_group, "NULL"),
   }};
 }
 
@@ -367,7 +376,7 @@ inline Result<std::vector<std::string>> MigrationSql(const char* table, std::spa
   if (mismatch.ok()) return std::vector<std::string>{};
   if (actual.size() >= names.size() || !std::equal(actual.begin(), actual.end(), names.begin())) return mismatch;
   std::vector<std::string> out;
-  std::string update = std::string("UPDATE ") + table + " SET ";
+  std::string assignments;
   for (size_t i = actual.size(); i < expected.size(); ++i) {
     const Column& c = expected[i];
     if (c.backfill == nullptr) return mismatch;
@@ -375,9 +384,11 @@ inline Result<std::vector<std::string>> MigrationSql(const char* table, std::spa
                        : c.type == ColumnType::kDouble ? types.float64
                                                        : types.int64;
     out.push_back(std::string("ALTER TABLE ") + table + " ADD COLUMN " + c.name + " " + type);
-    update += std::string(i > actual.size() ? ", " : "") + c.name + " = " + c.backfill;
+    // A NULL backfill needs no UPDATE, which would rewrite every row.
+    if (std::string_view(c.backfill) == "NULL") continue;
+    assignments += std::string(assignments.empty() ? "" : ", ") + c.name + " = " + c.backfill;
   }
-  out.push_back(update);
+  if (!assignments.empty()) out.push_back(std::string("UPDATE ") + table + " SET " + assignments);
   return out;
 }
 

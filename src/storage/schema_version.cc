@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "model/exception_group.h"
 #include "model/ids.h"
 
 namespace sightline::schema {
@@ -240,6 +241,59 @@ Result<std::string> SplitMetricResources(SchemaSession* s) {
          std::to_string(resources.size()) + " rows of " + kMetricResourcesTable;
 }
 
+// --- 3 -> 4: event names, log-based exceptions, exception groups ---------------
+
+constexpr const char* kExceptionGroupTable = "sl_migrate_exception_group";
+
+std::string SqlString(std::string_view s) {
+  std::string out = "'";
+  for (char c : s) {
+    out += c;
+    if (c == '\'') out += '\'';
+  }
+  return out + "'";
+}
+
+//! Adds the schema 4 columns (spans.exception_group; logs.event_name and the
+//! log exception columns, NULL in records written before) and fills
+//! spans.exception_group from each distinct exception message, normalised
+//! in C++ as ingest does. Touches only the spans that have a message.
+Result<std::string> AddExceptionGroups(SchemaSession* s) {
+  for (const auto& [table, expected] : AllTableColumns()) {
+    if (std::string_view(table) != kSpansTable && std::string_view(table) != kLogsTable) continue;
+    Result<std::vector<std::string>> actual = s->ColumnNames(table);
+    if (!actual.ok()) return actual.status();
+    Result<std::vector<std::string>> migration = MigrationSql(table, expected, *actual, s->types());
+    if (!migration.ok()) return migration.status();
+    for (const std::string& sql : *migration) SL_RETURN_IF_ERROR(s->Exec(sql));
+  }
+  std::vector<std::string> messages;
+  SL_RETURN_IF_ERROR(s->Query(std::string("SELECT DISTINCT exception_message FROM ") + kSpansTable +
+                                  " WHERE exception_message IS NOT NULL AND exception_message <> ''",
+                              [&](const RowView& r) { messages.push_back(r.GetString(0)); }));
+  const TypeNames& types = s->types();
+  SL_RETURN_IF_ERROR(s->Exec(std::string("CREATE TEMP TABLE ") + kExceptionGroupTable + " (message " + types.text +
+                             ", exception_group " + types.text + ")"));
+  std::string insert;
+  size_t in_statement = 0;
+  for (const std::string& m : messages) {
+    insert +=
+        (in_statement == 0 ? std::string("INSERT INTO ") + kExceptionGroupTable + " VALUES " : std::string(", ")) +
+        "(" + SqlString(m) + ", " + SqlString(NormalizeExceptionMessage(m)) + ")";
+    if (++in_statement == 500) {
+      SL_RETURN_IF_ERROR(s->Exec(insert));
+      insert.clear();
+      in_statement = 0;
+    }
+  }
+  if (in_statement > 0) SL_RETURN_IF_ERROR(s->Exec(insert));
+  SL_RETURN_IF_ERROR(s->Exec(std::string("UPDATE ") + kSpansTable + " SET exception_group = m.exception_group FROM " +
+                             kExceptionGroupTable + " AS m WHERE m.message = " + kSpansTable + ".exception_message"));
+  SL_RETURN_IF_ERROR(s->Exec(std::string("DROP TABLE ") + kExceptionGroupTable));
+  return "added logs.event_name and the log exception columns, and grouped " + std::to_string(messages.size()) +
+         " distinct span exception messages into spans.exception_group";
+}
+
 std::vector<Step> Steps() {
   return {
       {1, false,
@@ -250,6 +304,10 @@ std::vector<Step> Steps() {
        "moves the resource and scope of every metric series into metric_resources, computing each resource's id, "
        "and rewrites metric_series",
        SplitMetricResources},
+      {3, true,
+       "adds logs.event_name, the log exception columns and spans.exception_group, and fills the latter from "
+       "each span's exception message",
+       AddExceptionGroups},
   };
 }
 

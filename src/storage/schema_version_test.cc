@@ -1,4 +1,4 @@
-// Schema versions 1 -> 2 -> 3 on every engine: a database written with the
+// Schema versions 1 -> 2 -> 3 -> 4 on every engine: a database written with the
 // ids of version 1, or the metric series layout of version 2, is refused at
 // open with a message naming `sightline migrate`, and after the migration it
 // holds exactly what a fresh ingest of the same data into an empty directory
@@ -195,6 +195,15 @@ class SchemaMigrationTest : public ::testing::TestWithParam<std::string> {
     Sql(store, "DROP TABLE metric_resources");
   }
 
+  //! Drops the columns schema 4 added, as versions 1 to 3 had the tables.
+  void UseVersion3Columns(TelemetryStore* store) {
+    Sql(store, "DROP INDEX IF EXISTS logs_exceptions");
+    Sql(store, "ALTER TABLE spans DROP COLUMN exception_group");
+    for (const char* column : {"event_name", "exception_type", "exception_message", "exception_group"}) {
+      Sql(store, std::string("ALTER TABLE logs DROP COLUMN ") + column);
+    }
+  }
+
   //! Every row of a table, in a fixed order (by every column).
   static SqlResult Rows(TelemetryStore* store, const char* table) {
     Result<SqlResult> columns = store->ExecuteSql(std::string("SELECT * FROM ") + table + " LIMIT 0");
@@ -235,6 +244,7 @@ TEST_P(SchemaMigrationTest, AVersion1DatabaseIsRefusedThenMigratedToTheIdsAFresh
     for (const char* index : {"spans_entry_stats", "spans_exceptions"}) {
       Sql(store.get(), std::string("DROP INDEX IF EXISTS ") + index);
     }
+    UseVersion3Columns(store.get());
     for (const char* column : {"has_exception", "is_entry", "endpoint"}) {
       Sql(store.get(), std::string("ALTER TABLE spans DROP COLUMN ") + column);
     }
@@ -253,14 +263,14 @@ TEST_P(SchemaMigrationTest, AVersion1DatabaseIsRefusedThenMigratedToTheIdsAFresh
   Result<SchemaReport> migrated = MigrateStore(GetParam(), Options(dir));
   ASSERT_TRUE(migrated.ok()) << migrated.status().ToString();
   EXPECT_EQ(migrated->found_version, 1);
-  EXPECT_EQ(migrated->version, 3);
-  ASSERT_EQ(migrated->applied.size(), 2u);
+  EXPECT_EQ(migrated->version, schema::kCurrentVersion);
+  ASSERT_EQ(migrated->applied.size(), 3u);
   EXPECT_NE(migrated->applied[0].find("series_ids of metric_series"), std::string::npos) << migrated->applied[0];
   EXPECT_NE(migrated->applied[1].find("rows of metric_resources"), std::string::npos) << migrated->applied[1];
 
   std::unique_ptr<TelemetryStore> store = Open(dir);
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(store->schema_report().found_version, 3);
+  EXPECT_EQ(store->schema_report().found_version, schema::kCurrentVersion);
   for (const char* table : {"spans", "span_resources", "logs", "log_resources", "metric_resources", "metric_series",
                             "metric_points", "schema_version"}) {
     SCOPED_TRACE(table);
@@ -315,6 +325,7 @@ TEST_P(SchemaMigrationTest, AVersion2DatabaseIsRefusedThenMigratedToWhatAFreshIn
     Write(store.get(), fresh);
     before = MetricAnswers(store.get(), 2);
     UseVersion2SeriesLayout(store.get());
+    UseVersion3Columns(store.get());
     Sql(store.get(), "UPDATE schema_version SET version = 2");
     ASSERT_TRUE(store->Close().ok());
   }
@@ -329,7 +340,7 @@ TEST_P(SchemaMigrationTest, AVersion2DatabaseIsRefusedThenMigratedToWhatAFreshIn
   Result<SchemaReport> migrated = MigrateStore(GetParam(), Options(dir));
   ASSERT_TRUE(migrated.ok()) << migrated.status().ToString();
   EXPECT_EQ(migrated->found_version, 2);
-  ASSERT_EQ(migrated->applied.size(), 1u);
+  ASSERT_EQ(migrated->applied.size(), 2u);  // and 3 -> 4
   EXPECT_NE(migrated->applied[0].find(std::to_string(resources) + " rows of metric_resources"), std::string::npos)
       << migrated->applied[0];
 
@@ -347,6 +358,42 @@ TEST_P(SchemaMigrationTest, AVersion2DatabaseIsRefusedThenMigratedToWhatAFreshIn
   Write(store.get(), fresh);
   EXPECT_EQ(store->Stats().metric_series, series);
   EXPECT_EQ(Rows(store.get(), "metric_resources").rows.size(), resources);
+  EXPECT_TRUE(store->Close().ok());
+  EXPECT_TRUE(reference->Close().ok());
+}
+
+TEST_P(SchemaMigrationTest, AVersion3DatabaseGainsExceptionGroupsAtOpen) {
+  const Data fresh = Decoded();
+  TempDir reference_dir, dir;
+  std::unique_ptr<TelemetryStore> reference = Open(reference_dir);
+  ASSERT_NE(reference, nullptr);
+  Write(reference.get(), fresh);
+  {
+    std::unique_ptr<TelemetryStore> store = Open(dir);
+    ASSERT_NE(store, nullptr);
+    Write(store.get(), fresh);
+    UseVersion3Columns(store.get());
+    Sql(store.get(), "UPDATE schema_version SET version = 3");
+    ASSERT_TRUE(store->Close().ok());
+  }
+  // Automatic: a plain open migrates, and the spans get the groups ingest
+  // would have given them.
+  std::unique_ptr<TelemetryStore> store = Open(dir);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->schema_report().found_version, 3);
+  ASSERT_EQ(store->schema_report().applied.size(), 1u);
+  EXPECT_NE(store->schema_report().applied[0].find("exception_group"), std::string::npos);
+  Result<SqlResult> grouped = store->ExecuteSql("SELECT count(*) FROM spans WHERE exception_group IS NOT NULL");
+  ASSERT_TRUE(grouped.ok()) << grouped.status().ToString();
+  ASSERT_EQ(grouped->rows.size(), 1u);
+  EXPECT_NE(grouped->rows[0][0].value_or("0"), "0");  // the generator's spans record exceptions
+  for (const char* table : {"spans", "logs", "schema_version"}) {
+    SCOPED_TRACE(table);
+    SqlResult want = Rows(reference.get(), table), got = Rows(store.get(), table);
+    EXPECT_EQ(got.columns, want.columns);
+    ASSERT_EQ(got.rows.size(), want.rows.size());
+    for (size_t i = 0; i < want.rows.size(); ++i) ASSERT_EQ(got.rows[i], want.rows[i]) << "row " << i;
+  }
   EXPECT_TRUE(store->Close().ok());
   EXPECT_TRUE(reference->Close().ok());
 }

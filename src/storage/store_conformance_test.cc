@@ -227,6 +227,8 @@ SpanBatch MakeSpans(int64_t project_id = kProject) {
     b.db_system.Append(r.db_system);
     b.exception_type.Append(r.exception_type);
     b.exception_message.Append(r.exception_message);
+    b.exception_group.Append(std::string(r.exception_message).empty() ? ""
+                                                                      : std::string(r.exception_message) + " (group)");
     b.attributes.Append(r.attributes);
     b.events.Append(r.events);
     b.links.Append(r.links);
@@ -262,6 +264,15 @@ LogBatch MakeLogs(int64_t project_id = kProject) {
   b.dropped_attributes_count = {3, 0};
   AddResource(&b.resources, &b.resource_id, R"({"service.name":"payments"})", "logback", "1.4", "{}");
   AddResource(&b.resources, &b.resource_id, R"({"service.name":"auth"})", "", "", "");
+  // Row 0 is a log-based exception event; row 1 an event without one.
+  b.event_name.Append("");
+  b.event_name.Append("auth.login");
+  b.exception_type.Append("CardDeclined");
+  b.exception_type.Append("");
+  b.exception_message.Append("card 4242 declined");
+  b.exception_message.Append("");
+  b.exception_group.Append("card <n> declined");
+  b.exception_group.Append("");
   return b;
 }
 
@@ -523,6 +534,7 @@ std::vector<ExpectedColumn> SpanExpectations(const SpanBatch& b) {
       {"is_entry", [&](size_t i) { return Int(b.kind[i] == 2 || b.kind[i] == 5 || b.parent_span_id[i] == 0 ? 1 : 0); }},
       {"has_exception",
        [&](size_t i) { return Int(b.exception_type.Get(i).empty() && b.exception_message.Get(i).empty() ? 0 : 1); }},
+      {"exception_group", [&](size_t i) { return OrNull(b.exception_group.Get(i)); }},
   };
 }
 
@@ -543,6 +555,10 @@ std::vector<ExpectedColumn> LogExpectations(const LogBatch& b) {
       {"attributes", [&](size_t i) { return Str(b.attributes.Get(i)); }},
       {"dropped_attributes_count", [&](size_t i) { return Int(b.dropped_attributes_count[i]); }},
       {"resource_id", [&](size_t i) { return Int(b.resource_id[i]); }},
+      {"event_name", [&](size_t i) { return OrNull(b.event_name.Get(i)); }},
+      {"exception_type", [&](size_t i) { return OrNull(b.exception_type.Get(i)); }},
+      {"exception_message", [&](size_t i) { return OrNull(b.exception_message.Get(i)); }},
+      {"exception_group", [&](size_t i) { return OrNull(b.exception_group.Get(i)); }},
   };
 }
 
@@ -1069,6 +1085,7 @@ TEST_P(StoreConformanceTest, LargeBatchesKeepEveryRow) {
     spans.db_system.Append("");
     spans.exception_type.Append("");
     spans.exception_message.Append("");
+    spans.exception_group.Append("");
     spans.attributes.Append("{\"i\":" + std::to_string(i) + "}");
     spans.events.Append("[]");
     spans.links.Append("[]");

@@ -176,6 +176,7 @@ struct LogRecord {
   TraceId trace_id;
   uint64_t span_id = 0;
   std::string attributes;  // JSON object text; "" when none
+  std::string event_name;  // "" when none
 };
 
 struct TraceDetail {
@@ -185,42 +186,51 @@ struct TraceDetail {
   bool logs_truncated = false;    // more than max_logs records
 };
 
-//! Spans that recorded an exception (has_exception), grouped by (type,
-//! message, service); an absent type or message is "".
+//! Exceptions: spans that recorded one (has_exception) and log records that
+//! are log-based exception events (an exception.type or exception.message
+//! attribute), grouped by (type, exception group, service): the group is the
+//! message normalised at ingest (model/exception_group.h), so messages that
+//! differ only in ids share one. An absent type or message is "".
 struct ExceptionQuery {
-  SpanFilter filter;  // range, service
+  //! range (spans' start_time_ns, records' time_ns) and service; the other
+  //! fields filter spans only.
+  SpanFilter filter;
   int64_t limit = 50;
 };
 
 struct ExceptionGroup {
   std::string type;
-  std::string message;
+  std::string message;  // the exception group: the normalised message
   std::string service;
-  int64_t count = 0;
-  int64_t first_ns = 0;     // earliest start_time_ns
-  int64_t last_ns = 0;      // latest start_time_ns
-  TraceId sample_trace_id;  // the greatest trace id of the group (unsigned order)
+  int64_t count = 0;        // spans and log records
+  int64_t first_ns = 0;     // earliest start_time_ns / time_ns
+  int64_t last_ns = 0;      // latest
+  TraceId sample_trace_id;  // the greatest trace id of the group (unsigned order); zero when none has one
+  int64_t log_count = 0;    // of `count`, the log records
 };
 //! By count descending, then type, message, service ascending.
 using ExceptionGroups = std::vector<ExceptionGroup>;
 
-//! The spans of one exception group, newest first.
+//! The occurrences of one exception group, newest first: its spans and its
+//! log records (each with the trace and span it was recorded in, if any).
 struct ExceptionSpansQuery {
-  SpanFilter filter;                   // range, service
+  SpanFilter filter;                   // as in ExceptionQuery
   std::optional<std::string> type;     // "" matches an absent type
-  std::optional<std::string> message;  // "" matches an absent message
+  std::optional<std::string> message;  // the exception group; "" matches an absent message
   int64_t limit = 50;
 };
 
 struct SpanRef {
-  TraceId trace_id;
+  TraceId trace_id;  // zero for a log record without trace context
   uint64_t span_id = 0;
   std::string service;
-  std::string name;
+  std::string name;  // a log record's event_name
   int64_t start_ns = 0;
-  int64_t duration_ns = 0;
+  int64_t duration_ns = 0;  // 0 for a log record
+  bool log = false;         // a log record, not a span
 };
-//! By start_ns descending, then trace id and span id ascending.
+//! By start_ns descending, spans before log records, then trace id and span
+//! id ascending.
 using SpanRefs = std::vector<SpanRef>;
 
 // -------------------------------------------------------------------- logs

@@ -281,6 +281,23 @@ function generateDataset(seed) {
     });
   }
 
+  // Log-based exception events (exception.* attributes on a record, with an
+  // event name): their messages carry ids, so they group only by the
+  // normalised message (docs/API.md, Exceptions). Half are in a trace.
+  for (let k = 0; k < 6; k++) {
+    const root = roots[k * 5];
+    const inTrace = k % 2 === 0;
+    const card = (0x1a2b3c4d5e6fn + BigInt(k * 977)).toString(16);
+    logs.push({
+      seq: logs.length,
+      time: inTrace ? root.start + BigInt(k) : msToNs(DATA_START_MS + 200_000 + 7_000 * k) + 9n,
+      service: 'checkout', severityNumber: 17, severityText: 'ERROR', body: 'payment declined', eventName: 'payment.declined',
+      attributes: { seq: logs.length, 'log.source': 'app', 'user.id': 'u2', 'exception.type': 'PaymentDeclined',
+        'exception.message': `payment ${4000 + k * 13} declined for card ${card}` },
+      traceId: inTrace ? root.traceId : '', spanId: inTrace ? root.spanId : '',
+    });
+  }
+
   // ---- metrics (each series: {name, type, temporality, monotonic, service, labels, unit, description, points})
   const series = [];
   const t = (offsetMs) => msToNs(METRIC_T0_MS + offsetMs);
@@ -487,23 +504,83 @@ function expectedTraces(r, f) {
   return { total: all.length, traces: all.slice(0, f.limit ?? 50) };
 }
 
-function expectedException(r, service) {
-  const out = new Map();
+// The exception group's message, written again from the rules in docs/API.md
+// ("Exceptions"), independently of the server's C++.
+function normalizeMessage(m) {
+  const alnum = (c) => c !== undefined && /[A-Za-z0-9]/.test(c);
+  const digit = (c) => c !== undefined && /[0-9]/.test(c);
+  let out = '';
+  let i = 0;
+  while (i < m.length) {
+    if (!alnum(m[i])) {
+      out += m[i++];
+      continue;
+    }
+    if (/^[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}(?![A-Za-z0-9])/.test(m.slice(i))) {
+      out += '<uuid>';
+      i += 36;
+      continue;
+    }
+    let end = i;
+    while (alnum(m[end])) end++;
+    const tok = m.slice(i, end);
+    if (/^0[xX][0-9a-fA-F]+$/.test(tok) || (tok.length >= 8 && /^[0-9a-fA-F]+$/.test(tok) && /[0-9]/.test(tok) && /[a-fA-F]/.test(tok))) {
+      out += '<hex>';
+      i = end;
+      continue;
+    }
+    const start = i;
+    while (i < end) {
+      if (!digit(m[i])) {
+        out += m[i++];
+        continue;
+      }
+      const leading = i === start;
+      while (i < end && digit(m[i])) i++;
+      if (leading && i === end && m[i] === '.' && digit(m[i + 1])) {
+        i++;
+        while (digit(m[i])) i++;
+        end = i;
+      }
+      out += '<n>';
+    }
+  }
+  return out;
+}
+
+//! Every exception occurrence: a span's first exception event, or a log
+//! record with exception.* attributes.
+function exceptionOccurrences() {
+  const out = [];
   for (const s of DATA.spans) {
-    if (!inRange(s.start, r) || (service && s.service !== service)) continue;
     const e = firstException(s);
     if (!e) continue;
-    const type = e.attributes['exception.type'] ?? '';
-    const message = e.attributes['exception.message'] ?? '';
+    out.push({ type: e.attributes['exception.type'] ?? '', message: e.attributes['exception.message'] ?? '', time: s.start,
+      service: s.service, traceId: s.traceId, spanId: s.spanId, name: s.name, durNs: s.durNs, source: 'span' });
+  }
+  for (const l of DATA.logs) {
+    const type = l.attributes['exception.type'] ?? '';
+    const message = l.attributes['exception.message'] ?? '';
     if (!type && !message) continue;
-    const k = JSON.stringify([type, message, s.service]);
-    if (!out.has(k)) out.set(k, { type, message, service: s.service, count: 0, first: s.start, last: s.start, traces: new Set(), spans: [] });
+    out.push({ type, message, time: l.time, service: l.service, traceId: l.traceId, spanId: l.spanId,
+      name: l.eventName ?? '', durNs: 0, source: 'log' });
+  }
+  return out.filter((o) => o.type || o.message);
+}
+
+function expectedException(r, service) {
+  const out = new Map();
+  for (const o of exceptionOccurrences()) {
+    if (!inRange(o.time, r) || (service && o.service !== service)) continue;
+    const message = normalizeMessage(o.message);
+    const k = JSON.stringify([o.type, message, o.service]);
+    if (!out.has(k)) out.set(k, { type: o.type, message, service: o.service, count: 0, logCount: 0, first: o.time, last: o.time, traces: new Set() });
     const g = out.get(k);
     g.count++;
-    if (s.start < g.first) g.first = s.start;
-    if (s.start > g.last) g.last = s.start;
-    g.traces.add(s.traceId);
-    g.spans.push(s);
+    if (o.source === 'log') g.logCount++;
+    if (o.time < g.first) g.first = o.time;
+    if (o.time > g.last) g.last = o.time;
+    if (o.traceId) g.traces.add(o.traceId);
   }
   return [...out.values()].sort((a, b) => b.count - a.count);
 }
@@ -530,6 +607,7 @@ function logJson(l) {
   return {
     time_ns: String(l.time), time_ms: Number(l.time) / 1e6, severity_number: l.severityNumber, severity_text: l.severityText,
     body: l.body, service: l.service, trace_id: l.traceId, span_id: l.spanId, attributes: l.attributes,
+    event_name: l.eventName ?? '',
   };
 }
 
@@ -1005,9 +1083,11 @@ for (const engine of ENGINES) {
           const what = `exception group ${e.type}/${e.message}/${e.service}`;
           assert.ok(g, `${what} missing`);
           assert.equal(g.count, e.count, `${what}.count`);
+          assert.equal(g.log_count, e.logCount, `${what}.log_count`);
           closeMs(g.first_seen_ms, Number(e.first) / 1e6, `${what}.first_seen_ms`);
           closeMs(g.last_seen_ms, Number(e.last) / 1e6, `${what}.last_seen_ms`);
-          assert.ok(e.traces.has(g.sample_trace_id), `${what}.sample_trace_id ${g.sample_trace_id} is one of its traces`);
+          if (e.traces.size === 0) assert.equal(g.sample_trace_id, '', `${what}.sample_trace_id: none has a trace`);
+          else assert.ok(e.traces.has(g.sample_trace_id), `${what}.sample_trace_id ${g.sample_trace_id} is one of its traces`);
         }
         if (!service) snap.exceptions = got;
       }
@@ -1020,8 +1100,12 @@ for (const engine of ENGINES) {
       assert.equal(top2.exceptions.length, 2);
       assert.deepEqual(top2.exceptions.map((e) => e.count), exp.slice(0, 2).map((e) => e.count));
 
-      const spanJson = (s) => ({ trace_id: s.traceId, span_id: s.spanId, service: s.service, name: s.name });
-      const newestFirst = (a, b) => (a.start < b.start ? 1 : a.start > b.start ? -1 : 0);
+      // The log-based events: one group, though every message differs.
+      const declined = all.exceptions.filter((e) => e.type === 'PaymentDeclined');
+      assert.deepEqual(declined.map((e) => [e.message, e.count, e.log_count]), [['payment <n> declined for card <hex>', 6, 6]]);
+
+      const spanJson = (s) => ({ trace_id: s.traceId, span_id: s.spanId, service: s.service, name: s.name, source: s.source });
+      const newestFirst = (a, b) => (a.time < b.time ? 1 : a.time > b.time ? -1 : (a.source === 'log') - (b.source === 'log'));
       const spanCases = [
         { type: 'ValueError', message: 'invalid cart id' },
         { type: 'ValueError' },
@@ -1029,24 +1113,23 @@ for (const engine of ENGINES) {
         { type: 'PanicError' },
         { type: 'ConnectionError', message: 'connection reset by peer', limit: 3 },
         { message: 'deadlock detected' },                // by message alone
+        { type: 'TimeoutError', message: 'upstream timed out after <n>s' },  // a normalised message
+        { type: 'PaymentDeclined', message: 'payment <n> declined for card <hex>' },  // log records
       ];
       await eachCase(spanCases, async (c) => {
         const params = { ...RANGE, ...c };
         const got = await get('exceptions/spans', params);
-        const expSpans = DATA.spans.filter((s) => {
-          const e = firstException(s);
-          return e && inRange(s.start, RANGE)
-            && (c.type === undefined || e.attributes['exception.type'] === c.type)
-            && (c.message === undefined || e.attributes['exception.message'] === c.message)
-            && (!c.service || s.service === c.service);
-        }).sort(newestFirst).slice(0, c.limit ?? 50);
+        const expSpans = exceptionOccurrences().filter((o) => inRange(o.time, RANGE)
+            && (c.type === undefined || o.type === c.type)
+            && (c.message === undefined || normalizeMessage(o.message) === c.message)
+            && (!c.service || o.service === c.service)).sort(newestFirst).slice(0, c.limit ?? 50);
         assert.ok(expSpans.length > 0, `fixture has spans for ${pretty(c)}`);
         assert.deepEqual(got.spans.map((s) => s.span_id), expSpans.map((s) => s.spanId), `exceptions/spans ${pretty(params)}: newest first`);
         expSpans.forEach((s, i) => {
           const g = got.spans[i];
           const what = `exceptions/spans ${pretty(params)} [${i}]`;
-          assert.deepEqual({ trace_id: g.trace_id, span_id: g.span_id, service: g.service, name: g.name }, spanJson(s), what);
-          closeMs(g.start_ms, Number(s.start) / 1e6, `${what}.start_ms`);
+          assert.deepEqual({ trace_id: g.trace_id, span_id: g.span_id, service: g.service, name: g.name, source: g.source }, spanJson(s), what);
+          closeMs(g.start_ms, Number(s.time) / 1e6, `${what}.start_ms`);
           close(g.duration_ms, s.durNs / 1e6, 1e-12, `${what}.duration_ms`);
         });
       });

@@ -286,6 +286,7 @@ async function exportAll(server, engine, protocol) {
     severityText: 'INFO',
     body: { event: 'checkout', items: [1, 2], ok: true, amount: 9.75, who: { id: 'u1' } },
     attributes: { 'it.kind': 'map-body' },
+    eventName: 'checkout.completed',
   });
   logger.emit({
     timestamp: [T0, 330_000_000],
@@ -293,6 +294,8 @@ async function exportAll(server, engine, protocol) {
     severityNumber: SeverityNumber.WARN2,
     severityText: 'warning',
     body: ['a', 1, true],
+    // A log-based exception event.
+    attributes: { 'exception.type': 'OrderError', 'exception.message': 'order 42 not found' },
   });
 
   // Metrics: cumulative counter, up-down counter, explicit-bucket histogram,
@@ -521,6 +524,7 @@ async function checkLogs(server, c) {
     soft.deepEqual(parseStoredObject(row.attributes, `${what} attributes`), expectedJson(rec.attributes),
       `${what}: attributes`);
     soft.equal(num(row.dropped_attributes_count), rec.droppedAttributesCount ?? 0, `${what}: dropped`);
+    soft.equal(row.event_name ?? '', rec.eventName ?? '', `${what}: event_name`);
     soft.deepEqual(parseStoredObject(row.resource_attributes, `${what} resource`),
       expectedJson(c.resource.attributes), `${what}: resource_attributes`);
     soft.equal(row.scope_name, 'sightline-it-logger', `${what}: scope_name`);
@@ -542,6 +546,12 @@ async function checkLogs(server, c) {
   soft.equal(third.body_type, '5');
   soft.deepEqual(JSON.parse(third.body), ['a', 1, true]);
   soft.equal(third.observed_time_ns, `${T0}330000001`);
+  soft.equal(second.event_name, 'checkout.completed');
+  soft.ok(emptyish(first.event_name), 'a record without an event name has none');
+  soft.equal(third.exception_type, 'OrderError');
+  soft.equal(third.exception_message, 'order 42 not found');
+  soft.equal(third.exception_group, 'order <n> not found');
+  soft.ok(emptyish(first.exception_type), 'a record without exception attributes is no exception');
   soft.done('checkLogs ' + c.service);
 }
 

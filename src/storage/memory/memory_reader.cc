@@ -201,6 +201,11 @@ class MemoryReader final : public TelemetryReader {
   bool AttributesMatch(std::string_view json, const std::vector<AttrFilter>& filters);
   bool Matches(const SpanRow& s, const SpanFilter& f);
   bool Matches(const LogRow& l, const LogFilter& f);
+  //! A log-based exception event: an exception type or message.
+  static bool IsException(const LogRow& l);
+  //! The part of an exception query's span filter that log records have:
+  //! project, range (on time_ns) and service.
+  static bool MatchesExceptionLog(const LogRow& l, const SpanFilter& f);
 
   const MemoryStore* const store_;
   const MemoryReaderOptions options_;
@@ -224,6 +229,12 @@ bool MemoryReader::Matches(const SpanRow& s, const SpanFilter& f) {
   if (f.min_duration_ns && s.duration_ns < *f.min_duration_ns) return false;
   if (f.max_duration_ns && s.duration_ns > *f.max_duration_ns) return false;
   return AttributesMatch(s.attributes, f.attributes);
+}
+
+bool MemoryReader::IsException(const LogRow& l) { return !l.exception_type.empty() || !l.exception_message.empty(); }
+
+bool MemoryReader::MatchesExceptionLog(const LogRow& l, const SpanFilter& f) {
+  return l.project_id == f.project_id && InRange(l.time_ns, f.range) && (!f.service || l.service_name == *f.service);
 }
 
 bool MemoryReader::Matches(const LogRow& l, const LogFilter& f) {
@@ -395,7 +406,7 @@ Result<TraceDetail> MemoryReader::GetTrace(const TraceQuery& q) {
     });
     for (const LogRow* l : logs) {
       out.logs.push_back({l->time_ns, l->severity_number, l->severity_text, l->body, l->service_name, l->trace_id,
-                          l->span_id, l->attributes});
+                          l->span_id, l->attributes, l->event_name});
     }
     if (static_cast<int64_t>(out.spans.size()) > q.max_spans) {
       out.spans.resize(static_cast<size_t>(q.max_spans));
@@ -414,22 +425,31 @@ Result<ExceptionGroups> MemoryReader::GroupExceptions(const ExceptionQuery& q) {
   SL_RETURN_IF_ERROR(CheckLimit(q.limit));
   return store_->Read([&](const Tables& t) -> Result<ExceptionGroups> {
     std::map<std::tuple<std::string, std::string, std::string>, ExceptionGroup> groups;
+    auto add = [&](const std::string& type, const std::string& group, const std::string& service, int64_t time_ns,
+                   const TraceId& trace_id, bool log) {
+      auto [it, inserted] = groups.try_emplace({type, group, service});
+      ExceptionGroup& g = it->second;
+      if (inserted) {
+        g.type = type;
+        g.message = group;
+        g.service = service;
+        g.first_ns = g.last_ns = time_ns;
+      }
+      ++g.count;
+      if (log) ++g.log_count;
+      g.first_ns = std::min(g.first_ns, time_ns);
+      g.last_ns = std::max(g.last_ns, time_ns);
+      g.sample_trace_id = std::max(g.sample_trace_id, trace_id);
+    };
     for (const SpanRow& s : t.spans) {
       SL_RETURN_IF_ERROR(Poll());
       if (!s.has_exception || !Matches(s, q.filter)) continue;
-      auto [it, inserted] = groups.try_emplace({s.exception_type, s.exception_message, s.service_name});
-      ExceptionGroup& g = it->second;
-      if (inserted) {
-        g.type = s.exception_type;
-        g.message = s.exception_message;
-        g.service = s.service_name;
-        g.first_ns = g.last_ns = s.start_time_ns;
-        g.sample_trace_id = s.trace_id;
-      }
-      ++g.count;
-      g.first_ns = std::min(g.first_ns, s.start_time_ns);
-      g.last_ns = std::max(g.last_ns, s.start_time_ns);
-      g.sample_trace_id = std::max(g.sample_trace_id, s.trace_id);
+      add(s.exception_type, s.exception_group, s.service_name, s.start_time_ns, s.trace_id, false);
+    }
+    for (const LogRow& l : t.logs) {
+      SL_RETURN_IF_ERROR(Poll());
+      if (!IsException(l) || !MatchesExceptionLog(l, q.filter)) continue;
+      add(l.exception_type, l.exception_group, l.service_name, l.time_ns, l.trace_id, true);
     }
     ExceptionGroups out;
     for (auto& [key, g] : groups) out.push_back(std::move(g));
@@ -452,12 +472,19 @@ Result<SpanRefs> MemoryReader::ExceptionSpans(const ExceptionSpansQuery& q) {
       if (!s.has_exception || !Matches(s, q.filter)) continue;
       // An absent type or message is stored as "", so "" matches it.
       if (q.type && s.exception_type != *q.type) continue;
-      if (q.message && s.exception_message != *q.message) continue;
-      out.push_back({s.trace_id, s.span_id, s.service_name, s.name, s.start_time_ns, s.duration_ns});
+      if (q.message && s.exception_group != *q.message) continue;
+      out.push_back({s.trace_id, s.span_id, s.service_name, s.name, s.start_time_ns, s.duration_ns, false});
+    }
+    for (const LogRow& l : t.logs) {
+      SL_RETURN_IF_ERROR(Poll());
+      if (!IsException(l) || !MatchesExceptionLog(l, q.filter)) continue;
+      if (q.type && l.exception_type != *q.type) continue;
+      if (q.message && l.exception_group != *q.message) continue;
+      out.push_back({l.trace_id, l.span_id, l.service_name, l.event_name, l.time_ns, 0, true});
     }
     std::sort(out.begin(), out.end(), [](const SpanRef& a, const SpanRef& b) {
       if (a.start_ns != b.start_ns) return a.start_ns > b.start_ns;
-      return std::tie(a.trace_id, a.span_id) < std::tie(b.trace_id, b.span_id);
+      return std::tie(a.log, a.trace_id, a.span_id) < std::tie(b.log, b.trace_id, b.span_id);
     });
     if (out.size() > static_cast<size_t>(q.limit)) out.resize(static_cast<size_t>(q.limit));
     return out;
@@ -516,8 +543,8 @@ Result<LogPage> MemoryReader::Logs(const LogPageQuery& q) {
     LogPage page;
     for (size_t i = 0; i < rows.size() && i < static_cast<size_t>(q.limit); ++i) {
       const LogRow& l = *rows[i];
-      page.records.push_back(
-          {l.time_ns, l.severity_number, l.severity_text, l.body, l.service_name, l.trace_id, l.span_id, l.attributes});
+      page.records.push_back({l.time_ns, l.severity_number, l.severity_text, l.body, l.service_name, l.trace_id,
+                              l.span_id, l.attributes, l.event_name});
     }
     if (rows.size() > static_cast<size_t>(q.limit)) {
       page.next_cursor = EncodeCursor(*rows[static_cast<size_t>(q.limit) - 1]);

@@ -68,6 +68,7 @@ void Add(const SpanBatch& b, Tables* out) {
     s.db_system = Text(b.db_system, r);
     s.exception_type = Text(b.exception_type, r);
     s.exception_message = Text(b.exception_message, r);
+    s.exception_group = Text(b.exception_group, r);
     s.attributes = Text(b.attributes, r);
     s.events = Text(b.events, r);
     s.links = Text(b.links, r);
@@ -102,6 +103,10 @@ void Add(const LogBatch& b, Tables* out) {
     l.attributes = Text(b.attributes, r);
     l.dropped_attributes_count = b.dropped_attributes_count[r];
     l.resource_id = b.resource_id[r];
+    l.event_name = Text(b.event_name, r);
+    l.exception_type = Text(b.exception_type, r);
+    l.exception_message = Text(b.exception_message, r);
+    l.exception_group = Text(b.exception_group, r);
     out->logs.push_back(std::move(l));
   }
 }

@@ -39,6 +39,7 @@ struct SpanRow {
   std::string db_system;
   std::string exception_type;  // "" when absent (NULL in the SQL engines)
   std::string exception_message;
+  std::string exception_group;
   std::string attributes;
   std::string events;
   std::string links;
@@ -67,6 +68,10 @@ struct LogRow {
   std::string attributes;
   uint32_t dropped_attributes_count = 0;
   int64_t resource_id = 0;
+  std::string event_name;
+  std::string exception_type;  // a log-based exception event's
+  std::string exception_message;
+  std::string exception_group;
   //! Position in commit order (the SQL engines' rowid): log pages break
   //! equal times by it.
   int64_t sequence = 0;

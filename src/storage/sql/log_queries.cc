@@ -64,7 +64,7 @@ Result<LogPage> SqlReader::Logs(const LogPageQuery& q) {
     SL_RETURN_IF_ERROR(Rows(sql, [&](const RowView& r) {
       if (++n > q.limit) return;
       page.records.push_back(sql::LogRecordOf(r));
-      next = std::to_string(r.GetInt(0)) + ":" + std::to_string(r.GetInt(9));
+      next = std::to_string(r.GetInt(0)) + ":" + std::to_string(r.GetInt(sql::kLogColumnCount));
     }));
     if (n > q.limit) {
       page.next_cursor = next;

@@ -245,15 +245,60 @@ Result<TraceDetail> SqlReader::GetTrace(const TraceQuery& q) {
   return out;
 }
 
+namespace {
+
+//! The log records of an exception query: log-based exception events of
+//! the filter's project, range (on time_ns) and service.
+sql::Sql ExceptionLogWhere(const SpanFilter& f) {
+  sql::Sql w;
+  w << " WHERE project_id = ";
+  w.Bind(f.project_id);
+  w << " AND time_ns >= ";
+  w.Bind(f.range.from_ns);
+  w << " AND time_ns < ";
+  w.Bind(f.range.to_ns);
+  if (f.service) {
+    w << " AND service_name = ";
+    w.Bind(*f.service);
+  }
+  // Spelled as the SQLite partial index logs_exceptions is, so it is used.
+  w << " AND (exception_type IS NOT NULL OR exception_message IS NOT NULL)";
+  return w;
+}
+
+//! " AND exception_type = ? AND exception_group = ?" for the given ones; ""
+//! matches an absent (NULL) value.
+sql::Sql ExceptionGroupWhere(const ExceptionSpansQuery& q) {
+  sql::Sql w;
+  for (auto [column, value] : {std::pair{"exception_type", &q.type}, std::pair{"exception_group", &q.message}}) {
+    if (!*value) continue;
+    if ((*value)->empty()) {
+      w << " AND " << column << " IS NULL";
+    } else {
+      w << " AND " << column << " = ";
+      w.Bind(**value);
+    }
+  }
+  return w;
+}
+
+}  // namespace
+
 Result<ExceptionGroups> SqlReader::GroupExceptions(const ExceptionQuery& q) {
-  // An absent type or message is NULL; grouped and ordered as '' so every
-  // engine orders them first.
+  // Span-event and log-based exceptions in one grouping. An absent type or
+  // message is NULL; grouped and ordered as '' so every engine orders them
+  // first.
   sql::Sql sql;
-  sql << "SELECT coalesce(exception_type, ''), coalesce(exception_message, ''), service_name, count(*), "
-         "min(start_time_ns), max(start_time_ns), "
-      << SampleTraceIdHex() << " FROM spans";
+  sql << "SELECT exception_type, exception_group, service_name, count(*), count(CASE WHEN is_log = 1 THEN 1 END), "
+         "min(t), max(t), "
+      << SampleTraceIdHex()
+      << " FROM (SELECT coalesce(exception_type, '') AS exception_type, coalesce(exception_group, '') AS "
+         "exception_group, service_name, start_time_ns AS t, trace_id_high, trace_id_low, 0 AS is_log FROM spans";
   sql.Append(SpanWhere(q.filter));
-  sql << " AND has_exception = 1 GROUP BY 1, 2, 3 ORDER BY 4 DESC, 1, 2, 3 LIMIT ";
+  sql << " AND has_exception = 1 UNION ALL SELECT coalesce(exception_type, ''), coalesce(exception_group, ''), "
+         "service_name, time_ns, trace_id_high, trace_id_low, 1 FROM logs";
+  sql.Append(ExceptionLogWhere(q.filter));
+  sql << ") AS e GROUP BY 1, 2, 3 ORDER BY 4 DESC, 1, 2, 3 LIMIT ";
   sql.Bind(q.limit);
   ExceptionGroups out;
   SL_RETURN_IF_ERROR(Rows(sql, [&](const RowView& r) {
@@ -262,30 +307,30 @@ Result<ExceptionGroups> SqlReader::GroupExceptions(const ExceptionQuery& q) {
     g.message = sql::Text(r, 1);
     g.service = sql::Text(r, 2);
     g.count = r.GetInt(3);
-    g.first_ns = r.GetInt(4);
-    g.last_ns = r.GetInt(5);
-    g.sample_trace_id = TraceIdFromHex(sql::Text(r, 6));
+    g.log_count = r.GetInt(4);
+    g.first_ns = r.GetInt(5);
+    g.last_ns = r.GetInt(6);
+    g.sample_trace_id = TraceIdFromHex(sql::Text(r, 7));
     out.push_back(std::move(g));
   }));
   return out;
 }
 
 Result<SpanRefs> SqlReader::ExceptionSpans(const ExceptionSpansQuery& q) {
+  // Absent ids are NULL in logs; ordered as 0, as the reference does.
   sql::Sql sql;
-  sql << "SELECT trace_id_high, trace_id_low, span_id, service_name, name, start_time_ns, duration_ns FROM spans";
+  sql << "SELECT trace_id_high, trace_id_low, span_id, service_name, name, t, duration_ns, is_log FROM (SELECT "
+         "trace_id_high, trace_id_low, span_id, service_name, name, start_time_ns AS t, duration_ns, 0 AS is_log, "
+         "trace_id_high AS th, trace_id_low AS tl, span_id AS s FROM spans";
   sql.Append(SpanWhere(q.filter));
-  // An absent type or message is NULL and listed as "" by GroupExceptions.
-  for (auto [column, value] : {std::pair{"exception_type", &q.type}, std::pair{"exception_message", &q.message}}) {
-    if (!*value) continue;
-    if ((*value)->empty()) {
-      sql << " AND " << column << " IS NULL";
-    } else {
-      sql << " AND " << column << " = ";
-      sql.Bind(**value);
-    }
-  }
-  sql << " AND has_exception = 1 ORDER BY start_time_ns DESC, " << sql::UnsignedOrder("trace_id_high") << ", "
-      << sql::UnsignedOrder("trace_id_low") << ", " << sql::UnsignedOrder("span_id") << " LIMIT ";
+  sql << " AND has_exception = 1";
+  sql.Append(ExceptionGroupWhere(q));
+  sql << " UNION ALL SELECT trace_id_high, trace_id_low, span_id, service_name, coalesce(event_name, ''), time_ns, 0, "
+         "1, coalesce(trace_id_high, 0), coalesce(trace_id_low, 0), coalesce(span_id, 0) FROM logs";
+  sql.Append(ExceptionLogWhere(q.filter));
+  sql.Append(ExceptionGroupWhere(q));
+  sql << ") AS e ORDER BY t DESC, is_log, " << sql::UnsignedOrder("th") << ", " << sql::UnsignedOrder("tl") << ", "
+      << sql::UnsignedOrder("s") << " LIMIT ";
   sql.Bind(q.limit);
   SpanRefs out;
   SL_RETURN_IF_ERROR(Rows(sql, [&](const RowView& r) {
@@ -296,6 +341,7 @@ Result<SpanRefs> SqlReader::ExceptionSpans(const ExceptionSpansQuery& q) {
     s.name = sql::Text(r, 4);
     s.start_ns = r.GetInt(5);
     s.duration_ns = r.GetInt(6);
+    s.log = r.GetInt(7) != 0;
     out.push_back(std::move(s));
   }));
   return out;

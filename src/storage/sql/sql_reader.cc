@@ -49,6 +49,7 @@ LogRecord LogRecordOf(const RowView& r) {
   l.trace_id = TraceId{Id(r, 5), Id(r, 6)};
   l.span_id = Id(r, 7);
   l.attributes = Text(r, 8);
+  l.event_name = Text(r, 9);
   return l;
 }
 

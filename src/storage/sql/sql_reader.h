@@ -111,7 +111,10 @@ inline uint64_t Id(const RowView& r, int col) { return r.IsNull(col) ? 0 : stati
 
 //! The log columns every log read selects, in LogRecordOf's order.
 inline constexpr const char* kLogColumns =
-    "time_ns, severity_number, severity_text, body, service_name, trace_id_high, trace_id_low, span_id, attributes";
+    "time_ns, severity_number, severity_text, body, service_name, trace_id_high, trace_id_low, span_id, attributes, "
+    "event_name";
+//! How many columns kLogColumns names: a column selected after them is at this index.
+inline constexpr int kLogColumnCount = 10;
 //! A log record from a row that starts with kLogColumns.
 LogRecord LogRecordOf(const RowView& r);
 

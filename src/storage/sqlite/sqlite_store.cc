@@ -55,6 +55,10 @@ constexpr const char* kIndexSql[] = {
      "(start_time_ns, service_name, endpoint, status_code, duration_ns, project_id) WHERE is_entry = 1"),
     "CREATE INDEX IF NOT EXISTS spans_exceptions ON spans (start_time_ns) WHERE has_exception = 1",
     "CREATE INDEX IF NOT EXISTS logs_project_time ON logs (project_id, time_ns)",
+    // The log-based exception events, for the exceptions queries (their
+    // WHERE spells this predicate).
+    ("CREATE INDEX IF NOT EXISTS logs_exceptions ON logs (time_ns) "
+     "WHERE exception_type IS NOT NULL OR exception_message IS NOT NULL"),
     "CREATE INDEX IF NOT EXISTS metric_series_project_series ON metric_series (project_id, series_id)",
     "CREATE INDEX IF NOT EXISTS span_resources_key ON span_resources (project_id, resource_id)",
     "CREATE INDEX IF NOT EXISTS log_resources_key ON log_resources (project_id, resource_id)",

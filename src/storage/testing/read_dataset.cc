@@ -5,6 +5,8 @@
 #include <memory>
 #include <string>
 
+#include "model/exception_group.h"
+
 namespace sightline::read_dataset {
 namespace {
 
@@ -73,6 +75,7 @@ void AddSpan(SpanBatch* b, const SpanSpec& s) {
   b->db_system.Append("");
   b->exception_type.Append(s.exception_type);
   b->exception_message.Append(s.exception_message);
+  b->exception_group.Append(NormalizeExceptionMessage(s.exception_message));
   b->attributes.Append(s.attributes);
   b->events.Append(s.events);
   b->links.Append(s.links);
@@ -348,6 +351,11 @@ struct LogSpec {
   TraceId trace;
   uint64_t span = 0;
   const char* attributes = "{}";
+  const char* event_name = "";
+  // A log-based exception event (what ingest reads from the exception.*
+  // attributes; the attributes above need not carry them here).
+  const char* exception_type = "";
+  const char* exception_message = "";
 };
 
 void AddLog(LogBatch* b, const LogSpec& l) {
@@ -365,6 +373,10 @@ void AddLog(LogBatch* b, const LogSpec& l) {
   b->attributes.Append(l.attributes);
   b->dropped_attributes_count.push_back(0);
   b->resource_id.push_back(201);
+  b->event_name.Append(l.event_name);
+  b->exception_type.Append(l.exception_type);
+  b->exception_message.Append(l.exception_message);
+  b->exception_group.Append(NormalizeExceptionMessage(l.exception_message));
 }
 
 std::vector<LogBatch> Logs() {
@@ -383,27 +395,31 @@ std::vector<LogBatch> Logs() {
   AddLog(&a1, {At(1000), 9, "INFO", "request started", "frontend", kTrace1, kSpanA1,  // L1
                R"({"http.request.method":"GET"})"});
   AddLog(&a1, {At(1000), 17, "ERROR", "Payment FAILED for order 42", "checkout", kTrace1, kSpanA3,  // L2
-               R"({"order.id":"A-17","amount":12.5,"retry":true})"});
-  AddLog(&a1, {At(2000), 5, "DEBUG", "échec mineur", "checkout", kNoTrace, 0, "{}"});  // L4
-  AddLog(&a1, {At(3000), 0, "", "", "frontend", kNoTrace, 0, "{}"});                   // L5: no severity, empty body
-  AddLog(&a1, {At(4000), 13, "WARN", R"(promo 50%_off\path)", "frontend", kNoTrace, 0, "{}"});          // L13
-  AddLog(&a1, {At(4001), 9, "INFO", "promo 50Xyoff", "frontend", kNoTrace, 0, "{}"});                   // L14
-  AddLog(&a1, {At(5000), 21, "FATAL", "ΣΦΆΛΜΑ κρίσιμο", "worker", kTrace2, kSpanB3, R"({"k":null})"});  // L6
-  AddLog(&a1, {At(5000), 1, "TRACE", "σφάλμα trace", "worker", kTrace3, kSpanC1, R"({"lang":"el"})"});  // L7
-  AddLog(&a1, {kT0 - 1, 9, "INFO", "too early", "frontend", kTrace1, kSpanA1});                         // L10
-  AddLog(&a1, {0, 9, "INFO", "no timestamp", "frontend", kNoTrace, 0, "{}"});                           // L12
+               R"({"order.id":"A-17","amount":12.5,"retry":true})", "", "PaymentError", "card declined ✗"});
+  AddLog(&a1, {At(2000), 5, "DEBUG", "échec mineur", "checkout", kNoTrace, 0, "{}", "", "",  // L4
+               "retry 3 of order 42 failed"});
+  AddLog(&a1, {At(3000), 0, "", "", "frontend", kNoTrace, 0, "{}"});  // L5: no severity, empty body
+  AddLog(&a1, {At(4000), 13, "WARN", R"(promo 50%_off\path)", "frontend", kNoTrace, 0, "{}"});        // L13
+  AddLog(&a1, {At(4001), 9, "INFO", "promo 50Xyoff", "frontend", kNoTrace, 0, "{}"});                 // L14
+  AddLog(&a1, {At(5000), 21, "FATAL", "ΣΦΆΛΜΑ κρίσιμο", "worker", kTrace2, kSpanB3, R"({"k":null})",  // L6
+               "worker.crash", "PanicError", "worker 7 crashed at 0x7ffd5e8a"});
+  AddLog(&a1, {At(5000), 1, "TRACE", "σφάλμα trace", "worker", kTrace3, kSpanC1, R"({"lang":"el"})", "",  // L7
+               "PanicError", "worker 12 crashed at 0x1a2b3c4d"});
+  AddLog(&a1, {kT0 - 1, 9, "INFO", "too early", "frontend", kTrace1, kSpanA1});  // L10
+  AddLog(&a1, {0, 9, "INFO", "no timestamp", "frontend", kNoTrace, 0, "{}"});    // L12
 
   LogBatch& a2 = out[1];
   a2.project_id = kProjectA;
   AddLog(&a2, {At(1000), 13, "WARN", "ÉCHEC du paiement", "checkout", kTrace1, kSpanA3, R"({"lang":"fr"})"});  // L3
-  AddLog(&a2, {At(30000), 12, "INFO", "Grüße aus Köln", "naïve-svc", kTrace6, kSpanF1, R"({"n":-7})"});        // L8
-  AddLog(&a2, {At(60000) - 1, 24, "FATAL", "last one", "frontend", kNoTrace, 0, "{}"});                        // L9
-  AddLog(&a2, {At(60000), 9, "INFO", "too late", "frontend", kNoTrace, 0, "{}"});                              // L11
+  AddLog(&a2, {At(30000), 12, "INFO", "Grüße aus Köln", "naïve-svc", kTrace6, kSpanF1, R"({"n":-7})",          // L8
+               "app.greeting"});
+  AddLog(&a2, {At(60000) - 1, 24, "FATAL", "last one", "frontend", kNoTrace, 0, "{}"});  // L9
+  AddLog(&a2, {At(60000), 9, "INFO", "too late", "frontend", kNoTrace, 0, "{}"});        // L11
 
   LogBatch& b = out[2];
   b.project_id = kProjectB;
   AddLog(&b, {At(1000), 17, "ERROR", "Payment FAILED (project B)", "checkout", kTrace1, kSpanP1,  // LB1
-              R"({"order.id":"A-17"})"});
+              R"({"order.id":"A-17"})", "", "PaymentError", "card declined ✗"});
   return out;
 }
 

@@ -15,6 +15,9 @@
 //   trace starts (kTrace2/kTrace3); equal log times across two writes (L1, L2
 //   and L3) and within one (L6, L7); exception groups with equal counts, one
 //   with an absent type; equal gauge points.
+// - Exceptions from logs: L2 joins the spans' PaymentError group; L6 and L7
+//   form a group only because their messages normalise alike (ids, hex);
+//   L4 has no type and no trace; LB1 is project B's.
 // - 64-bit ids: trace ids with a zero high half that differ only in the low
 //   half (kTrace2, kTrace3, kTrace5), halves and span ids with the top bit set
 //   (kTrace4, kTrace5, a3, c5), where signed and unsigned order disagree; a

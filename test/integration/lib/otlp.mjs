@@ -252,7 +252,7 @@ export function encodeTraceRequestJson({ resource = {}, scope = { name: 'it' }, 
 
 /**
  * ExportLogsServiceRequest in OTLP/JSON: [{resource, scope, logs}] where a log is
- * {time, observedTime?, severityNumber, severityText?, body, attributes?, traceId?, spanId?, flags?}
+ * {time, observedTime?, severityNumber, severityText?, body, attributes?, traceId?, spanId?, flags?, eventName?}
  * (times bigint ns, ids hex).
  */
 export function encodeLogsJson(resourceLogs) {
@@ -273,6 +273,7 @@ export function encodeLogsJson(resourceLogs) {
           };
           if (l.traceId) rec.traceId = l.traceId;
           if (l.spanId) rec.spanId = l.spanId;
+          if (l.eventName) rec.eventName = l.eventName;
           return rec;
         }),
       }],

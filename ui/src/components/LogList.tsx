@@ -113,6 +113,11 @@ export function LogList(props: {
                       <b>Span</b> <span class="mono">{l.span_id}</span>
                     </span>
                   )}
+                  {l.event_name && (
+                    <span data-testid="log-event-name">
+                      <b>Event</b> <span class="mono">{l.event_name}</span>
+                    </span>
+                  )}
                 </div>
                 <pre class="log-full">{bodyText(l.body)}</pre>
                 <AttrTable attrs={l.attributes} />

@@ -97,6 +97,7 @@ export interface LogRow {
   trace_id: string | null;
   span_id: string | null;
   attributes: Attrs;
+  event_name: string; // OTLP LogRecord.event_name, "" when none
 }
 
 export interface TraceDetail {
@@ -116,15 +117,17 @@ export interface ExceptionGroup {
   first_seen_ms: number;
   last_seen_ms: number;
   sample_trace_id: string | null;
+  log_count: number; // of count, log records (log-based exception events)
 }
 
 export interface ExceptionSpan {
-  trace_id: string;
+  trace_id: string; // '' for a log record without trace context
   span_id: string;
   service: string;
   name: string;
   start_ms: number;
   duration_ms: number;
+  source: 'span' | 'log';
 }
 
 export interface MetricInfo {

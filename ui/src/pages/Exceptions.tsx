@@ -48,15 +48,19 @@ function GroupSpans(props: { type: string; message: string; service: string }) {
                 </thead>
                 <tbody>
                   {d.spans.map((s) => (
-                    <tr key={s.span_id} data-testid="exception-span-row">
+                    <tr key={`${s.source}|${s.trace_id}|${s.span_id}|${s.start_ms}`} data-testid="exception-span-row">
                       <td title={fmtDateTime(s.start_ms)}>{fmtTime(s.start_ms, true)}</td>
                       <td>{s.service}</td>
-                      <td>{s.name}</td>
-                      <td class="num">{fmtMs(s.duration_ms)}</td>
+                      <td>{s.source === 'log' ? `log record${s.name ? ` ${s.name}` : ''}` : s.name}</td>
+                      <td class="num">{s.source === 'log' ? '—' : fmtMs(s.duration_ms)}</td>
                       <td>
-                        <Link class="mono" data-testid="exception-trace-link" href={hrefTo(`/traces/${s.trace_id}`, { span: s.span_id })}>
-                          {shortId(s.trace_id, 12)}
-                        </Link>
+                        {s.trace_id ? (
+                          <Link class="mono" data-testid="exception-trace-link" href={hrefTo(`/traces/${s.trace_id}`, { span: s.span_id })}>
+                            {shortId(s.trace_id, 12)}
+                          </Link>
+                        ) : (
+                          '—'
+                        )}
                       </td>
                     </tr>
                   ))}
