@@ -240,6 +240,7 @@ inline void CheckInvariants(const SpanBatch& b) {
   SL_SIZE(db_system);
   SL_SIZE(exception_type);
   SL_SIZE(exception_message);
+  SL_SIZE(exception_group);
   SL_SIZE(attributes);
   SL_SIZE(events);
   SL_SIZE(links);
@@ -275,6 +276,10 @@ inline void CheckInvariants(const LogBatch& b) {
   SL_SIZE(attributes);
   SL_SIZE(dropped_attributes_count);
   SL_SIZE(resource_id);
+  SL_SIZE(event_name);
+  SL_SIZE(exception_type);
+  SL_SIZE(exception_message);
+  SL_SIZE(exception_group);
 #undef SL_SIZE
   for (size_t i = 0; i < n; ++i) {
     auto type = static_cast<AnyValueType>(b.body_type[i]);
@@ -387,6 +392,7 @@ inline void CheckSame(const SpanBatch& a, const SpanBatch& b) {
   SL_SAME(db_system);
   SL_SAME(exception_type);
   SL_SAME(exception_message);
+  SL_SAME(exception_group);
   SL_SAME(attributes);
   SL_SAME(events);
   SL_SAME(links);
@@ -416,6 +422,10 @@ inline void CheckSame(const LogBatch& a, const LogBatch& b) {
   SL_SAME(attributes);
   SL_SAME(dropped_attributes_count);
   SL_SAME(resource_id);
+  SL_SAME(event_name);
+  SL_SAME(exception_type);
+  SL_SAME(exception_message);
+  SL_SAME(exception_group);
   SL_SAME(resources.resource_id);
   SL_SAME(resources.resource_attributes);
   SL_SAME(resources.scope_name);
@@ -460,7 +470,7 @@ inline void CheckSame(const MetricBatch& a, const MetricBatch& b) {
 
 inline void CheckSameRejections(const Rejections& a, const Rejections& b) {
   if (a.count != b.count) {
-    Fail("protobuf and JSON decodes reject different numbers of items", a.message + " | " + b.message);
+    Fail("protobuf and JSON decodes reject different numbers of items", a.Summary() + " | " + b.Summary());
   }
 }
 
