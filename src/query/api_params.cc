@@ -159,8 +159,10 @@ Result<std::vector<AttrFilter>> AttrFilters(const ApiParams& p, const std::strin
 
 Result<TraceId> ParseTraceId(const std::string& name, const std::string& hex) {
   TraceId id;
-  if (hex.size() != 32 || !IdFromHex(hex, &id.high, &id.low)) {
-    return Status::InvalidArgument(name + " must be 32 hex characters");
+  // 16 hex characters are a 64-bit id (Zipkin, Jaeger, B3), stored as OTLP
+  // carries it: the low half of a 128-bit id whose high half is zero.
+  if ((hex.size() != 32 && hex.size() != 16) || !IdFromHex(hex, &id.high, &id.low)) {
+    return Status::InvalidArgument(name + " must be 32 hex characters (or 16 for a 64-bit id)");
   }
   return id;
 }

@@ -295,7 +295,7 @@ Result<std::string> TraceDetail(const Call& call) {
   JsonWriter w(&out);
   w.BeginObject();
   w.Key("trace_id");
-  w.String(hex);
+  w.String(TraceIdText(*id));  // 32 hex, also when asked with 16
   w.Key("spans");
   w.BeginArray();
   for (const SpanRecord& s : trace->spans) {

@@ -426,8 +426,14 @@ class HttpServer::Impl {
           }
         } else {
           const auto& req = parser.get();
-          RouteRequest route{
-              req.method_string(), path, query, req[http::field::cookie], req[http::field::authorization], api_port};
+          RouteRequest route{req.method_string(),
+                             path,
+                             query,
+                             req[http::field::cookie],
+                             req[http::field::authorization],
+                             req[http::field::accept],
+                             req[http::field::accept_encoding],
+                             api_port};
           auto r = routes_(route);
           res =
               r ? std::move(*r) : HttpResponse{404, "application/json", JsonError("no such path: " + path), {}, false};

@@ -36,6 +36,8 @@ struct RouteRequest {
   std::string_view query;
   std::string_view cookie;
   std::string_view authorization;
+  std::string_view accept;           // the Accept header ("" when absent)
+  std::string_view accept_encoding;  // the Accept-Encoding header
   bool api_port = false;
 };
 

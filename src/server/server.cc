@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/executor_work_guard.hpp>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -52,6 +54,47 @@ Status PrepareDataDir(const std::string& dir) {
     spdlog::warn("the data directory {} is readable by other users (mode {:o}); chmod 700 it", dir, st.st_mode & 0777);
   }
   return Status::Ok();
+}
+
+//! The q-value an Accept or Accept-Encoding header gives `token` (exactly,
+//! case-insensitive), or -1 when it does not name it.
+double QualityOf(std::string_view header, std::string_view token) {
+  auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+  auto trim = [](std::string_view v) {
+    while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+    while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+    return v;
+  };
+  while (!header.empty()) {
+    const size_t comma = header.find(',');
+    std::string_view item = header.substr(0, comma);
+    header = comma == std::string_view::npos ? std::string_view() : header.substr(comma + 1);
+    const size_t semi = item.find(';');
+    const std::string_view name = trim(item.substr(0, semi));
+    if (name.size() != token.size() ||
+        !std::equal(name.begin(), name.end(), token.begin(), [&](char a, char b) { return lower(a) == b; })) {
+      continue;
+    }
+    double q = 1;
+    if (semi != std::string_view::npos) {
+      const std::string_view param = trim(item.substr(semi + 1));
+      if (param.starts_with("q=") || param.starts_with("Q=")) q = std::atof(std::string(param.substr(2)).c_str());
+    }
+    return q;
+  }
+  return -1;
+}
+
+bool AcceptsGzip(std::string_view accept_encoding) { return QualityOf(accept_encoding, "gzip") > 0; }
+
+//! A browser navigating to a page names text/html; Prometheus and curl do not.
+bool AcceptsHtml(std::string_view accept) { return QualityOf(accept, "text/html") > 0; }
+
+//! True when the path's last segment has a file extension (`/favicon.ico`):
+//! the UI's own paths (`/traces/<id>`, `/metrics`) never do.
+bool NamesAFile(std::string_view path) {
+  const std::string_view last = path.substr(path.rfind('/') + 1);
+  return last.find('.') != std::string_view::npos;
 }
 
 }  // namespace
@@ -491,7 +534,10 @@ std::optional<HttpResponse> Server::Route(const RouteRequest& request) {
     return HttpResponse{200, "application/json", "{\"status\":\"ready\"}", {}, false};
   }
   if (!api_port) return std::nullopt;
-  if (options_.metrics_require_auth && (path == "/api/health/deep" || path == "/metrics") &&
+  // /metrics is also the UI's Metrics page: a browser loading it (Accept
+  // names text/html) gets the app, a scraper the Prometheus text.
+  const bool prometheus = path == "/metrics" && !AcceptsHtml(request.accept);
+  if (options_.metrics_require_auth && (path == "/api/health/deep" || prometheus) &&
       !api_->MayRead(request.cookie, request.authorization)) {
     HttpResponse denied =
         ApiService::JsonError(401, "this server restricts " + std::string(path) +
@@ -500,18 +546,30 @@ std::optional<HttpResponse> Server::Route(const RouteRequest& request) {
     return denied;
   }
   if (path == "/api/health/deep") return HttpResponse{200, "application/json", DeepHealthJson(), {}, false};
-  if (path == "/metrics") {
+  if (prometheus) {
     return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", PrometheusText(), {}, false};
   }
   if (path.starts_with("/api/")) return std::nullopt;
-  // The web UI: a hashed asset, else index.html so deep links reach the client-side router.
+  // The web UI: an asset, else index.html so deep links reach the client-side
+  // router; a file that is not there (an old hashed asset, /favicon.ico) is a
+  // 404, not the app.
   const UiAsset* asset = FindUiAsset(path);
-  bool hashed = asset != nullptr && path.starts_with("/assets/");
-  if (asset == nullptr) asset = FindUiAsset("/index.html");
+  const bool hashed = asset != nullptr && path.starts_with("/assets/");
+  if (asset == nullptr) {
+    if (path.starts_with("/assets/") || NamesAFile(path)) return std::nullopt;
+    asset = FindUiAsset("/index.html");
+  }
   if (asset == nullptr) return std::nullopt;
-  HttpResponse r{
-      200, asset->content_type, std::string(reinterpret_cast<const char*>(asset->data), asset->size), {}, false};
+  const bool gzip = asset->gzip_data != nullptr && AcceptsGzip(request.accept_encoding);
+  HttpResponse r{200,
+                 asset->content_type,
+                 gzip ? std::string(reinterpret_cast<const char*>(asset->gzip_data), asset->gzip_size)
+                      : std::string(reinterpret_cast<const char*>(asset->data), asset->size),
+                 {},
+                 false};
   r.headers.emplace_back("Cache-Control", hashed ? "public, max-age=31536000, immutable" : "no-cache");
+  if (gzip) r.headers.emplace_back("Content-Encoding", "gzip");
+  if (asset->gzip_data != nullptr) r.headers.emplace_back("Vary", "Accept-Encoding");
   return r;
 }
 

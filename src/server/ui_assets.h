@@ -11,6 +11,10 @@ struct UiAsset {
   const char* content_type;
   const unsigned char* data;
   size_t size;
+  //! The same bytes gzip-compressed at build time (scripts/build_ui.sh), or
+  //! nullptr where that would not be smaller.
+  const unsigned char* gzip_data;
+  size_t gzip_size;
 };
 
 //! The asset at `path`, or nullptr. Generated at build time from ui/dist.

@@ -28,7 +28,7 @@ export function ServiceDatalist({ id }: { id: string }) {
 function TraceIdBox() {
   const [id, setId] = useState('');
   const clean = id.trim().toLowerCase();
-  const ok = /^[0-9a-f]{32}$/.test(clean);
+  const ok = /^([0-9a-f]{16}){1,2}$/.test(clean);
   return (
     <form
       class="inline-form"
@@ -42,7 +42,7 @@ function TraceIdBox() {
         class="mono"
         size={34}
         data-testid="trace-id-input"
-        placeholder="Trace ID (32 hex digits)"
+        placeholder="Trace ID (32 or 16 hex digits)"
         aria-label="Open a trace by ID"
         value={id}
         onInput={(e) => setId(e.currentTarget.value)}
