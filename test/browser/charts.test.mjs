@@ -1,5 +1,6 @@
-// Charts that neither hide nor invent data (issue #14, point 1), in a real
-// browser against a real server. Each chart keeps what it drew on its element (`chartState`: bucket
+// Charts that neither hide nor invent data, and a refresh that keeps what is
+// on screen (issue #14, points 1 and 3), in a real browser against a real
+// server. Each chart keeps what it drew on its element (`chartState`: bucket
 // starts, the y values as drawn, the indices drawn as points), and the tests
 // check that against the sparse data sent here: one point, isolated points,
 // gaps.
@@ -9,7 +10,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ADMIN_PASSWORD, ADMIN_USER, Server } from './lib/server.mjs';
+import { ADMIN_PASSWORD, ADMIN_USER, Server, sleep } from './lib/server.mjs';
 import { eventually, launchBrowser } from './lib/browser.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -28,6 +29,7 @@ const STEP = 10_000;
 // Metrics: 2 minutes from T + 10 min (2 s buckets), a gauge every 5 s.
 const M0 = T + 10 * 60_000;
 const M_STEP = 2_000;
+const REFRESH_LINES = 100;
 
 let server;
 let browser;
@@ -81,6 +83,8 @@ function logs() {
     body: { stringValue: body },
     attributes: [],
   });
+  const refresh = [];
+  for (let i = 0; i < REFRESH_LINES; i++) refresh.push(rec(T + 5_000 + i * 1_000, 9, 'INFO', `refresh line ${i}`));
   return {
     resourceLogs: [
       {
@@ -97,6 +101,7 @@ function logs() {
           },
         ],
       },
+      { resource: { attributes: [str('service.name', 'refresh')] }, scopeLogs: [{ scope: { name: 'charts-test' }, logRecords: refresh }] },
     ],
   };
 }
@@ -311,6 +316,55 @@ test('metrics: rate and histogram percentiles on sparse data are points with fai
   // bucket, reported at its lower bound or above.
   for (const i of pi) assert.ok(p.data[0][i] >= 50, `p95 in bucket ${i}: ${p.data[0][i]}`);
   assertPoints(p, 0, pi, 'p95');
+});
+
+test('refresh keeps the panels, the expanded line and the scroll position until the new answer is in', async () => {
+  await open('/logs?service=refresh&range=1h');
+  const rows = page.locator(`${tid('logs-list')} ${tid('log-row')}`);
+  await eventually(async () => assert.equal(await rows.count(), REFRESH_LINES));
+  await chartState('logs-volume-chart');
+  // Open a line half way down and scroll it to the middle of the screen.
+  const line = rows.nth(60);
+  await line.locator('.log-line').click();
+  await line.locator(tid('log-details')).waitFor();
+  await page.evaluate(() => {
+    const el = document.querySelectorAll('[data-testid="log-row"]')[60];
+    window.scrollTo(0, window.scrollY + el.getBoundingClientRect().top - 400);
+  });
+  await sleep(100);
+  const before = await page.evaluate(() => window.scrollY);
+  assert.ok(before > 500, `scrolled down: ${before}`);
+  const topBefore = await line.evaluate((el) => el.getBoundingClientRect().top);
+
+  // Slow the logs calls down; their answers still come from the server.
+  let served = 0;
+  const logsCalls = (u) => u.pathname.startsWith('/api/v1/logs');
+  await page.route(logsCalls, async (route) => {
+    await sleep(1_500);
+    served++;
+    await route.continue();
+  });
+  await page.click(tid('refresh-now'));
+  await eventually(async () => {
+    assert.equal(await page.locator(`section[aria-busy="true"]${tid('logs-volume')}`).count(), 1, 'progress cue on the volume panel');
+  }, { timeoutMs: 1_000, intervalMs: 50 });
+  assert.equal(served, 0, 'the answers are still held back');
+  assert.equal(await page.locator(tid('loading')).count(), 0, 'no panel blanked to "Loading"');
+  assert.equal(await rows.count(), REFRESH_LINES, 'the lines stay on screen');
+  assert.ok(await line.locator(tid('log-details')).isVisible(), 'the expanded line stays open');
+  assert.equal(await page.evaluate(() => window.scrollY), before, 'scroll position kept while loading');
+  assert.equal(await page.locator(`${tid('logs-volume-chart')} canvas`).count(), 1, 'the chart stays');
+  await page.screenshot({ path: path.join(OUT, 'charts-refreshing.png') });
+
+  await eventually(async () => {
+    assert.equal(await page.locator('section[aria-busy="true"]').count(), 0, 'cue gone once answered');
+  });
+  assert.ok(served >= 2, `the logs and volume calls were answered by the server: ${served}`);
+  await page.unroute(logsCalls);
+  assert.equal(await rows.count(), REFRESH_LINES);
+  assert.ok(await line.locator(tid('log-details')).isVisible(), 'the expanded line is still open');
+  assert.equal(await page.evaluate(() => window.scrollY), before, 'scroll position kept');
+  assert.equal(await line.evaluate((el) => el.getBoundingClientRect().top), topBefore, 'the line did not move');
 });
 
 test('no page errors', () => {
