@@ -348,6 +348,7 @@ test('refresh keeps the panels, the expanded line and the scroll position until 
   await eventually(async () => {
     assert.equal(await page.locator(`section[aria-busy="true"]${tid('logs-volume')}`).count(), 1, 'progress cue on the volume panel');
   }, { timeoutMs: 1_000, intervalMs: 50 });
+  assert.ok(await page.locator(tid('progress')).isVisible(), 'progress bar under the header, in view while scrolled');
   assert.equal(served, 0, 'the answers are still held back');
   assert.equal(await page.locator(tid('loading')).count(), 0, 'no panel blanked to "Loading"');
   assert.equal(await rows.count(), REFRESH_LINES, 'the lines stay on screen');
@@ -358,6 +359,7 @@ test('refresh keeps the panels, the expanded line and the scroll position until 
 
   await eventually(async () => {
     assert.equal(await page.locator('section[aria-busy="true"]').count(), 0, 'cue gone once answered');
+    assert.equal(await page.locator(tid('progress')).count(), 0, 'header bar gone once answered');
   });
   assert.ok(served >= 2, `the logs and volume calls were answered by the server: ${served}`);
   await page.unroute(logsCalls);

@@ -93,7 +93,7 @@ export function Chart(props: ChartProps) {
     };
     (el as HTMLElement & { chartState?: ChartState }).chartState = state;
     const lone = ys.map(isolated);
-    const dot = 5;
+    const dot = 6;
     const text = cssVar('--text-muted') || '#666';
     const grid = cssVar('--grid') || '#ddd';
     const font = `11px ${cssVar('--font') || 'system-ui, sans-serif'}`;
@@ -117,10 +117,11 @@ export function Chart(props: ChartProps) {
           paths: bars,
           points: {
             size: dot,
+            fill: color,
             // Lines show every point when there is room; otherwise, as for
             // areas, only the points no line passes through. Bars draw
             // every value already.
-            show: (u: uPlot) => kind === 'line' && props.buckets.length * dot * 3 <= u.bbox.width / devicePixelRatio,
+            show: (u: uPlot) => kind === 'line' && props.buckets.length * dot * 4 <= u.bbox.width / devicePixelRatio,
             filter: (_u: uPlot, si: number, show: boolean) => {
               const idxs = kind === 'bars' ? [] : lone[si - 1];
               state.points[si - 1] = show ? 'all' : idxs;

@@ -54,6 +54,28 @@ export async function api<T>(path: string, params: Params = {}, init: RequestIni
   return body as T;
 }
 
+// How many useApi loads are in flight, for the progress bar under the header
+// (a panel's own bar may be scrolled out of view).
+let inFlight = 0;
+const busyListeners = new Set<(n: number) => void>();
+function track(delta: number) {
+  inFlight += delta;
+  for (const l of busyListeners) l(inFlight);
+}
+
+/** True while any useApi load is in flight. */
+export function useBusy(): boolean {
+  const [n, setN] = useState(inFlight);
+  useEffect(() => {
+    busyListeners.add(setN);
+    setN(inFlight);
+    return () => {
+      busyListeners.delete(setN);
+    };
+  }, []);
+  return n > 0;
+}
+
 export interface ApiState<T> {
   data: T | undefined;
   error: string | undefined;
@@ -86,7 +108,9 @@ export function useApi<T>(path: string | null, params: Params, tick = 0): ApiSta
     }
     const ctl = new AbortController();
     setState((s) => (s.view !== view ? { data: undefined, error: undefined, loading: true, view } : { ...s, loading: true }));
+    track(1);
     api<T>(path, params, { signal: ctl.signal })
+      .finally(() => track(-1))
       .then((data) => {
         if (!ctl.signal.aborted) setState({ data, error: undefined, loading: false, view });
       })
