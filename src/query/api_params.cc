@@ -141,6 +141,19 @@ Result<int64_t> ParseStep(const ApiParams& p, const MsRange& r) {
   return want;
 }
 
+MsRange AlignToStep(const MsRange& r, int64_t step_ms) {
+  auto floor_to = [step_ms](int64_t t) {
+    int64_t q = t / step_ms;
+    if (t % step_ms != 0 && t < 0) --q;
+    return q * step_ms;
+  };
+  const int64_t from = floor_to(r.from_ms);
+  int64_t to = floor_to(r.to_ms);
+  // Past the largest time in ns the end stays where it was asked.
+  if (to < r.to_ms) to = to > INT64_MAX / kNsPerMs - step_ms ? r.to_ms : to + step_ms;
+  return MsRange{from, to};
+}
+
 Buckets BucketsOf(const MsRange& r, int64_t step_ms) {
   return Buckets{r.from_ms * kNsPerMs, step_ms * kNsPerMs, (r.to_ms - r.from_ms + step_ms - 1) / step_ms};
 }

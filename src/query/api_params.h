@@ -50,6 +50,10 @@ Result<MsRange> ParseRange(const ApiParams& p);
 //! Bucket width in ms for a chart over the range: `step_ms`, or about 60
 //! buckets rounded to a readable width. At most 2000 buckets.
 Result<int64_t> ParseStep(const ApiParams& p, const MsRange& r);
+//! The range widened to whole buckets on the grid of multiples of step_ms
+//! since the epoch: the start floored, the end ceiled. A chart's buckets then
+//! stay put as "now" moves, and its first bucket holds a whole step.
+MsRange AlignToStep(const MsRange& r, int64_t step_ms);
 //! Buckets of step_ms over the range, starting at its start.
 Buckets BucketsOf(const MsRange& r, int64_t step_ms);
 //! Every `name=key=value` parameter as an attribute filter.

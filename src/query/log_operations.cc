@@ -57,15 +57,16 @@ Result<std::string> Logs(const Call& call) {
 }
 
 Result<std::string> LogVolume(const Call& call) {
-  auto range = ParseRange(call.params);
-  if (!range.ok()) return range.status();
-  auto step = ParseStep(call.params, *range);
+  auto asked = ParseRange(call.params);
+  if (!asked.ok()) return asked.status();
+  auto step = ParseStep(call.params, *asked);
   if (!step.ok()) return step.status();
+  const MsRange range = AlignToStep(*asked, *step);
   LogVolumeQuery q;
-  auto filter = ParseLogFilter(call, *range);
+  auto filter = ParseLogFilter(call, range);
   if (!filter.ok()) return filter.status();
   q.filter = std::move(filter.value());
-  q.buckets = BucketsOf(*range, *step);
+  q.buckets = BucketsOf(range, *step);
   auto rows = call.reader.CountLogs(q);
   if (!rows.ok()) return rows.status();
   static const char* kLevels[] = {"UNSPECIFIED", "TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL"};
@@ -80,7 +81,7 @@ Result<std::string> LogVolume(const Call& call) {
   std::string out;
   JsonWriter w(&out);
   w.BeginObject();
-  WriteBuckets(&w, *range, *step, n);
+  WriteBuckets(&w, range, *step, n);
   w.Key("series");
   w.BeginArray();
   for (int level = 0; level < 7; ++level) {

@@ -173,10 +173,11 @@ Result<std::string> MetricLabels(const Call& call) {
 
 Result<std::string> MetricSeries(const Call& call) {
   const ApiParams& p = call.params;
-  auto range = ParseRange(p);
-  if (!range.ok()) return range.status();
-  auto step = ParseStep(p, *range);
+  auto asked = ParseRange(p);
+  if (!asked.ok()) return asked.status();
+  auto step = ParseStep(p, *asked);
   if (!step.ok()) return step.status();
+  const MsRange range = AlignToStep(*asked, *step);
   auto name = p.Get("name");
   if (!name) return Status::InvalidArgument("give the metric 'name'");
   std::string agg = p.Get("agg").value_or("avg");
@@ -208,8 +209,8 @@ Result<std::string> MetricSeries(const Call& call) {
   std::unordered_map<int64_t, std::pair<int, const Series*>> chosen;
   MetricSeriesQuery query;
   query.project_id = call.project_id;
-  query.range = range->ns();
-  query.buckets = BucketsOf(*range, *step);
+  query.range = range.ns();
+  query.buckets = BucketsOf(range, *step);
   for (const auto& s : all) {
     bool keep =
         std::all_of(filters->begin(), filters->end(), [&](const AttrFilter& f) { return s.Label(f.key) == f.value; });
@@ -270,8 +271,11 @@ Result<std::string> MetricSeries(const Call& call) {
       // Increase per second. Cumulative sums diff the last value of
       // consecutive buckets (a drop is a reset: the new value is the
       // increase); delta sums add up their values.
+      // A cumulative increase across empty buckets is spread over the time
+      // since the previous point's bucket, not charged to one bucket.
       const double step_s = static_cast<double>(*step) / 1000.0;
       int64_t prev_series = 0;
+      int64_t prev_bucket = 0;
       double prev_last = NAN;
       for (const MetricBucket& m : *buckets) {
         SL_RETURN_IF_ERROR(CheckInterrupted(call));
@@ -282,18 +286,22 @@ Result<std::string> MetricSeries(const Call& call) {
           prev_last = NAN;
         }
         double inc;
+        int64_t span = 1;
         if (it->second.second->info->temporality == 1) {
           inc = m.sum;
         } else {
           if (std::isnan(prev_last)) {
             prev_last = m.last;
+            prev_bucket = m.bucket;
             continue;  // the first bucket of a cumulative series has no baseline
           }
           inc = m.last >= prev_last ? m.last - prev_last : m.last;
+          span = std::max<int64_t>(1, m.bucket - prev_bucket);
           prev_last = m.last;
+          prev_bucket = m.bucket;
         }
         double& v = values[it->second.first][m.bucket];
-        v = (std::isnan(v) ? 0 : v) + inc / step_s;
+        v = (std::isnan(v) ? 0 : v) + inc / (step_s * static_cast<double>(span));
       }
     } else {
       // Histogram percentiles: per series and bucket, the bucket's
@@ -343,7 +351,7 @@ Result<std::string> MetricSeries(const Call& call) {
   w.String(*name);
   w.Key("agg");
   w.String(agg);
-  WriteBuckets(&w, *range, *step, n);
+  WriteBuckets(&w, range, *step, n);
   w.Key("series");
   w.BeginArray();
   for (size_t g = 0; g < group_keys.size(); ++g) {

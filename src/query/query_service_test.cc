@@ -184,6 +184,18 @@ TEST(QueryServiceTest, RateOfMonotonicSumsComputedByHand) {
   ExpectValues(Values(series.at(0)), {1.2, 5.1, 3, 3, NAN, NAN}, "rate");
 }
 
+TEST(QueryServiceTest, RateAcrossEmptyBucketsIsSpreadOverTheGap) {
+  QueryOnEngine q("memory");
+  // 5 s buckets: series 13's points at 1, 11, 21, 31 s fall in buckets 0, 2,
+  // 4, 6, so each increase covers two buckets (10 s): 50/10, 30/10 (reset),
+  // 30/10. Series 14 (delta) adds 12/5 in bucket 0 and 1/5 in bucket 2. The
+  // buckets between hold no point and stay empty.
+  auto doc = q.Json("metrics/series", "name=requests&agg=rate&step_ms=5000&from=" + kFrom + "&to=" + kTo);
+  auto series = doc["series"].get_array();
+  ASSERT_EQ(series.size(), 1u);
+  ExpectValues(Values(series.at(0)), {2.4, NAN, 5.2, NAN, 3, NAN, 3, NAN, NAN, NAN, NAN, NAN}, "rate");
+}
+
 TEST(QueryServiceTest, HistogramPercentilesComputedByHand) {
   QueryOnEngine q("memory");
   // http.server.duration: series 11 (cumulative, bounds [10,100] then
@@ -466,6 +478,34 @@ TEST_P(QueryEnginesTest, EveryCallAnswersAsTheReference) {
     auto truth = reference.Json(op, query);
     std::string diff;
     EXPECT_TRUE(SameJson(mine, truth, op + "?" + query, &diff)) << GetParam() << " differs: " << diff;
+  }
+}
+
+TEST_P(QueryEnginesTest, SeriesBucketsLieOnMultiplesOfTheStep) {
+  // A range that starts 3 s into a 10 s bucket and ends 4 s before the end of
+  // one answers with the whole buckets around it: the same bucket starts and
+  // values as the range on the grid. A chart then does not shift as "now"
+  // moves, and its first bucket is not a part of a step.
+  QueryOnEngine q(GetParam());
+  const int64_t from = kRange.from_ns / kNsPerMs, to = kRange.to_ns / kNsPerMs;
+  const std::string grid = "step_ms=10000&from=" + kFrom + "&to=" + kTo;
+  const std::string off_grid = "step_ms=10000&from=" + std::to_string(from + 3000) + "&to=" + std::to_string(to - 4000);
+  const std::vector<std::pair<std::string, std::string>> calls = {
+      {"endpoints/series", "metric=count"},
+      {"endpoints/series", "metric=p95"},
+      {"logs/volume", ""},
+      {"metrics/series", "name=cpu.temp&agg=avg"},
+      {"metrics/series", "name=requests&agg=rate"},
+      {"metrics/series", "name=http.server.duration&agg=p50"},
+  };
+  for (const auto& [op, extra] : calls) {
+    auto shifted = q.Json(op, off_grid + "&" + extra);
+    auto aligned = q.Json(op, grid + "&" + extra);
+    auto buckets = shifted["buckets"].get_array();
+    ASSERT_EQ(buckets.size(), 6u) << op << "?" << extra;
+    EXPECT_EQ(int64_t(buckets.at(0)), from) << op << "?" << extra;
+    std::string diff;
+    EXPECT_TRUE(SameJson(shifted, aligned, op + "?" + extra, &diff)) << GetParam() << ": " << diff;
   }
 }
 

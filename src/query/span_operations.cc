@@ -146,10 +146,11 @@ Result<std::string> Endpoints(const Call& call) {
 
 Result<std::string> EndpointSeries(const Call& call) {
   const ApiParams& p = call.params;
-  auto range = ParseRange(p);
-  if (!range.ok()) return range.status();
-  auto step = ParseStep(p, *range);
+  auto asked = ParseRange(p);
+  if (!asked.ok()) return asked.status();
+  auto step = ParseStep(p, *asked);
   if (!step.ok()) return step.status();
+  const MsRange range = AlignToStep(*asked, *step);
   std::string metric = p.Get("metric").value_or("p95");
   if (metric != "p50" && metric != "p95" && metric != "p99" && metric != "count") {
     return Status::InvalidArgument("metric must be one of p50, p95, p99, count");
@@ -158,7 +159,7 @@ Result<std::string> EndpointSeries(const Call& call) {
   if (!top.ok()) return top.status();
   // The top endpoints by count: ranking needs no percentiles.
   SpanGroupQuery rank;
-  rank.filter = EntrySpans(call, *range);
+  rank.filter = EntrySpans(call, range);
   rank.dimensions = {SpanDimension::kService, SpanDimension::kEndpoint};
   rank.percentiles = {false, false, false};
   auto ranked = CappedGroups(call, rank, "endpoints", "filter by service or narrow the range");
@@ -172,7 +173,7 @@ Result<std::string> EndpointSeries(const Call& call) {
   }
   const size_t named = series.labels.size();
   const bool has_other = ranked->size() > named;
-  const Buckets buckets = BucketsOf(*range, *step);
+  const Buckets buckets = BucketsOf(range, *step);
   const int64_t n = buckets.count;
   std::vector<std::vector<double>> values(named + (has_other ? 1 : 0), std::vector<double>(n, NAN));
   const int which = metric == "p50" ? 0 : metric == "p95" ? 1 : metric == "p99" ? 2 : -1;
@@ -198,7 +199,7 @@ Result<std::string> EndpointSeries(const Call& call) {
   w.BeginObject();
   w.Key("metric");
   w.String(metric);
-  WriteBuckets(&w, *range, *step, n);
+  WriteBuckets(&w, range, *step, n);
   w.Key("series");
   w.BeginArray();
   auto emit = [&](const std::string& name, const std::vector<double>& row) {

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { api, useApi } from '../lib/api';
+import { api, useApi, useBusy } from '../lib/api';
 import { useApp } from '../lib/ctx';
 import { hrefTo, navigate, setParams } from '../lib/router';
 import { fromLocalInput, PRESETS, REFRESH, toLocalInput } from '../lib/time';
@@ -191,8 +191,10 @@ function UserMenu({ username }: { username: string }) {
 export function Header({ username }: { username: string }) {
   const { loc } = useApp();
   const current = pageOf(loc.path);
+  const busy = useBusy();
   return (
     <header class="topbar">
+      {busy && <div class="progress" data-testid="progress" aria-hidden="true" />}
       <div class="brand">
         <Link href={hrefTo('/')} class="logo" aria-label="Sightline home">
           <span class="logo-mark" aria-hidden="true">◉</span> Sightline

@@ -75,6 +75,7 @@ export function Async<T>(props: {
   );
 }
 
+/** A box with a title. `busy`: a request is in flight; what is shown stays, under a thin progress bar. */
 export function Panel(props: {
   title?: ComponentChildren;
   actions?: ComponentChildren;
@@ -84,11 +85,14 @@ export function Panel(props: {
   class?: string;
 }) {
   return (
-    <section class={`panel ${props.class ?? ''}`} data-testid={props.testid}>
+    <section
+      class={`panel ${props.busy ? 'busy' : ''} ${props.class ?? ''}`}
+      data-testid={props.testid}
+      aria-busy={props.busy ? 'true' : undefined}
+    >
       {(props.title || props.actions) && (
         <header class="panel-head">
           <h2>{props.title}</h2>
-          {props.busy && <span class="spinner small" title="Refreshing" aria-label="Refreshing" />}
           <div class="panel-actions">{props.actions}</div>
         </header>
       )}

@@ -1,6 +1,7 @@
 // Fetch wrapper for the query API: JSON in and out, {"error"} messages
 // surfaced as ApiError, any 401 sends the user to the login page.
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useContext, useEffect, useState } from 'preact/hooks';
+import { Ctx } from './ctx';
 import { navigate } from './router';
 
 export class ApiError extends Error {
@@ -53,52 +54,75 @@ export async function api<T>(path: string, params: Params = {}, init: RequestIni
   return body as T;
 }
 
+// How many useApi loads are in flight, for the progress bar under the header
+// (a panel's own bar may be scrolled out of view).
+let inFlight = 0;
+const busyListeners = new Set<(n: number) => void>();
+function track(delta: number) {
+  inFlight += delta;
+  for (const l of busyListeners) l(inFlight);
+}
+
+/** True while any useApi load is in flight. */
+export function useBusy(): boolean {
+  const [n, setN] = useState(inFlight);
+  useEffect(() => {
+    busyListeners.add(setN);
+    setN(inFlight);
+    return () => {
+      busyListeners.delete(setN);
+    };
+  }, []);
+  return n > 0;
+}
+
 export interface ApiState<T> {
   data: T | undefined;
   error: string | undefined;
+  /** A request is in flight; `data`, when set, is the previous answer, still on screen. */
   loading: boolean;
 }
 
 /**
- * Loads `path` with `params`; reloads when they change (dropping the old
- * answer) or when `tick` changes (keeping the old answer on screen until the
- * new one arrives). `path` null means "nothing to load yet".
+ * Loads `path` with `params`; reloads when they change or when `tick`
+ * changes. A refresh keeps the answer on screen (`loading` true) until the
+ * new one arrives: so does a preset range ("last hour") sliding with "now",
+ * which moves `from`/`to` but shows the same view. Any other change drops the
+ * old answer at once, so an old answer is never shown for another question.
+ * `path` null means "nothing to load yet".
  */
 export function useApi<T>(path: string | null, params: Params, tick = 0): ApiState<T> {
+  const preset = useContext(Ctx)?.range.preset;
   const key = path === null ? '' : apiUrl(path, params);
-  const [state, setState] = useState<ApiState<T> & { key: string }>({
+  const view = path !== null && preset && 'from' in params ? apiUrl(path, { ...params, from: preset, to: null }) : key;
+  const [state, setState] = useState<ApiState<T> & { view: string }>({
     data: undefined,
     error: undefined,
     loading: path !== null,
-    key,
+    view,
   });
-  const keyRef = useRef(key);
   useEffect(() => {
     if (path === null) {
-      setState({ data: undefined, error: undefined, loading: false, key });
+      setState({ data: undefined, error: undefined, loading: false, view });
       return;
     }
-    const keyChanged = keyRef.current !== key;
-    keyRef.current = key;
     const ctl = new AbortController();
-    setState((s) =>
-      keyChanged || s.key !== key
-        ? { data: undefined, error: undefined, loading: true, key }
-        : { ...s, loading: true },
-    );
+    setState((s) => (s.view !== view ? { data: undefined, error: undefined, loading: true, view } : { ...s, loading: true }));
+    track(1);
     api<T>(path, params, { signal: ctl.signal })
+      .finally(() => track(-1))
       .then((data) => {
-        if (!ctl.signal.aborted) setState({ data, error: undefined, loading: false, key });
+        if (!ctl.signal.aborted) setState({ data, error: undefined, loading: false, view });
       })
       .catch((err: unknown) => {
         if (ctl.signal.aborted) return;
         const message = err instanceof Error ? err.message : String(err);
-        setState((s) => ({ data: s.key === key ? s.data : undefined, error: message, loading: false, key }));
+        setState((s) => ({ data: s.view === view ? s.data : undefined, error: message, loading: false, view }));
       });
     return () => ctl.abort();
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [key, tick]);
-  // While a new key is loading, never show the answer of the old one.
-  if (state.key !== key) return { data: undefined, error: undefined, loading: path !== null };
+  // While another view is loading, never show the answer of the old one.
+  if (state.view !== view) return { data: undefined, error: undefined, loading: path !== null };
   return state;
 }

@@ -21,7 +21,9 @@ function EndpointsChart({ service }: { service: string }) {
   const { loc, tick } = useApp();
   const scope = useScope();
   const metric = METRICS.some((m) => m.key === loc.q.get('metric')) ? loc.q.get('metric')! : 'p95';
-  const stacked = loc.q.get('stack') !== '0';
+  const isCount = metric === 'count';
+  // Percentiles do not add up: only request counts are stacked.
+  const stacked = isCount && loc.q.get('stack') !== '0';
   const st = useApi<SeriesAnswer<{ name: string; values: (number | null)[] }>>(
     'endpoints/series',
     { ...scope, service, metric, top: 10 },
@@ -31,7 +33,6 @@ function EndpointsChart({ service }: { service: string }) {
     () => (st.data?.series ?? []).map((s) => ({ label: s.name, values: s.values })),
     [st.data],
   );
-  const isCount = metric === 'count';
   return (
     <Panel
       title={`${METRICS.find((m) => m.key === metric)!.label}${stacked ? ', stacked' : ''} by endpoint`}
@@ -51,15 +52,17 @@ function EndpointsChart({ service }: { service: string }) {
               </option>
             ))}
           </select>
-          <label class="check">
-            <input
-              type="checkbox"
-              data-testid="stack-toggle"
-              checked={stacked}
-              onChange={(e) => setParams({ stack: e.currentTarget.checked ? null : '0' }, true)}
-            />
-            Stacked
-          </label>
+          {isCount && (
+            <label class="check">
+              <input
+                type="checkbox"
+                data-testid="stack-toggle"
+                checked={stacked}
+                onChange={(e) => setParams({ stack: e.currentTarget.checked ? null : '0' }, true)}
+              />
+              Stacked
+            </label>
+          )}
         </>
       }
     >
@@ -72,7 +75,7 @@ function EndpointsChart({ service }: { service: string }) {
               testid="endpoints-chart"
               buckets={d.buckets}
               series={series}
-              kind="area"
+              kind={isCount ? 'area' : 'line'}
               stacked={stacked}
               yFormat={isCount ? fmtCompact : fmtMs}
               onZoom={(from, to) => setParams({ range: null, from, to })}

@@ -81,8 +81,24 @@ export function LogsPage() {
   });
   const [newer, setNewer] = useState<LogRow[]>([]);
   const [tailError, setTailError] = useState<string | null>(null);
+  // A refresh of the same view keeps the lines already shown (loaded pages
+  // and tailed lines) below the new first page, and where "Load more" goes
+  // on, when that page reaches down to them: the list neither shrinks nor
+  // loses its scroll position. Otherwise (another view, or more new lines
+  // than a page) it starts over, rather than show a gap.
+  const shownRef = useRef<LogRow[]>([]);
+  const firstRef = useRef<LogsAnswer | undefined>(undefined);
   useEffect(() => {
-    setOlder({ logs: [], cursor: undefined, loading: false });
+    const prev = firstRef.current;
+    const d = first.data;
+    firstRef.current = d;
+    const shown = shownRef.current;
+    const top = shown.length ? logKey(shown[0]) : '';
+    if (prev && d && top && shown.length <= MAX_ROWS && d.logs.some((l) => logKey(l) === top)) {
+      setOlder((o) => ({ logs: shown, cursor: o.cursor !== undefined ? o.cursor : prev.next_cursor ?? null, loading: false }));
+    } else {
+      setOlder({ logs: [], cursor: undefined, loading: false });
+    }
     setNewer([]);
   }, [first.data]);
 
@@ -96,6 +112,9 @@ export function LogsPage() {
       return true;
     });
   }, [newer, first.data, older.logs]);
+  useEffect(() => {
+    shownRef.current = all;
+  }, [all]);
   const cursor = older.cursor !== undefined ? older.cursor : first.data?.next_cursor ?? null;
 
   // Live tail: every 2 s, fetch what arrived after the newest line shown.
