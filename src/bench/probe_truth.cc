@@ -9,6 +9,8 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "common/exception_group.h"
+
 namespace sightline::bench {
 
 double InterpolatedPercentile(const std::vector<int64_t>& sorted, double q) {
@@ -21,6 +23,13 @@ double InterpolatedPercentile(const std::vector<int64_t>& sorted, double q) {
 }
 
 namespace {
+
+//! The start of the series grid the server answers on: `from` floored to a
+//! multiple of the step (docs/API.md, series).
+int64_t GridOrigin(int64_t from_ns, int64_t step_ms) {
+  const int64_t from_ms = from_ns / 1000000;
+  return (from_ms / step_ms) * step_ms * 1000000;
+}
 
 constexpr size_t kMaxReported = 3;  // differences listed per mismatch
 
@@ -102,7 +111,8 @@ void ProbeTruth::AddSpans(const SpanRequest& request) {
       const Attribute* type = span.event->attributes.Find("exception.type");
       const Attribute* message = span.event->attributes.Find("exception.message");
       std::string t(type ? type->string_value : ""), m(message ? message->string_value : "");
-      if (!t.empty() || !m.empty()) ++exceptions_[{std::move(t), std::move(m), service}];
+      // Grouped by the normalised message, as the server groups them.
+      if (!t.empty() || !m.empty()) ++exceptions_[{std::move(t), NormalizeExceptionMessage(m), service}];
     }
     const bool entry = span.kind == 2 || span.kind == 5 || IsZero(span.parent_span_id);
     if (!entry) continue;
@@ -265,12 +275,13 @@ std::string ProbeTruth::CheckEndpointSeries(std::string_view json) const {
   int64_t step_ms = 0;
   if (doc["step_ms"].get_int64().get(step_ms) != simdjson::SUCCESS || step_ms <= 0) return "mismatch: no step_ms";
   const int64_t step_ns = step_ms * 1000000;
+  const int64_t origin_ns = GridOrigin(o_.from_ns, step_ms);
   size_t i = 0;
   for (simdjson::dom::element s : series) {
     std::map<int64_t, std::vector<int64_t>> buckets;  // bucket -> durations
     for (size_t g = (want[i] == "other" ? o_.top : i); g < (want[i] == "other" ? groups.size() : i + 1); ++g) {
       for (const auto& [start, duration] : endpoints_.at(groups[g].second).spans) {
-        buckets[(start - o_.from_ns) / step_ns].push_back(duration);
+        buckets[(start - origin_ns) / step_ns].push_back(duration);
       }
     }
     simdjson::dom::array values;
@@ -415,8 +426,9 @@ std::string ProbeTruth::CheckMetricGroups(std::string_view json, const std::stri
   int64_t step_ms = 0;
   if (doc["step_ms"].get_int64().get(step_ms) != simdjson::SUCCESS || step_ms <= 0) return "mismatch: no step_ms";
   std::map<std::pair<std::string, int64_t>, std::pair<double, uint64_t>> sums;
+  const int64_t origin_ns = GridOrigin(o_.from_ns, step_ms);
   for (const Point& p : pts->second) {
-    auto& [sum, n] = sums[{group_of[p.series], (p.time_ns - o_.from_ns) / (step_ms * 1000000)}];
+    auto& [sum, n] = sums[{group_of[p.series], (p.time_ns - origin_ns) / (step_ms * 1000000)}];
     sum += p.value;
     ++n;
   }

@@ -217,7 +217,7 @@ void AddRows(const SpanRequest& request, int64_t project_id, std::set<uint32_t>*
     main->Text(route.empty() ? s.name : route);
     main->Int(s.kind == 2 || s.kind == 5 || root ? 1 : 0);
     main->Int(exception_type.empty() && exception_message.empty() ? 0 : 1);
-    // The server stores the normalised message (model/exception_group.h,
+    // The server stores the normalised message (common/exception_group.h,
     // behind the bench's include wall); the message itself is the same size.
     TextOrNull(main, exception_message);
     main->EndRow();

@@ -15,9 +15,9 @@
 #include <unordered_set>
 #include <vector>
 
+#include "common/exception_group.h"
 #include "common/hex.h"
 #include "common/json_writer.h"
-#include "model/exception_group.h"
 #include "model/ids.h"
 #include "opentelemetry/proto/collector/logs/v1/logs_service.pb.h"
 #include "opentelemetry/proto/collector/metrics/v1/metrics_service.pb.h"

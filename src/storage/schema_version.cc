@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "model/exception_group.h"
+#include "common/exception_group.h"
 #include "model/ids.h"
 
 namespace sightline::schema {

@@ -189,7 +189,7 @@ struct TraceDetail {
 //! Exceptions: spans that recorded one (has_exception) and log records that
 //! are log-based exception events (an exception.type or exception.message
 //! attribute), grouped by (type, exception group, service): the group is the
-//! message normalised at ingest (model/exception_group.h), so messages that
+//! message normalised at ingest (common/exception_group.h), so messages that
 //! differ only in ids share one. An absent type or message is "".
 struct ExceptionQuery {
   //! range (spans' start_time_ns, records' time_ns) and service; the other

@@ -444,13 +444,17 @@ function expectedEndpoints(r, { service, sort = 'count', order } = {}) {
   return groups.map(({ spans, ...g }) => g);
 }
 
+// Series answer on a grid of multiples of the step: the range is widened to
+// whole buckets (from floored, to ceiled) before anything is read (docs/API.md).
+const alignToStep = (r, step) => ({ from: Math.floor(r.from / step) * step, to: Math.ceil(r.to / step) * step });
 function bucketsFor(r, step) {
   const n = Math.ceil((r.to - r.from) / step);
   return Array.from({ length: n }, (_, i) => r.from + i * step);
 }
 const bucketOf = (ns, r, step) => Number((ns - msToNs(r.from)) / msToNs(step));
 
-function expectedEndpointSeries(r, { service, metric = 'p95', top = 10, step }) {
+function expectedEndpointSeries(asked, { service, metric = 'p95', top = 10, step }) {
+  const r = alignToStep(asked, step);
   const groups = endpointGroups(r, service);
   groups.sort((a, b) => b.count - a.count || strCmp(a.service, b.service) || strCmp(a.endpoint, b.endpoint));
   const named = groups.slice(0, top);
@@ -611,7 +615,8 @@ function logJson(l) {
   };
 }
 
-function expectedVolume(r, f, step) {
+function expectedVolume(asked, f, step) {
+  const r = alignToStep(asked, step);
   const n = Math.ceil((r.to - r.from) / step);
   const byLevel = new Map();
   for (const l of expectedLogs(r, f)) {
@@ -645,7 +650,8 @@ function histogramQuantile(bounds, counts, q) {
 
 const labelOf = (s, k) => (k === 'service.name' ? s.service : (s.labels[k] ?? ''));
 
-function expectedMetricSeries(r, { name, agg = 'avg', group_by, filter, step }) {
+function expectedMetricSeries(asked, { name, agg = 'avg', group_by, filter, step }) {
+  const r = alignToStep(asked, step);
   const groupKeys = group_by ? group_by.split(',').filter(Boolean) : [];
   const filters = [].concat(filter ?? []).map((a) => [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)]);
   const quantile = agg.startsWith('p');
@@ -683,16 +689,20 @@ function expectedMetricSeries(r, { name, agg = 'avg', group_by, filter, step }) 
           perBucket.set(b, e);
         }
         let prev = null;
+        let prevBucket = 0;
         for (const b of [...perBucket.keys()].sort((x, y) => x - y)) {
           const e = perBucket.get(b);
           let inc;
+          let buckets = 1;  // an increase across empty buckets is spread over them
           if (s.temporality === 1) inc = e.sum;
           else {
-            if (prev === null) { prev = e.last; continue; }   // no baseline for the first bucket
+            if (prev === null) { prev = e.last; prevBucket = b; continue; }  // no baseline for the first bucket
             inc = e.last >= prev ? e.last - prev : e.last;    // a drop is a counter reset
+            buckets = Math.max(1, b - prevBucket);
             prev = e.last;
+            prevBucket = b;
           }
-          values[b] = (values[b] ?? 0) + inc / (step / 1000);
+          values[b] = (values[b] ?? 0) + inc / ((step / 1000) * buckets);
         }
       }
     } else {
@@ -1312,7 +1322,7 @@ for (const engine of ENGINES) {
       const rate = await get('metrics/series', { ...RANGE, name: 'http.server.requests', agg: 'rate', group_by: 'route', step_ms: 60_000 });
       for (const s of DATA.series.filter((x) => x.name === 'http.server.requests')) {
         const g = rate.series.find((x) => x.labels.route === s.labels.route);
-        const buckets = [...new Set(s.points.map((p) => bucketOf(p.time, RANGE, 60_000)))].sort((a, b) => a - b);
+        const buckets = [...new Set(s.points.map((p) => bucketOf(p.time, alignToStep(RANGE, 60_000), 60_000)))].sort((a, b) => a - b);
         assert.equal(g.values[buckets[0]], null, 'no rate in the first bucket (no baseline)');
         for (const b of buckets.slice(1, -1)) close(g.values[b], s.slope, 1e-9, `rate of ${s.labels.route} in bucket ${b}`);
       }

@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "model/exception_group.h"
+#include "common/exception_group.h"
 
 namespace sightline::read_dataset {
 namespace {

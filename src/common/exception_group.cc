@@ -1,4 +1,4 @@
-#include "model/exception_group.h"
+#include "common/exception_group.h"
 
 #include <cstddef>
 
