@@ -352,6 +352,10 @@ struct MetricBucket {
   // of the last point. Points without bucket counts are skipped.
   std::vector<double> counts;
   std::vector<double> bounds;
+  // kHistograms, exponential histogram points: the `exp_histogram` JSON text
+  // (docs/STORAGE.md) of the newest point for a cumulative series, of every
+  // point oldest first for a delta series. The caller merges them.
+  std::vector<std::string> exp_histograms;
 };
 //! By series_id, then bucket.
 using MetricBuckets = std::vector<MetricBucket>;

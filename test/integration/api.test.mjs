@@ -669,7 +669,18 @@ function expectedMetricSeries(asked, { name, agg = 'avg', group_by, filter, step
   const out = [];
   for (const g of groups.values()) {
     const values = new Array(n).fill(null);
-    if (!quantile && agg !== 'rate') {
+    if (agg === 'last') {
+      // The newest point of each series in each bucket, added up per group.
+      for (const s of g.series) {
+        const newest = new Map();  // bucket -> point
+        for (const p of s.points) {
+          if (!inRange(p.time, r)) continue;
+          const b = bucketOf(p.time, r, step);
+          if (!newest.has(b) || p.time > newest.get(b).time) newest.set(b, p);
+        }
+        for (const [b, p] of newest) values[b] = (values[b] ?? 0) + p.value;
+      }
+    } else if (!quantile && agg !== 'rate') {
       const acc = Array.from({ length: n }, () => []);
       for (const s of g.series) for (const p of s.points) if (inRange(p.time, r)) acc[bucketOf(p.time, r, step)].push(p.value);
       acc.forEach((vs, b) => {
@@ -1294,7 +1305,9 @@ for (const engine of ENGINES) {
         { name: 'queue.depth' },                                           // avg, auto step
         { name: 'http.server.requests', agg: 'rate', group_by: 'route', step_ms: 60_000 },
         { name: 'http.server.requests', agg: 'rate', step_ms: 120_000 },
-        { name: 'http.server.requests', agg: 'max', group_by: 'route', step_ms: 60_000 },
+        { name: 'http.server.requests', agg: 'last', group_by: 'route', step_ms: 60_000 },
+        { name: 'http.server.requests', agg: 'last', step_ms: 120_000 },
+        { name: 'queue.depth', agg: 'last', group_by: 'queue', step_ms: 60_000 },
         { name: 'jobs.processed', agg: 'rate', step_ms: 60_000 },
         { name: 'jobs.processed', agg: 'sum', step_ms: 300_000 },
         { name: 'http.server.duration', agg: 'p50', step_ms: 60_000 },
@@ -1371,6 +1384,8 @@ for (const engine of ENGINES) {
         ['metrics/series', { name: 'queue.depth', agg: 'median' }],
         ['metrics/series', { name: 'queue.depth', agg: 'rate' }],
         ['metrics/series', { name: 'queue.depth', agg: 'p95' }],
+        ['metrics/series', { name: 'http.server.requests', agg: 'sum' }],  // a cumulative counter: use rate
+        ['metrics/series', { name: 'http.server.requests', agg: 'max' }],
         ['metrics/series', { name: 'queue.depth', filter: 'queue' }],
         ['metrics/series', { name: 'queue.depth', step_ms: 'fast' }],
       ];
@@ -1378,6 +1393,8 @@ for (const engine of ENGINES) {
         const res = await api(server, path, params);
         assertError(res, 400, `GET ${path}?${pretty(params)}`);
       }
+      const counterSum = await api(server, 'metrics/series', { ...RANGE, name: 'http.server.requests', agg: 'sum' });
+      assert.match(counterSum.json.error, /cumulative counter.*agg=rate/, 'the refusal of a raw sum points to rate');
       assertError(await api(server, '', {}, { raw: '/api/v1/logs?q=%zz' }), 400, 'malformed percent-encoding');
       assertError(await api(server, '', {}, { raw: '/api/v1/logs?q=abc%4' }), 400, 'truncated percent-encoding');
     });
