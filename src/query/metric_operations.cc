@@ -228,6 +228,32 @@ double ExpQuantile(const ExpDist& d, double q) {
   return 0;
 }
 
+// A summary point's reported quantile q (`quantiles` JSON: [{"quantile",
+// "value"}]): the reported value, linear between the two reported quantiles
+// around q, NaN outside them (a summary's quantiles cannot be recomputed).
+double SummaryQuantile(simdjson::dom::parser& parser, const std::string& json, double q) {
+  std::vector<std::pair<double, double>> reported;
+  simdjson::dom::element doc;
+  simdjson::dom::array arr;
+  if (parser.parse(json).get(doc) != simdjson::SUCCESS || doc.get_array().get(arr) != simdjson::SUCCESS) return NAN;
+  for (auto e : arr) {
+    double quantile, value;
+    if (e["quantile"].get_double().get(quantile) != simdjson::SUCCESS) continue;
+    if (e["value"].get_double().get(value) != simdjson::SUCCESS) continue;
+    reported.emplace_back(quantile, value);
+  }
+  std::sort(reported.begin(), reported.end());
+  for (size_t i = 0; i < reported.size(); ++i) {
+    if (std::abs(reported[i].first - q) < 1e-9) return reported[i].second;
+    if (i > 0 && reported[i - 1].first < q && q < reported[i].first) {
+      const auto [q0, v0] = reported[i - 1];
+      const auto [q1, v1] = reported[i];
+      return v0 + (v1 - v0) * (q - q0) / (q1 - q0);
+    }
+  }
+  return NAN;
+}
+
 }  // namespace
 
 Result<std::string> MetricList(const Call& call) {
@@ -360,7 +386,8 @@ Result<std::string> MetricSeries(const Call& call) {
     bool keep =
         std::all_of(filters->begin(), filters->end(), [&](const AttrFilter& f) { return s.Label(f.key) == f.value; });
     if (!keep) continue;
-    bool histogram = s.info->type == MetricType::kHistogram || s.info->type == MetricType::kExponentialHistogram;
+    bool histogram = s.info->type == MetricType::kHistogram || s.info->type == MetricType::kExponentialHistogram ||
+                     s.info->type == MetricType::kSummary;
     if (quantile && !histogram) continue;
     if (!quantile && histogram && agg != "rate") continue;
     if (agg == "rate" && !(s.info->type == MetricType::kSum && s.info->monotonic)) continue;
@@ -381,7 +408,7 @@ Result<std::string> MetricSeries(const Call& call) {
     if (s.info->temporality == 1) query.delta_series_ids.push_back(s.info->series_id);
   }
   if (!all.empty() && chosen.empty() && (quantile || agg == "rate")) {
-    return Status::InvalidArgument(quantile ? "percentiles need a histogram or exponential histogram metric"
+    return Status::InvalidArgument(quantile ? "percentiles need a histogram, exponential histogram or summary metric"
                                             : "rate needs a monotonic sum metric");
   }
   const int64_t n = query.buckets.count;
@@ -478,6 +505,7 @@ Result<std::string> MetricSeries(const Call& call) {
       // Exponential histograms: merged at the smallest scale seen; a
       // cumulative point minus the previous bucket's newest point.
       std::map<std::pair<int, int64_t>, ExpDist> merged_exp;
+      std::map<std::pair<int, int64_t>, double> summary_max;
       simdjson::dom::parser parser;
       int64_t prev_series = 0;
       std::vector<double> prev_counts;
@@ -490,6 +518,15 @@ Result<std::string> MetricSeries(const Call& call) {
           prev_series = m.series_id;
           prev_counts.clear();
           prev_exp.reset();
+        }
+        if (!m.quantiles.empty()) {
+          // A summary's own quantile; several series in a group answer the
+          // greatest (quantiles of different series cannot be merged).
+          const double v = SummaryQuantile(parser, m.quantiles, q);
+          if (std::isnan(v)) continue;
+          auto [cell, fresh] = summary_max.try_emplace({it->second.first, m.bucket}, v);
+          if (!fresh) cell->second = std::max(cell->second, v);
+          continue;
         }
         if (!m.exp_histograms.empty()) {
           std::optional<ExpDist> sum;
@@ -535,6 +572,9 @@ Result<std::string> MetricSeries(const Call& call) {
       for (const auto& [key, d] : merged) values[key.first][key.second] = HistogramQuantile(d.bounds, d.counts, q);
       for (const auto& [key, d] : merged_exp) {
         if (std::isnan(values[key.first][key.second])) values[key.first][key.second] = ExpQuantile(d, q);
+      }
+      for (const auto& [key, v] : summary_max) {
+        if (std::isnan(values[key.first][key.second])) values[key.first][key.second] = v;
       }
     }
   }

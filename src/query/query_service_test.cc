@@ -249,6 +249,22 @@ TEST(QueryServiceTest, ExponentialHistogramPercentilesComputedByHand) {
   ExpectValues(by_service["frontend"], {r2 + (2 - r2) * 0.9, 3.9, 1.95, NAN, NAN, NAN}, "frontend p95");
 }
 
+// gc.pause, a summary: bucket 0's newest point reports 0.5 → 2, 0.9 → 4,
+// 0.99 → 20; bucket 2's 0.5 → 3, 0.95 → 7. p95 in bucket 0 lies between 0.9
+// and 0.99: 4 + 16*(0.05/0.09); p99 in bucket 2 is past what it reports.
+TEST(QueryServiceTest, SummariesAnswerTheirReportedQuantiles) {
+  QueryOnEngine q("memory");
+  const std::string range = "&step_ms=10000&from=" + kFrom + "&to=" + kTo;
+  auto values = [&](const std::string& agg) {
+    auto doc = q.Json("metrics/series", "name=gc.pause&agg=" + agg + range);
+    EXPECT_EQ(doc["series"].get_array().size(), 1u) << agg;
+    return Values(doc["series"].at(0));
+  };
+  ExpectValues(values("p50"), {2, NAN, 3, NAN, NAN, NAN}, "p50");
+  ExpectValues(values("p95"), {4 + 16 * 0.05 / 0.09, NAN, 7, NAN, NAN, NAN}, "p95");
+  ExpectValues(values("p99"), {20, NAN, NAN, NAN, NAN, NAN}, "p99");
+}
+
 TEST(QueryServiceTest, LastValuePerSeriesAddedUpPerGroup) {
   QueryOnEngine q("memory");
   const std::string range = "&step_ms=10000&from=" + kFrom + "&to=" + kTo;
@@ -534,6 +550,7 @@ TEST_P(QueryEnginesTest, EveryCallAnswersAsTheReference) {
       {"metrics/series", range + "&name=requests&agg=last&step_ms=10000&group_by=code"},
       {"metrics/series", range + "&name=rpc.duration&agg=p95&step_ms=10000&group_by=service.name"},
       {"metrics/series", range + "&name=rpc.duration&agg=p50&step_ms=10000"},
+      {"metrics/series", range + "&name=gc.pause&agg=p95&step_ms=10000"},
       {"metrics/series", range + "&name=requests&agg=rate&step_ms=10000&group_by=service.name"},
       {"metrics/series", range + "&name=http.server.duration&agg=p95&step_ms=10000&group_by=http.route"},
   };

@@ -250,7 +250,8 @@ Row ToRow(const MetricBucket& b, Want want) {
     case Want::kHistograms: {
       std::string exp;
       for (const std::string& e : b.exp_histograms) exp += e + "\n";
-      r.insert(r.end(), {{"counts", b.counts}, {"bounds", b.bounds}, {"exp_histograms", exp}});
+      r.insert(r.end(),
+               {{"counts", b.counts}, {"bounds", b.bounds}, {"exp_histograms", exp}, {"quantiles", b.quantiles}});
       break;
     }
   }
@@ -684,6 +685,7 @@ std::vector<Named<MetricSeriesQuery>> AggregateQueries() {
       {"histograms, delta id not asked for", Histograms({kSeriesLatencyFrontend}, {kSeriesLatencyCheckout})},
       {"exponential histograms, one delta", Histograms({kSeriesRpcFrontend, kSeriesRpcCheckout}, {kSeriesRpcCheckout})},
       {"exponential and explicit histograms", Histograms({kSeriesRpcFrontend, kSeriesLatencyFrontend}, {})},
+      {"summary", Histograms({kSeriesGcPause}, {})},
       {"series without points", Aggregate({kSeriesOverflow}, Want::kStats)},
       {"unknown series", Aggregate({424242}, Want::kStats)},
       {"series 11 of project A", Aggregate({kSeriesProjectB}, Want::kLast)},
@@ -1389,6 +1391,7 @@ TEST_F(ReadReferenceTest, CountLogs) {
 TEST_F(ReadReferenceTest, ListMetrics) {
   const MetricCatalog expected = {
       {"cpu.temp", MetricType::kGauge, "°C", "Température CPU", "naïve-svc", false, 0},
+      {"gc.pause", MetricType::kSummary, "ms", "GC pause", "worker", false, 0},
       {"http.server.duration", MetricType::kHistogram, "ms", "Server latency", "checkout", false, 1},
       {"http.server.duration", MetricType::kHistogram, "ms", "Server latency", "frontend", false, 2},
       {"queue.depth", MetricType::kSum, "1", "Queue depth", "worker", false, 2},
@@ -1524,6 +1527,22 @@ TEST_F(ReadReferenceTest, AggregateExponentialHistograms) {
   EXPECT_TRUE(SameAnswer<MetricBuckets>(
       expected, reader_->AggregateSeries(Histograms({kSeriesRpcFrontend, kSeriesRpcCheckout}, {kSeriesRpcCheckout})),
       Want::kHistograms));
+}
+
+// A summary: the quantiles text of the newest point of each bucket.
+TEST_F(ReadReferenceTest, AggregateSummaries) {
+  auto summary = [](int64_t bucket, std::string quantiles) {
+    MetricBucket m;
+    m.series_id = kSeriesGcPause;
+    m.bucket = bucket;
+    m.quantiles = std::move(quantiles);
+    return m;
+  };
+  const MetricBuckets expected = {
+      summary(0, R"([{"quantile":0.5,"value":2},{"quantile":0.9,"value":4},{"quantile":0.99,"value":20}])"),
+      summary(2, R"([{"quantile":0.5,"value":3},{"quantile":0.95,"value":7}])")};
+  EXPECT_TRUE(SameAnswer<MetricBuckets>(expected, reader_->AggregateSeries(Histograms({kSeriesGcPause}, {})),
+                                        Want::kHistograms));
 }
 
 TEST_F(ReadReferenceTest, InterruptCancelsTheLeaseAndTheStoreServesTheNext) {

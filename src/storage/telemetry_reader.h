@@ -356,6 +356,9 @@ struct MetricBucket {
   // (docs/STORAGE.md) of the newest point for a cumulative series, of every
   // point oldest first for a delta series. The caller merges them.
   std::vector<std::string> exp_histograms;
+  // kHistograms, summary points: the `quantiles` JSON text of the newest point
+  // (summaries are read as cumulative: their quantiles cannot be added).
+  std::string quantiles;
 };
 //! By series_id, then bucket.
 using MetricBuckets = std::vector<MetricBucket>;

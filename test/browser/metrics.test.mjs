@@ -81,7 +81,26 @@ function metrics() {
                   })),
                 },
               },
-              ...Array.from({ length: 8 }, (_, i) => ({
+              {
+                name: 'gc.pause',
+                description: 'GC pauses',
+                unit: 'ms',
+                // Reports P50 and P99 only: P95 lies between, 2 + 8 * (0.45/0.49).
+                summary: {
+                  dataPoints: times.map((t) => ({
+                    attributes: [],
+                    startTimeUnixNano: start,
+                    timeUnixNano: ns(t),
+                    count: '100',
+                    sum: 300,
+                    quantileValues: [
+                      { quantile: 0.5, value: 2 },
+                      { quantile: 0.99, value: 10 },
+                    ],
+                  })),
+                },
+              },
+              ...Array.from({ length: 7 }, (_, i) => ({
                 name: `filler.metric.${i}`,
                 unit: '1',
                 gauge: { dataPoints: [{ attributes: [], timeUnixNano: ns(times[0]), asDouble: i }] },
@@ -180,6 +199,7 @@ test('each metric type opens with its own aggregation, and a cumulative counter 
     ['jobs.done', 'rate', ['rate', 'last']],
     ['queue.items', 'last', ['last', 'avg', 'min', 'max']],
     ['rpc.latency', 'p95', ['p95', 'p50', 'p99']],
+    ['gc.pause', 'p95', ['p95', 'p50', 'p99']],
   ];
   for (const [name, agg, offered] of cases) {
     await open(`/metrics?metric=${name}&${range}`);
@@ -192,7 +212,7 @@ test('each metric type opens with its own aggregation, and a cumulative counter 
   await eventually(async () => assert.equal(await page.locator(tid('agg-select')).inputValue(), 'rate'));
 });
 
-test('the charted values: a counter\'s rate, an UpDownCounter\'s level, an exponential histogram\'s P95', async () => {
+test('the charted values: a counter\'s rate, an UpDownCounter\'s level, an exponential histogram\'s and a summary\'s P95', async () => {
   // The values drawn in time order, whatever the step (one point per 10 s).
   const drawn = async (url, count) => {
     await open(`${url}&${range}`);
@@ -206,6 +226,10 @@ test('the charted values: a counter\'s rate, an UpDownCounter\'s level, an expon
   assert.deepEqual(level, times.map((_, k) => 100 - 5 * k));
   const p95 = await drawn('/metrics?metric=rpc.latency&agg=p95', 12);
   p95.forEach((v, i) => assert.ok(Math.abs(v - 3.8) < 1e-9, `P95 ${i}: ${v}`));
+  const reported = await drawn('/metrics?metric=gc.pause&agg=p99', 12);
+  assert.deepEqual(reported, times.map(() => 10), 'a summary\'s reported P99');
+  const between = await drawn('/metrics?metric=gc.pause&agg=p95', 12);
+  between.forEach((v, i) => assert.ok(Math.abs(v - (2 + (8 * 0.45) / 0.49)) < 1e-9, `summary P95 ${i}: ${v}`));
   await page.screenshot({ path: path.join(OUT, 'metrics-exponential-p95.png') });
   assert.deepEqual(pageErrors, []);
 });

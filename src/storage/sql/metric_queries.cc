@@ -154,21 +154,24 @@ Result<MetricBuckets> SqlReader::AggregateSeries(const MetricSeriesQuery& q) {
   };
   if (!cumulative.empty()) {
     sql::Sql sql;
-    // A series holds explicit or exponential points, never both, so the
-    // newest point of a (series, bucket) has one of the two.
+    // A series holds explicit, exponential or summary points, never two
+    // kinds, so the newest point of a (series, bucket) has one of them.
     sql << "SELECT series_id, " << bucket << ", max(time_ns), " << LastOf("bucket_counts") << ", "
-        << LastOf("explicit_bounds") << ", " << LastOf("exp_histogram") << " FROM metric_points";
+        << LastOf("explicit_bounds") << ", " << LastOf("exp_histogram") << ", " << LastOf("quantiles")
+        << " FROM metric_points";
     sql.Append(where);
     AppendSeriesIn(&sql, cumulative);
-    sql << " AND (bucket_counts IS NOT NULL OR exp_histogram IS NOT NULL) GROUP BY 1, 2 ORDER BY 1, 2";
+    sql << " AND (bucket_counts IS NOT NULL OR exp_histogram IS NOT NULL OR quantiles IS NOT NULL) GROUP BY 1, 2 "
+           "ORDER BY 1, 2";
     SL_RETURN_IF_ERROR(Rows(sql, [&](const RowView& r) {
       MetricBucket m;
       m.series_id = r.GetInt(0);
       m.bucket = r.GetInt(1);
       if (!in_range(m.bucket)) return;
       if (r.IsNull(3)) {
-        if (r.IsNull(5)) return;
-        m.exp_histograms.push_back(r.GetString(5));
+        if (!r.IsNull(5)) m.exp_histograms.push_back(r.GetString(5));
+        else if (!r.IsNull(6)) m.quantiles = r.GetString(6);
+        else return;
         out.push_back(std::move(m));
         return;
       }

@@ -455,7 +455,8 @@ struct PointSpec {
   bool is_int = false;
   const char* bucket_counts = "";  // histograms
   const char* bounds = "";
-  const char* exp = "";  // exponential histograms: the exp_histogram JSON
+  const char* exp = "";        // exponential histograms: the exp_histogram JSON
+  const char* quantiles = "";  // summaries
   uint64_t count = 0;
   double sum = kNaN;
 };
@@ -474,14 +475,14 @@ void AddPoint(MetricBatch* b, const PointSpec& p) {
   b->bucket_counts.Append(p.bucket_counts);
   b->explicit_bounds.Append(p.bounds);
   b->exp_histogram.Append(p.exp);
-  b->quantiles.Append("");
+  b->quantiles.Append(p.quantiles);
   b->exemplars.Append("");
   b->flags.push_back(std::isnan(p.value) && p.bucket_counts[0] == '\0' && p.count == 0 ? 1 : 0);
 }
 
 std::vector<MetricBatch> Metrics() {
   constexpr MetricType kGauge = MetricType::kGauge, kSum = MetricType::kSum, kHistogram = MetricType::kHistogram,
-                       kExponential = MetricType::kExponentialHistogram;
+                       kExponential = MetricType::kExponentialHistogram, kSummary = MetricType::kSummary;
   std::vector<MetricBatch> out(3);
   MetricBatch& a1 = out[0];
   a1.project_id = kProjectA;
@@ -503,6 +504,7 @@ std::vector<MetricBatch> Metrics() {
   AddSeries(&a1, {kSeriesOverflow, "überlauf", kGauge, "", "", 0, false, "worker", "{}"});
   AddSeries(&a1, {kSeriesRpcFrontend, "rpc.duration", kExponential, "s", "RPC duration", 2, false, "frontend", "{}"});
   AddSeries(&a1, {kSeriesRpcCheckout, "rpc.duration", kExponential, "s", "RPC duration", 1, false, "checkout", "{}"});
+  AddSeries(&a1, {kSeriesGcPause, "gc.pause", kSummary, "ms", "GC pause", 0, false, "worker", "{}"});
 
   AddPoint(&a1, {.series = kSeriesTempCore0, .time = kT0 - 1, .value = 1000});
   AddPoint(&a1, {.series = kSeriesTempCore0, .time = At(1000), .value = 40});
@@ -538,6 +540,19 @@ std::vector<MetricBatch> Metrics() {
                  .exp = R"({"scale":0,"zero_count":0,"zero_threshold":0,)"
                         R"("positive":{"offset":0,"bucket_counts":[1]},"negative":{"offset":0,"bucket_counts":[]}})",
                  .count = 1});
+  // Summary: two points in bucket 0 (the newest counts), one in bucket 2.
+  AddPoint(&a1, {.series = kSeriesGcPause,
+                 .time = At(1000),
+                 .quantiles = R"([{"quantile":0.5,"value":1},{"quantile":0.99,"value":9}])",
+                 .count = 10});
+  AddPoint(&a1, {.series = kSeriesGcPause,
+                 .time = At(4000),
+                 .quantiles = R"([{"quantile":0.5,"value":2},{"quantile":0.9,"value":4},{"quantile":0.99,"value":20}])",
+                 .count = 20});
+  AddPoint(&a1, {.series = kSeriesGcPause,
+                 .time = At(25000),
+                 .quantiles = R"([{"quantile":0.5,"value":3},{"quantile":0.95,"value":7}])",
+                 .count = 30});
   // Delta exponential histogram: negative values, then a coarser scale.
   AddPoint(&a1, {.series = kSeriesRpcCheckout,
                  .time = At(2000),

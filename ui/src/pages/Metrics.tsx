@@ -24,10 +24,11 @@ const AGG_LABELS: Record<string, string> = {
  * Histograms (explicit or exponential) chart percentiles; a counter charts its
  * rate, and a cumulative counter's running totals are never summed or averaged
  * (the server refuses that too); an UpDownCounter is a level: its last value.
+ * A summary charts the quantiles it reports.
  */
 export function aggsFor(metric: Pick<MetricInfo, 'type' | 'monotonic' | 'temporality'> | undefined): string[] {
   const t = (metric?.type ?? '').toLowerCase();
-  if (t.includes('histogram')) return ['p95', 'p50', 'p99'];
+  if (t.includes('histogram') || t === 'summary') return ['p95', 'p50', 'p99'];
   if (t === 'sum') {
     if (!metric?.monotonic) return ['last', 'avg', 'min', 'max'];
     return metric.temporality === 'delta' ? ['rate', 'sum', 'last'] : ['rate', 'last'];
