@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -83,6 +84,174 @@ double HistogramQuantile(const std::vector<double>& bounds, const std::vector<do
     cum += counts[i];
   }
   return bounds.empty() ? NAN : bounds.back();
+}
+
+// An exponential histogram (OTel base-2 buckets: base = 2^(2^-scale),
+// positive bucket i covers (base^i, base^(i+1)], negative bucket i covers
+// [-base^(i+1), -base^i)), with counts as doubles so deltas can be taken.
+struct ExpDist {
+  int32_t scale = 0;
+  double zero_count = 0;
+  int32_t pos_offset = 0, neg_offset = 0;
+  std::vector<double> pos, neg;
+};
+
+bool ParseExpBuckets(simdjson::dom::element e, int32_t* offset, std::vector<double>* counts) {
+  int64_t off = 0;
+  if (e["offset"].get_int64().get(off) != simdjson::SUCCESS) off = 0;
+  *offset = static_cast<int32_t>(off);
+  simdjson::dom::array arr;
+  if (e["bucket_counts"].get_array().get(arr) != simdjson::SUCCESS) return true;
+  for (auto c : arr) {
+    double d;
+    if (c.get_double().get(d) != simdjson::SUCCESS) {
+      uint64_t u;
+      if (c.get_uint64().get(u) != simdjson::SUCCESS) return false;
+      d = static_cast<double>(u);
+    }
+    counts->push_back(d);
+  }
+  return true;
+}
+
+//! The `exp_histogram` JSON of a point (docs/STORAGE.md); nullopt when unreadable.
+std::optional<ExpDist> ParseExp(simdjson::dom::parser& parser, const std::string& json) {
+  simdjson::dom::element doc;
+  if (parser.parse(json).get(doc) != simdjson::SUCCESS || !doc.is_object()) return std::nullopt;
+  ExpDist d;
+  int64_t scale = 0;
+  if (doc["scale"].get_int64().get(scale) != simdjson::SUCCESS || scale < -10 || scale > 20) return std::nullopt;
+  d.scale = static_cast<int32_t>(scale);
+  double zero = 0;
+  if (doc["zero_count"].get_double().get(zero) != simdjson::SUCCESS) {
+    uint64_t u = 0;
+    if (doc["zero_count"].get_uint64().get(u) == simdjson::SUCCESS) zero = static_cast<double>(u);
+  }
+  d.zero_count = zero;
+  simdjson::dom::element b;
+  if (doc["positive"].get(b) == simdjson::SUCCESS && !ParseExpBuckets(b, &d.pos_offset, &d.pos)) return std::nullopt;
+  if (doc["negative"].get(b) == simdjson::SUCCESS && !ParseExpBuckets(b, &d.neg_offset, &d.neg)) return std::nullopt;
+  return d;
+}
+
+// Index i at scale s falls in index i >> (s - t) at a smaller scale t (each
+// step down merges two neighbouring buckets; >> floors negative indices).
+void Downscale(int32_t by, int32_t* offset, std::vector<double>* counts) {
+  if (by <= 0 || counts->empty()) return;
+  const int32_t first = *offset >> by;
+  const int32_t last = (*offset + static_cast<int32_t>(counts->size()) - 1) >> by;
+  std::vector<double> out(static_cast<size_t>(last - first + 1), 0);
+  for (size_t i = 0; i < counts->size(); ++i) out[((*offset + static_cast<int32_t>(i)) >> by) - first] += (*counts)[i];
+  *offset = first;
+  *counts = std::move(out);
+}
+
+void DownscaleTo(ExpDist* d, int32_t scale) {
+  if (scale >= d->scale) return;
+  Downscale(d->scale - scale, &d->pos_offset, &d->pos);
+  Downscale(d->scale - scale, &d->neg_offset, &d->neg);
+  d->scale = scale;
+}
+
+// counts += sign * other's counts, both at one scale.
+void AddBuckets(int32_t* offset, std::vector<double>* counts, int32_t other_offset, const std::vector<double>& other,
+                double sign) {
+  if (other.empty()) return;
+  if (counts->empty()) {
+    *offset = other_offset;
+    counts->assign(other.size(), 0);
+  }
+  const int32_t first = std::min(*offset, other_offset);
+  const int32_t end =
+      std::max(*offset + static_cast<int32_t>(counts->size()), other_offset + static_cast<int32_t>(other.size()));
+  if (first != *offset || end != *offset + static_cast<int32_t>(counts->size())) {
+    std::vector<double> grown(static_cast<size_t>(end - first), 0);
+    for (size_t i = 0; i < counts->size(); ++i) grown[*offset - first + i] = (*counts)[i];
+    *offset = first;
+    *counts = std::move(grown);
+  }
+  for (size_t i = 0; i < other.size(); ++i) (*counts)[other_offset - first + i] += sign * other[i];
+}
+
+//! a += sign * b, at the smaller of the two scales.
+void AddExp(ExpDist* a, ExpDist b, double sign) {
+  const int32_t scale = std::min(a->scale, b.scale);
+  DownscaleTo(a, scale);
+  DownscaleTo(&b, scale);
+  a->zero_count += sign * b.zero_count;
+  AddBuckets(&a->pos_offset, &a->pos, b.pos_offset, b.pos, sign);
+  AddBuckets(&a->neg_offset, &a->neg, b.neg_offset, b.neg, sign);
+}
+
+bool AnyNegative(const ExpDist& d) {
+  auto neg = [](double c) { return c < 0; };
+  return d.zero_count < 0 || std::any_of(d.pos.begin(), d.pos.end(), neg) ||
+         std::any_of(d.neg.begin(), d.neg.end(), neg);
+}
+
+// Quantile from exponential buckets, interpolating linearly inside the bucket
+// (values in the zero bucket count as 0). The answer lies in the same bucket as
+// the true quantile, so its relative error is below base - 1.
+double ExpQuantile(const ExpDist& d, double q) {
+  double total = d.zero_count;
+  for (double c : d.pos) total += c;
+  for (double c : d.neg) total += c;
+  if (total <= 0) return NAN;
+  const double base = std::exp2(std::exp2(-static_cast<double>(d.scale)));
+  auto bound = [&](int64_t index) { return std::pow(base, static_cast<double>(index)); };
+  const double rank = q * total;
+  double cum = 0;
+  // Ascending values: negative buckets from the highest index down, zero, positive.
+  for (size_t k = d.neg.size(); k-- > 0;) {
+    const double c = d.neg[k];
+    if (c > 0 && cum + c >= rank) {
+      const int64_t i = d.neg_offset + static_cast<int64_t>(k);
+      const double lo = -bound(i + 1), hi = -bound(i);
+      return lo + (hi - lo) * (rank - cum) / c;
+    }
+    cum += c;
+  }
+  if (d.zero_count > 0 && cum + d.zero_count >= rank) return 0;
+  cum += d.zero_count;
+  for (size_t k = 0; k < d.pos.size(); ++k) {
+    const double c = d.pos[k];
+    if (c > 0 && cum + c >= rank) {
+      const int64_t i = d.pos_offset + static_cast<int64_t>(k);
+      const double lo = bound(i), hi = bound(i + 1);
+      return lo + (hi - lo) * (rank - cum) / c;
+    }
+    cum += c;
+  }
+  for (size_t k = d.pos.size(); k-- > 0;) {
+    if (d.pos[k] > 0) return bound(d.pos_offset + static_cast<int64_t>(k) + 1);
+  }
+  return 0;
+}
+
+// A summary point's reported quantile q (`quantiles` JSON: [{"quantile",
+// "value"}]): the reported value, linear between the two reported quantiles
+// around q, NaN outside them (a summary's quantiles cannot be recomputed).
+double SummaryQuantile(simdjson::dom::parser& parser, const std::string& json, double q) {
+  std::vector<std::pair<double, double>> reported;
+  simdjson::dom::element doc;
+  simdjson::dom::array arr;
+  if (parser.parse(json).get(doc) != simdjson::SUCCESS || doc.get_array().get(arr) != simdjson::SUCCESS) return NAN;
+  for (auto e : arr) {
+    double quantile, value;
+    if (e["quantile"].get_double().get(quantile) != simdjson::SUCCESS) continue;
+    if (e["value"].get_double().get(value) != simdjson::SUCCESS) continue;
+    reported.emplace_back(quantile, value);
+  }
+  std::sort(reported.begin(), reported.end());
+  for (size_t i = 0; i < reported.size(); ++i) {
+    if (std::abs(reported[i].first - q) < 1e-9) return reported[i].second;
+    if (i > 0 && reported[i - 1].first < q && q < reported[i].first) {
+      const auto [q0, v0] = reported[i - 1];
+      const auto [q1, v1] = reported[i];
+      return v0 + (v1 - v0) * (q - q0) / (q1 - q0);
+    }
+  }
+  return NAN;
 }
 
 }  // namespace
@@ -181,8 +350,10 @@ Result<std::string> MetricSeries(const Call& call) {
   auto name = p.Get("name");
   if (!name) return Status::InvalidArgument("give the metric 'name'");
   std::string agg = p.Get("agg").value_or("avg");
-  static const std::set<std::string> kAggs = {"avg", "sum", "min", "max", "rate", "p50", "p95", "p99"};
-  if (!kAggs.count(agg)) return Status::InvalidArgument("agg must be one of avg, sum, min, max, rate, p50, p95, p99");
+  static const std::set<std::string> kAggs = {"avg", "sum", "min", "max", "rate", "last", "p50", "p95", "p99"};
+  if (!kAggs.count(agg)) {
+    return Status::InvalidArgument("agg must be one of avg, sum, min, max, rate, last, p50, p95, p99");
+  }
   std::vector<std::string> group_by;
   if (auto g = p.Get("group_by")) {
     size_t start = 0;
@@ -215,10 +386,19 @@ Result<std::string> MetricSeries(const Call& call) {
     bool keep =
         std::all_of(filters->begin(), filters->end(), [&](const AttrFilter& f) { return s.Label(f.key) == f.value; });
     if (!keep) continue;
-    bool histogram = s.info->type == MetricType::kHistogram;
+    bool histogram = s.info->type == MetricType::kHistogram || s.info->type == MetricType::kExponentialHistogram ||
+                     s.info->type == MetricType::kSummary;
     if (quantile && !histogram) continue;
     if (!quantile && histogram && agg != "rate") continue;
     if (agg == "rate" && !(s.info->type == MetricType::kSum && s.info->monotonic)) continue;
+    // A cumulative counter's values are running totals since its start:
+    // adding or averaging them answers nothing a user asked.
+    if (agg != "rate" && agg != "last" && !quantile && s.info->type == MetricType::kSum && s.info->monotonic &&
+        s.info->temporality == 2) {
+      return Status::InvalidArgument("agg=" + agg + " of the cumulative counter '" + *name +
+                                     "' would add up running totals: use agg=rate (increase per second) or "
+                                     "agg=last (the running total)");
+    }
     std::vector<std::string> key;
     for (const auto& g : group_by) key.push_back(s.Label(g));
     auto [it, inserted] = group_index.emplace(key, static_cast<int>(group_keys.size()));
@@ -228,7 +408,7 @@ Result<std::string> MetricSeries(const Call& call) {
     if (s.info->temporality == 1) query.delta_series_ids.push_back(s.info->series_id);
   }
   if (!all.empty() && chosen.empty() && (quantile || agg == "rate")) {
-    return Status::InvalidArgument(quantile ? "percentiles need a histogram metric"
+    return Status::InvalidArgument(quantile ? "percentiles need a histogram, exponential histogram or summary metric"
                                             : "rate needs a monotonic sum metric");
   }
   const int64_t n = query.buckets.count;
@@ -240,9 +420,9 @@ Result<std::string> MetricSeries(const Call& call) {
   }
   std::vector<std::vector<double>> values(group_keys.size(), std::vector<double>(n, NAN));
   if (!chosen.empty()) {
-    query.want = quantile        ? MetricSeriesQuery::Want::kHistograms
-                 : agg == "rate" ? MetricSeriesQuery::Want::kLast
-                                 : MetricSeriesQuery::Want::kStats;
+    query.want = quantile                         ? MetricSeriesQuery::Want::kHistograms
+                 : agg == "rate" || agg == "last" ? MetricSeriesQuery::Want::kLast
+                                                  : MetricSeriesQuery::Want::kStats;
     auto buckets = call.reader.AggregateSeries(query);
     if (!buckets.ok()) return buckets.status();
     if (query.want == MetricSeriesQuery::Want::kStats) {
@@ -266,6 +446,16 @@ Result<std::string> MetricSeries(const Call& call) {
             if (cnt[g][b] > 0) values[g][b] = agg == "sum" ? sum[g][b] : sum[g][b] / cnt[g][b];
           }
         }
+      }
+    } else if (agg == "last") {
+      // The newest value of each series in the bucket, added up per group
+      // (an UpDownCounter per queue gives the total queue depth).
+      for (const MetricBucket& m : *buckets) {
+        SL_RETURN_IF_ERROR(CheckInterrupted(call));
+        auto it = chosen.find(m.series_id);
+        if (it == chosen.end() || m.bucket < 0 || m.bucket >= n) continue;
+        double& v = values[it->second.first][m.bucket];
+        v = (std::isnan(v) ? 0 : v) + m.last;
       }
     } else if (query.want == MetricSeriesQuery::Want::kLast) {
       // Increase per second. Cumulative sums diff the last value of
@@ -312,8 +502,14 @@ Result<std::string> MetricSeries(const Call& call) {
         std::vector<double> bounds, counts;
       };
       std::map<std::pair<int, int64_t>, Dist> merged;
+      // Exponential histograms: merged at the smallest scale seen; a
+      // cumulative point minus the previous bucket's newest point.
+      std::map<std::pair<int, int64_t>, ExpDist> merged_exp;
+      std::map<std::pair<int, int64_t>, double> summary_max;
+      simdjson::dom::parser parser;
       int64_t prev_series = 0;
       std::vector<double> prev_counts;
+      std::optional<ExpDist> prev_exp;
       for (const MetricBucket& m : *buckets) {
         SL_RETURN_IF_ERROR(CheckInterrupted(call));
         auto it = chosen.find(m.series_id);
@@ -321,6 +517,38 @@ Result<std::string> MetricSeries(const Call& call) {
         if (m.series_id != prev_series) {
           prev_series = m.series_id;
           prev_counts.clear();
+          prev_exp.reset();
+        }
+        if (!m.quantiles.empty()) {
+          // A summary's own quantile; several series in a group answer the
+          // greatest (quantiles of different series cannot be merged).
+          const double v = SummaryQuantile(parser, m.quantiles, q);
+          if (std::isnan(v)) continue;
+          auto [cell, fresh] = summary_max.try_emplace({it->second.first, m.bucket}, v);
+          if (!fresh) cell->second = std::max(cell->second, v);
+          continue;
+        }
+        if (!m.exp_histograms.empty()) {
+          std::optional<ExpDist> sum;
+          for (const std::string& text : m.exp_histograms) {
+            std::optional<ExpDist> point = ParseExp(parser, text);
+            if (!point) continue;
+            if (!sum) sum = std::move(point);
+            else AddExp(&*sum, std::move(*point), 1);
+          }
+          if (!sum) continue;
+          ExpDist dist = *sum;
+          if (it->second.second->info->temporality != 1) {
+            if (prev_exp) {
+              ExpDist diff = dist;
+              AddExp(&diff, *prev_exp, -1);
+              if (!AnyNegative(diff)) dist = std::move(diff);  // else a reset: the point counts whole
+            }
+            prev_exp = std::move(sum);
+          }
+          auto [cell, fresh] = merged_exp.try_emplace({it->second.first, m.bucket}, dist);
+          if (!fresh) AddExp(&cell->second, std::move(dist), 1);
+          continue;
         }
         std::vector<double> dist = m.counts;
         if (it->second.second->info->temporality != 1) {
@@ -342,6 +570,12 @@ Result<std::string> MetricSeries(const Call& call) {
         }
       }
       for (const auto& [key, d] : merged) values[key.first][key.second] = HistogramQuantile(d.bounds, d.counts, q);
+      for (const auto& [key, d] : merged_exp) {
+        if (std::isnan(values[key.first][key.second])) values[key.first][key.second] = ExpQuantile(d, q);
+      }
+      for (const auto& [key, v] : summary_max) {
+        if (std::isnan(values[key.first][key.second])) values[key.first][key.second] = v;
+      }
     }
   }
   std::string out;

@@ -12,6 +12,7 @@
 #include <simdjson.h>
 
 #include <cmath>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -214,6 +215,82 @@ TEST(QueryServiceTest, HistogramPercentilesComputedByHand) {
   ExpectValues(Values(series.at(0)), {46, 5, 55, 10, NAN, NAN}, "p50");
 }
 
+// rpc.duration: exponential histograms, bucket i of scale s covering
+// (b^i, b^(i+1)] with b = 2^(2^-s).
+// 22 (cumulative): bucket 0 {scale 1, zero 1, [1,2] from index 0} (no
+//   baseline); bucket 1 {scale 0, zero 1, [3,4]} minus bucket 0's newest
+//   downscaled to scale 0 (indices 0 and 1 fall in 0: zero 1, [3]) = [0,4];
+//   bucket 2 {scale 0, [1]} is below [3,4]: a reset, counted whole.
+// -23 (delta), bucket 0: {scale 0, negative [2] at 0, positive [2] at 1} +
+//   {scale -1, positive [4] at 1}, merged at scale -1 (base 4): negative
+//   [-4,-1) 2, positive (1,4] 2, (4,16] 4.
+TEST(QueryServiceTest, ExponentialHistogramPercentilesComputedByHand) {
+  QueryOnEngine q("memory");
+  const std::string range = "&step_ms=10000&from=" + kFrom + "&to=" + kTo;
+  // Both series, bucket 0 at scale -1: negative [-4,-1) 2, zero 1, (1,4] 2+3
+  // (22's [1,2] at scale 1 fall in index 0), (4,16] 4: 12 values.
+  //   p50: rank 6, 3 values below (1,4]: 1 + 3*(6-3)/5 = 2.8. Bucket 1: 22's [0,4] at scale 0, rank 2 of 4 in (2,4]:
+  //   2 + 2*2/4 = 3. Bucket 2: [1] in (1,2], rank 0.5: 1.5.
+  auto p50 = q.Json("metrics/series", "name=rpc.duration&agg=p50" + range);
+  ASSERT_EQ(p50["series"].get_array().size(), 1u);
+  ExpectValues(Values(p50["series"].at(0)), {2.8, 3, 1.5, NAN, NAN, NAN}, "p50");
+  // p95 by service. checkout, bucket 0: rank 7.6 of 8, 4 below (4,16]:
+  //   4 + 12*3.6/4 = 14.8. frontend, bucket 0 at scale 1 (base sqrt 2): rank
+  //   3.8 of 4, 2 below (sqrt2, 2]: sqrt2 + (2-sqrt2)*1.8/2; bucket 1: rank 3.8
+  //   of 4 in (2,4]: 3.9; bucket 2: 1.95.
+  auto p95 = q.Json("metrics/series", "name=rpc.duration&agg=p95&group_by=service.name" + range);
+  std::map<std::string, std::vector<double>> by_service;
+  for (auto s : p95["series"].get_array()) {
+    by_service[std::string(std::string_view(s["labels"]["service.name"].get_string()))] = Values(s);
+  }
+  ASSERT_EQ(by_service.size(), 2u);
+  ExpectValues(by_service["checkout"], {14.8, NAN, NAN, NAN, NAN, NAN}, "checkout p95");
+  const double r2 = std::sqrt(2.0);
+  ExpectValues(by_service["frontend"], {r2 + (2 - r2) * 0.9, 3.9, 1.95, NAN, NAN, NAN}, "frontend p95");
+}
+
+// gc.pause, a summary: bucket 0's newest point reports 0.5 → 2, 0.9 → 4,
+// 0.99 → 20; bucket 2's 0.5 → 3, 0.95 → 7. p95 in bucket 0 lies between 0.9
+// and 0.99: 4 + 16*(0.05/0.09); p99 in bucket 2 is past what it reports.
+TEST(QueryServiceTest, SummariesAnswerTheirReportedQuantiles) {
+  QueryOnEngine q("memory");
+  const std::string range = "&step_ms=10000&from=" + kFrom + "&to=" + kTo;
+  auto values = [&](const std::string& agg) {
+    auto doc = q.Json("metrics/series", "name=gc.pause&agg=" + agg + range);
+    EXPECT_EQ(doc["series"].get_array().size(), 1u) << agg;
+    return Values(doc["series"].at(0));
+  };
+  ExpectValues(values("p50"), {2, NAN, 3, NAN, NAN, NAN}, "p50");
+  ExpectValues(values("p95"), {4 + 16 * 0.05 / 0.09, NAN, 7, NAN, NAN, NAN}, "p95");
+  ExpectValues(values("p99"), {20, NAN, NAN, NAN, NAN, NAN}, "p99");
+}
+
+TEST(QueryServiceTest, LastValuePerSeriesAddedUpPerGroup) {
+  QueryOnEngine q("memory");
+  const std::string range = "&step_ms=10000&from=" + kFrom + "&to=" + kTo;
+  // queue.depth (an UpDownCounter): 10 at 1 s, -4 at 11 s.
+  auto doc = q.Json("metrics/series", "name=queue.depth&agg=last" + range);
+  ASSERT_EQ(doc["series"].get_array().size(), 1u);
+  ExpectValues(Values(doc["series"].at(0)), {10, -4, NAN, NAN, NAN, NAN}, "last");
+  // requests of checkout (delta 5 and 7 at 1 and 2 s, 1 at 12 s): the newest.
+  doc = q.Json("metrics/series", "name=requests&agg=last&filter=service.name=checkout" + range);
+  ExpectValues(Values(doc["series"].at(0)), {7, 1, NAN, NAN, NAN, NAN}, "last of a delta sum");
+}
+
+TEST(QueryServiceTest, RawAggregatesOfACumulativeCounterAreRefusedWithAPointerToRate) {
+  QueryOnEngine q("memory");
+  const std::string range = "&step_ms=10000&from=" + kFrom + "&to=" + kTo;
+  for (const std::string agg : {"sum", "avg", "min", "max"}) {
+    auto r = q.Run("metrics/series", "name=requests&agg=" + agg + range);
+    ASSERT_FALSE(r.ok()) << agg;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << agg;
+    EXPECT_NE(r.status().message().find("agg=rate"), std::string::npos) << r.status().ToString();
+  }
+  // Without the cumulative series (checkout's is delta) a sum is fine.
+  EXPECT_TRUE(q.Run("metrics/series", "name=requests&agg=sum&filter=service.name=checkout" + range).ok());
+  EXPECT_TRUE(q.Run("metrics/series", "name=requests&agg=rate" + range).ok());
+}
+
 TEST(QueryServiceTest, EndpointPagesAreSlicesOfTheWholeSortedList) {
   QueryOnEngine q("memory");
   const std::string range = "&from=" + kFrom + "&to=" + kTo;
@@ -286,16 +363,16 @@ TEST_P(QueryEnginesTest, AnswersPastACapAreRefusedNamingTheCap) {
   limits = QueryLimits{};
   limits.max_series = 5;
   q.set_limits(limits);
-  EXPECT_TRUE(q.Run("metrics/series", "name=requests&agg=avg" + range).ok());
+  EXPECT_TRUE(q.Run("metrics/series", "name=requests&agg=last" + range).ok());
   limits.max_series = 4;
   q.set_limits(limits);
-  ExpectRefused(q.Run("metrics/series", "name=requests&agg=avg" + range), "--max-query-series", "metrics/series");
+  ExpectRefused(q.Run("metrics/series", "name=requests&agg=last" + range), "--max-query-series", "metrics/series");
   ExpectRefused(q.Run("metrics/labels", "name=requests"), "--max-query-series", "metrics/labels");
 
   // Grouped by code: 4 series (200, "200" merge, 500, 404, none) of 6 buckets.
   limits = QueryLimits{};
   q.set_limits(limits);
-  const std::string grouped = "name=requests&agg=avg&group_by=code&step_ms=10000" + range;
+  const std::string grouped = "name=requests&agg=last&group_by=code&step_ms=10000" + range;
   const size_t groups = q.Json("metrics/series", grouped)["series"].get_array().size();
   ASSERT_GE(groups, 2u);
   limits.max_points = static_cast<int64_t>(groups) * 6;
@@ -366,7 +443,7 @@ class InterruptedAfterTheEngine final : public TelemetryReader {
 TEST_P(QueryEnginesTest, AnInterruptDuringTheWorkAfterTheSqlCancelsTheCall) {
   QueryOnEngine q(GetParam());
   const std::string range = "&from=" + kFrom + "&to=" + kTo;
-  for (const std::string query : {"name=requests&agg=rate", "name=requests&agg=avg&group_by=code",
+  for (const std::string query : {"name=requests&agg=rate", "name=requests&agg=last&group_by=code",
                                   "name=http.server.duration&agg=p95", "name=cpu.temp&agg=max"}) {
     auto inner = q.store()->AcquireReader(10'000);
     ASSERT_TRUE(inner.ok());
@@ -469,7 +546,11 @@ TEST_P(QueryEnginesTest, EveryCallAnswersAsTheReference) {
       {"metrics/labels", "name=requests"},
       {"metrics/series", range + "&name=cpu.temp&agg=avg&step_ms=10000&group_by=core"},
       {"metrics/series", range + "&name=cpu.temp&agg=max&step_ms=10000"},
-      {"metrics/series", range + "&name=requests&agg=sum&step_ms=10000&filter=service.name=frontend"},
+      {"metrics/series", range + "&name=requests&agg=sum&step_ms=10000&filter=service.name=checkout"},
+      {"metrics/series", range + "&name=requests&agg=last&step_ms=10000&group_by=code"},
+      {"metrics/series", range + "&name=rpc.duration&agg=p95&step_ms=10000&group_by=service.name"},
+      {"metrics/series", range + "&name=rpc.duration&agg=p50&step_ms=10000"},
+      {"metrics/series", range + "&name=gc.pause&agg=p95&step_ms=10000"},
       {"metrics/series", range + "&name=requests&agg=rate&step_ms=10000&group_by=service.name"},
       {"metrics/series", range + "&name=http.server.duration&agg=p95&step_ms=10000&group_by=http.route"},
   };

@@ -247,7 +247,13 @@ Row ToRow(const MetricBucket& b, Want want) {
   switch (want) {
     case Want::kStats: r.insert(r.end(), {{"count", b.count}, {"sum", b.sum}, {"min", b.min}, {"max", b.max}}); break;
     case Want::kLast: r.insert(r.end(), {{"last", b.last}, {"sum", b.sum}}); break;
-    case Want::kHistograms: r.insert(r.end(), {{"counts", b.counts}, {"bounds", b.bounds}}); break;
+    case Want::kHistograms: {
+      std::string exp;
+      for (const std::string& e : b.exp_histograms) exp += e + "\n";
+      r.insert(r.end(),
+               {{"counts", b.counts}, {"bounds", b.bounds}, {"exp_histograms", exp}, {"quantiles", b.quantiles}});
+      break;
+    }
   }
   return r;
 }
@@ -677,6 +683,9 @@ std::vector<Named<MetricSeriesQuery>> AggregateQueries() {
       {"histograms, one delta", Histograms(histograms, {kSeriesLatencyCheckout})},
       {"histograms, all cumulative", Histograms(histograms, {})},
       {"histograms, delta id not asked for", Histograms({kSeriesLatencyFrontend}, {kSeriesLatencyCheckout})},
+      {"exponential histograms, one delta", Histograms({kSeriesRpcFrontend, kSeriesRpcCheckout}, {kSeriesRpcCheckout})},
+      {"exponential and explicit histograms", Histograms({kSeriesRpcFrontend, kSeriesLatencyFrontend}, {})},
+      {"summary", Histograms({kSeriesGcPause}, {})},
       {"series without points", Aggregate({kSeriesOverflow}, Want::kStats)},
       {"unknown series", Aggregate({424242}, Want::kStats)},
       {"series 11 of project A", Aggregate({kSeriesProjectB}, Want::kLast)},
@@ -1382,12 +1391,15 @@ TEST_F(ReadReferenceTest, CountLogs) {
 TEST_F(ReadReferenceTest, ListMetrics) {
   const MetricCatalog expected = {
       {"cpu.temp", MetricType::kGauge, "°C", "Température CPU", "naïve-svc", false, 0},
+      {"gc.pause", MetricType::kSummary, "ms", "GC pause", "worker", false, 0},
       {"http.server.duration", MetricType::kHistogram, "ms", "Server latency", "checkout", false, 1},
       {"http.server.duration", MetricType::kHistogram, "ms", "Server latency", "frontend", false, 2},
       {"queue.depth", MetricType::kSum, "1", "Queue depth", "worker", false, 2},
       {"requests", MetricType::kGauge, "1", "Requests", "frontend", false, 0},
       {"requests", MetricType::kSum, "1", "Requests", "checkout", true, 1},
       {"requests", MetricType::kSum, "1", "Requests", "frontend", true, 2},
+      {"rpc.duration", MetricType::kExponentialHistogram, "s", "RPC duration", "checkout", false, 1},
+      {"rpc.duration", MetricType::kExponentialHistogram, "s", "RPC duration", "frontend", false, 2},
       {"überlauf", MetricType::kGauge, "", "", "worker", false, 0},
   };
   EXPECT_TRUE(SameAnswer<MetricCatalog>(expected, reader_->ListMetrics({kProjectA})));
@@ -1484,6 +1496,53 @@ TEST_F(ReadReferenceTest, AggregateHistograms) {
   expected[1] = histogram(kSeriesLatencyCheckout, 1, {1, 1, 1, 1}, b3);
   EXPECT_TRUE(SameAnswer<MetricBuckets>(expected, reader_->AggregateSeries(Histograms(ids, {})), Want::kHistograms));
   EXPECT_THAT(Ok(reader_->AggregateSeries(Aggregate(ids, Want::kStats))), IsEmpty());
+}
+
+// Exponential points come back as their stored JSON text: cumulative 22 the
+// newest point of each bucket, delta -23 every point of the bucket, oldest first.
+TEST_F(ReadReferenceTest, AggregateExponentialHistograms) {
+  auto exp = [](int64_t series, int64_t bucket, std::vector<std::string> texts) {
+    MetricBucket m;
+    m.series_id = series;
+    m.bucket = bucket;
+    m.exp_histograms = std::move(texts);
+    return m;
+  };
+  const std::string neg_empty = R"("negative":{"offset":0,"bucket_counts":[]}})";
+  const MetricBuckets expected = {
+      exp(kSeriesRpcCheckout, 0,
+          {R"({"scale":0,"zero_count":0,"zero_threshold":0,"positive":{"offset":1,"bucket_counts":[2]},)"
+           R"("negative":{"offset":0,"bucket_counts":[2]}})",
+           R"({"scale":-1,"zero_count":0,"zero_threshold":0,"positive":{"offset":1,"bucket_counts":[4]},)" +
+               neg_empty}),
+      exp(kSeriesRpcFrontend, 0,
+          {R"({"scale":1,"zero_count":1,"zero_threshold":0,"positive":{"offset":0,"bucket_counts":[1,2]},)" +
+           neg_empty}),
+      exp(kSeriesRpcFrontend, 1,
+          {R"({"scale":0,"zero_count":1,"zero_threshold":0,"positive":{"offset":0,"bucket_counts":[3,4]},)" +
+           neg_empty}),
+      exp(kSeriesRpcFrontend, 2,
+          {R"({"scale":0,"zero_count":0,"zero_threshold":0,"positive":{"offset":0,"bucket_counts":[1]},)" + neg_empty}),
+  };
+  EXPECT_TRUE(SameAnswer<MetricBuckets>(
+      expected, reader_->AggregateSeries(Histograms({kSeriesRpcFrontend, kSeriesRpcCheckout}, {kSeriesRpcCheckout})),
+      Want::kHistograms));
+}
+
+// A summary: the quantiles text of the newest point of each bucket.
+TEST_F(ReadReferenceTest, AggregateSummaries) {
+  auto summary = [](int64_t bucket, std::string quantiles) {
+    MetricBucket m;
+    m.series_id = kSeriesGcPause;
+    m.bucket = bucket;
+    m.quantiles = std::move(quantiles);
+    return m;
+  };
+  const MetricBuckets expected = {
+      summary(0, R"([{"quantile":0.5,"value":2},{"quantile":0.9,"value":4},{"quantile":0.99,"value":20}])"),
+      summary(2, R"([{"quantile":0.5,"value":3},{"quantile":0.95,"value":7}])")};
+  EXPECT_TRUE(SameAnswer<MetricBuckets>(expected, reader_->AggregateSeries(Histograms({kSeriesGcPause}, {})),
+                                        Want::kHistograms));
 }
 
 TEST_F(ReadReferenceTest, InterruptCancelsTheLeaseAndTheStoreServesTheNext) {

@@ -352,6 +352,13 @@ struct MetricBucket {
   // of the last point. Points without bucket counts are skipped.
   std::vector<double> counts;
   std::vector<double> bounds;
+  // kHistograms, exponential histogram points: the `exp_histogram` JSON text
+  // (docs/STORAGE.md) of the newest point for a cumulative series, of every
+  // point oldest first for a delta series. The caller merges them.
+  std::vector<std::string> exp_histograms;
+  // kHistograms, summary points: the `quantiles` JSON text of the newest point
+  // (summaries are read as cumulative: their quantiles cannot be added).
+  std::string quantiles;
 };
 //! By series_id, then bucket.
 using MetricBuckets = std::vector<MetricBucket>;

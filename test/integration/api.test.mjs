@@ -363,6 +363,42 @@ function generateDataset(seed) {
     }
     series.push({ name: 'rpc.client.duration', type: 'histogram', unit: 'ms', description: 'RPC duration', temporality: 2, monotonic: false, service: 'catalog', labels: { rpc: 'GetPrice' }, points });
   }
+  {
+    // Exponential histograms as the SDK records them: value v > 0 falls in
+    // bucket ceil(log2(v) * 2^scale) - 1; a few exact zeros. The delta series
+    // changes scale from point to point; the cumulative one keeps every value
+    // and lowers its scale half-way, re-bucketing all it holds.
+    const bucketsOf = (values, scale) => {
+      const counts = new Map();
+      let zeroCount = 0;
+      for (const v of values) {
+        if (v === 0) { zeroCount++; continue; }
+        const i = Math.ceil(Math.log2(v) * 2 ** scale) - 1;
+        counts.set(i, (counts.get(i) ?? 0) + 1);
+      }
+      const idx = [...counts.keys()];
+      const offset = idx.length ? Math.min(...idx) : 0;
+      const bucketCounts = idx.length ? Array.from({ length: Math.max(...idx) - offset + 1 }, (_, k) => counts.get(offset + k) ?? 0) : [];
+      return { zeroCount, positive: { offset, bucketCounts } };
+    };
+    const draw = (median) => (rng.int(10) === 0 ? 0 : median * Math.exp(0.7 * rng.normal()));
+    const exp = { name: 'rpc.server.latency', type: 'exponential_histogram', unit: 'ms', description: 'RPC server latency', monotonic: false, service: 'catalog' };
+    const delta = [];
+    for (let k = 0; k < 56; k++) {
+      const values = Array.from({ length: rng.range(5, 40) }, () => draw(30));
+      const scale = [3, 2, 1][k % 3];
+      delta.push({ time: t(13_000 + 30_000 * k), start: t(13_000 + 30_000 * (k - 1)), count: values.length, scale, ...bucketsOf(values, scale), attributes: { method: 'Get' } });
+    }
+    series.push({ ...exp, temporality: 1, labels: { method: 'Get' }, points: delta });
+    const all = [];
+    const cumulative = [];
+    for (let k = 0; k < 56; k++) {
+      for (let j = rng.range(3, 30); j > 0; j--) all.push(draw(8));
+      const scale = k < 28 ? 4 : 2;
+      cumulative.push({ time: t(17_000 + 30_000 * k), start: t(-13_000), count: all.length, scale, ...bucketsOf(all, scale), attributes: { method: 'List' } });
+    }
+    series.push({ ...exp, temporality: 2, labels: { method: 'List' }, points: cumulative });
+  }
 
   return { spans, roots, logs, series };
 }
@@ -650,6 +686,85 @@ function histogramQuantile(bounds, counts, q) {
 
 const labelOf = (s, k) => (k === 'service.name' ? s.service : (s.labels[k] ?? ''));
 
+// Exponential histograms per bucket: each point as a map from bucket index to
+// count at the smallest scale any point of the group's buckets uses (index i
+// at scale s is index floor(i / 2^(s - t)) at scale t); delta points add up,
+// a cumulative point is its difference with the series' previous bucket's
+// newest (a drop anywhere is a reset). Then the rank's bucket, interpolated.
+function expectedExpQuantiles(seriesList, r, step, q) {
+  const perBucket = new Map();  // bucket -> [{series, point}]
+  for (const s of seriesList) {
+    for (const p of s.points) {
+      if (!inRange(p.time, r)) continue;
+      const b = bucketOf(p.time, r, step);
+      if (!perBucket.has(b)) perBucket.set(b, []);
+      perBucket.get(b).push({ s, p });
+    }
+  }
+  const asMap = (p, scale) => {
+    const m = new Map([['zero', p.zeroCount]]);
+    p.positive.bucketCounts.forEach((c, k) => {
+      const i = Math.floor((p.positive.offset + k) / 2 ** (p.scale - scale));
+      m.set(i, (m.get(i) ?? 0) + c);
+    });
+    return m;
+  };
+  // The scale a bucket's points merge at: the smallest of them and of each
+  // cumulative series' previous newest point.
+  const out = new Map();
+  const prevOf = new Map();  // series -> newest point of its previous bucket
+  const buckets = [...perBucket.keys()].sort((x, y) => x - y);
+  for (const b of buckets) {
+    const entries = perBucket.get(b);
+    const dists = [];
+    for (const s of seriesList) {
+      const pts = entries.filter((e) => e.s === s).map((e) => e.p).sort((x, y) => (x.time < y.time ? -1 : 1));
+      if (!pts.length) continue;
+      if (s.temporality === 1) {
+        dists.push({ scale: Math.min(...pts.map((p) => p.scale)), pts, sign: [] });
+      } else {
+        const last = pts[pts.length - 1];
+        const prev = prevOf.get(s);
+        prevOf.set(s, last);
+        dists.push({ scale: prev ? Math.min(last.scale, prev.scale) : last.scale, pts: [last], prev });
+      }
+    }
+    const scale = Math.min(...dists.map((d) => d.scale));
+    const total = new Map();
+    for (const d of dists) {
+      const m = new Map();
+      for (const p of d.pts) for (const [k, c] of asMap(p, d.scale)) m.set(k, (m.get(k) ?? 0) + c);
+      if (d.prev) {
+        const diff = new Map(m);
+        for (const [k, c] of asMap(d.prev, d.scale)) diff.set(k, (diff.get(k) ?? 0) - c);
+        if (![...diff.values()].some((c) => c < 0)) for (const [k, c] of diff) m.set(k, c);
+      }
+      // Down to the group's scale.
+      for (const [k, c] of m) {
+        const key = k === 'zero' ? 'zero' : Math.floor(k / 2 ** (d.scale - scale));
+        total.set(key, (total.get(key) ?? 0) + c);
+      }
+    }
+    const n = [...total.values()].reduce((a, c) => a + c, 0);
+    if (n <= 0) continue;
+    const rank = q * n;
+    let cum = total.get('zero') ?? 0;
+    if (cum > 0 && cum >= rank) { out.set(b, 0); continue; }
+    const base = 2 ** (2 ** -scale);
+    for (const k of [...total.keys()].filter((x) => x !== 'zero').sort((x, y) => x - y)) {
+      const c = total.get(k);
+      if (c > 0 && cum + c >= rank) {
+        const lo = base ** k;
+        const hi = base ** (k + 1);
+        out.set(b, lo + ((hi - lo) * (rank - cum)) / c);
+        break;
+      }
+      cum += c;
+    }
+  }
+  return out;
+}
+
 function expectedMetricSeries(asked, { name, agg = 'avg', group_by, filter, step }) {
   const r = alignToStep(asked, step);
   const groupKeys = group_by ? group_by.split(',').filter(Boolean) : [];
@@ -659,7 +774,7 @@ function expectedMetricSeries(asked, { name, agg = 'avg', group_by, filter, step
   const n = Math.ceil((r.to - r.from) / step);
   const chosen = DATA.series.filter((s) => s.name === name
     && filters.every(([k, v]) => labelOf(s, k) === v)
-    && (quantile ? s.type === 'histogram' : agg === 'rate' ? (s.type === 'sum' && s.monotonic) : s.type !== 'histogram'));
+    && (quantile ? s.type.endsWith('histogram') : agg === 'rate' ? (s.type === 'sum' && s.monotonic) : !s.type.endsWith('histogram')));
   const groups = new Map();
   for (const s of chosen) {
     const key = JSON.stringify(groupKeys.map((k) => labelOf(s, k)));
@@ -669,7 +784,18 @@ function expectedMetricSeries(asked, { name, agg = 'avg', group_by, filter, step
   const out = [];
   for (const g of groups.values()) {
     const values = new Array(n).fill(null);
-    if (!quantile && agg !== 'rate') {
+    if (agg === 'last') {
+      // The newest point of each series in each bucket, added up per group.
+      for (const s of g.series) {
+        const newest = new Map();  // bucket -> point
+        for (const p of s.points) {
+          if (!inRange(p.time, r)) continue;
+          const b = bucketOf(p.time, r, step);
+          if (!newest.has(b) || p.time > newest.get(b).time) newest.set(b, p);
+        }
+        for (const [b, p] of newest) values[b] = (values[b] ?? 0) + p.value;
+      }
+    } else if (!quantile && agg !== 'rate') {
       const acc = Array.from({ length: n }, () => []);
       for (const s of g.series) for (const p of s.points) if (inRange(p.time, r)) acc[bucketOf(p.time, r, step)].push(p.value);
       acc.forEach((vs, b) => {
@@ -707,7 +833,7 @@ function expectedMetricSeries(asked, { name, agg = 'avg', group_by, filter, step
       }
     } else {
       const merged = new Map();  // bucket -> {bounds, counts}
-      for (const s of g.series) {
+      for (const s of g.series.filter((x) => x.type === 'histogram')) {
         const perBucket = new Map();
         for (const p of s.points) {
           if (!inRange(p.time, r)) continue;
@@ -733,6 +859,7 @@ function expectedMetricSeries(asked, { name, agg = 'avg', group_by, filter, step
         }
       }
       for (const [b, m] of merged) values[b] = histogramQuantile(m.bounds, m.counts, q);
+      for (const [b, v] of expectedExpQuantiles(g.series.filter((s) => s.type === 'exponential_histogram'), r, step, q)) values[b] = v;
     }
     out.push({ labels: g.labels, values });
   }
@@ -818,6 +945,7 @@ async function ingest(server) {
         const m = { name: s.name, description: s.description, unit: s.unit };
         if (s.type === 'gauge') m.gauge = { points: pts };
         else if (s.type === 'sum') m.sum = { points: pts, temporality: s.temporality, monotonic: s.monotonic };
+        else if (s.type === 'exponential_histogram') m.exponentialHistogram = { points: pts, temporality: s.temporality };
         else m.histogram = { points: pts, temporality: s.temporality };
         return m;
       }),
@@ -1294,7 +1422,9 @@ for (const engine of ENGINES) {
         { name: 'queue.depth' },                                           // avg, auto step
         { name: 'http.server.requests', agg: 'rate', group_by: 'route', step_ms: 60_000 },
         { name: 'http.server.requests', agg: 'rate', step_ms: 120_000 },
-        { name: 'http.server.requests', agg: 'max', group_by: 'route', step_ms: 60_000 },
+        { name: 'http.server.requests', agg: 'last', group_by: 'route', step_ms: 60_000 },
+        { name: 'http.server.requests', agg: 'last', step_ms: 120_000 },
+        { name: 'queue.depth', agg: 'last', group_by: 'queue', step_ms: 60_000 },
         { name: 'jobs.processed', agg: 'rate', step_ms: 60_000 },
         { name: 'jobs.processed', agg: 'sum', step_ms: 300_000 },
         { name: 'http.server.duration', agg: 'p50', step_ms: 60_000 },
@@ -1302,6 +1432,10 @@ for (const engine of ENGINES) {
         { name: 'http.server.duration', agg: 'p99', filter: 'route=/api/cart/{id}', step_ms: 300_000 },
         { name: 'rpc.client.duration', agg: 'p50', step_ms: 60_000 },
         { name: 'rpc.client.duration', agg: 'p95', step_ms: 180_000 },
+        { name: 'rpc.server.latency', agg: 'p50', step_ms: 60_000 },
+        { name: 'rpc.server.latency', agg: 'p95', group_by: 'method', step_ms: 120_000 },
+        { name: 'rpc.server.latency', agg: 'p99', filter: 'method=List', step_ms: 60_000 },
+        { name: 'rpc.server.latency', agg: 'p95', filter: 'method=Get', step_ms: 30_000 },
       ];
       await eachCase(cases, async (c) => {
         const params = { ...RANGE, ...c };
@@ -1315,6 +1449,9 @@ for (const engine of ENGINES) {
         const expSeries = [...exp.series].sort((a, b) => strCmp(key(a), key(b)));
         assert.deepEqual(gotSeries.map((s) => s.labels), expSeries.map((s) => s.labels), `${what}: groups`);
         expSeries.forEach((s, i) => checkValues(gotSeries[i].values, s.values, 1e-9, `${what} ${key(s)}`));
+        if (c.name === 'rpc.server.latency') {
+          for (const s of expSeries) assert.ok(s.values.filter((v) => v !== null).length >= 10, `${what}: exponential buckets answered`);
+        }
         if (c.agg === 'p95' && c.group_by) snap.histogram = { ...got, series: gotSeries };
         if (c.agg === 'avg' && c.group_by) snap.gauge = { ...got, series: gotSeries };
       });
@@ -1371,6 +1508,8 @@ for (const engine of ENGINES) {
         ['metrics/series', { name: 'queue.depth', agg: 'median' }],
         ['metrics/series', { name: 'queue.depth', agg: 'rate' }],
         ['metrics/series', { name: 'queue.depth', agg: 'p95' }],
+        ['metrics/series', { name: 'http.server.requests', agg: 'sum' }],  // a cumulative counter: use rate
+        ['metrics/series', { name: 'http.server.requests', agg: 'max' }],
         ['metrics/series', { name: 'queue.depth', filter: 'queue' }],
         ['metrics/series', { name: 'queue.depth', step_ms: 'fast' }],
       ];
@@ -1378,6 +1517,8 @@ for (const engine of ENGINES) {
         const res = await api(server, path, params);
         assertError(res, 400, `GET ${path}?${pretty(params)}`);
       }
+      const counterSum = await api(server, 'metrics/series', { ...RANGE, name: 'http.server.requests', agg: 'sum' });
+      assert.match(counterSum.json.error, /cumulative counter.*agg=rate/, 'the refusal of a raw sum points to rate');
       assertError(await api(server, '', {}, { raw: '/api/v1/logs?q=%zz' }), 400, 'malformed percent-encoding');
       assertError(await api(server, '', {}, { raw: '/api/v1/logs?q=abc%4' }), 400, 'truncated percent-encoding');
     });

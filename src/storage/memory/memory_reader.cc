@@ -654,6 +654,17 @@ Result<MetricBuckets> MemoryReader::AggregateSeries(const MetricSeriesQuery& q) 
       }
       bool any = false;
       for (const PointRow* p : points) {
+        if (p->quantiles) {
+          m.quantiles = *p->quantiles;  // the newest point wins
+          any = true;
+          continue;
+        }
+        if (p->exp_histogram) {
+          if (!delta.count(key.first)) m.exp_histograms.clear();  // cumulative: the newest point wins
+          m.exp_histograms.push_back(*p->exp_histogram);
+          any = true;
+          continue;
+        }
         if (!p->bucket_counts) continue;
         Result<std::vector<double>> counts = NumberArray(parser_, *p->bucket_counts);
         if (!counts.ok()) return counts.status();

@@ -154,16 +154,27 @@ Result<MetricBuckets> SqlReader::AggregateSeries(const MetricSeriesQuery& q) {
   };
   if (!cumulative.empty()) {
     sql::Sql sql;
+    // A series holds explicit, exponential or summary points, never two
+    // kinds, so the newest point of a (series, bucket) has one of them.
     sql << "SELECT series_id, " << bucket << ", max(time_ns), " << LastOf("bucket_counts") << ", "
-        << LastOf("explicit_bounds") << " FROM metric_points";
+        << LastOf("explicit_bounds") << ", " << LastOf("exp_histogram") << ", " << LastOf("quantiles")
+        << " FROM metric_points";
     sql.Append(where);
     AppendSeriesIn(&sql, cumulative);
-    sql << " AND bucket_counts IS NOT NULL GROUP BY 1, 2 ORDER BY 1, 2";
+    sql << " AND (bucket_counts IS NOT NULL OR exp_histogram IS NOT NULL OR quantiles IS NOT NULL) GROUP BY 1, 2 "
+           "ORDER BY 1, 2";
     SL_RETURN_IF_ERROR(Rows(sql, [&](const RowView& r) {
       MetricBucket m;
       m.series_id = r.GetInt(0);
       m.bucket = r.GetInt(1);
-      if (!in_range(m.bucket) || r.IsNull(3)) return;
+      if (!in_range(m.bucket)) return;
+      if (r.IsNull(3)) {
+        if (!r.IsNull(5)) m.exp_histograms.push_back(r.GetString(5));
+        else if (!r.IsNull(6)) m.quantiles = r.GetString(6);
+        else return;
+        out.push_back(std::move(m));
+        return;
+      }
       m.counts = ParseDoubleArray(parser, r.GetString(3));
       read_bounds(r, 4);
       m.bounds = bounds;
@@ -172,15 +183,13 @@ Result<MetricBuckets> SqlReader::AggregateSeries(const MetricSeriesQuery& q) {
   }
   if (!delta.empty()) {
     sql::Sql sql;
-    sql << "SELECT series_id, " << bucket << ", bucket_counts, explicit_bounds FROM metric_points";
+    sql << "SELECT series_id, " << bucket << ", bucket_counts, explicit_bounds, exp_histogram FROM metric_points";
     sql.Append(where);
     AppendSeriesIn(&sql, delta);
-    sql << " AND bucket_counts IS NOT NULL ORDER BY series_id, time_ns";
+    sql << " AND (bucket_counts IS NOT NULL OR exp_histogram IS NOT NULL) ORDER BY series_id, time_ns";
     SL_RETURN_IF_ERROR(Rows(sql, [&](const RowView& r) {
       int64_t series = r.GetInt(0), b = r.GetInt(1);
-      if (!in_range(b) || r.IsNull(2)) return;
-      std::vector<double> counts = ParseDoubleArray(parser, r.GetString(2));
-      read_bounds(r, 3);
+      if (!in_range(b) || (r.IsNull(2) && r.IsNull(4))) return;
       if (out.empty() || out.back().series_id != series || out.back().bucket != b) {
         MetricBucket m;
         m.series_id = series;
@@ -188,6 +197,12 @@ Result<MetricBuckets> SqlReader::AggregateSeries(const MetricSeriesQuery& q) {
         out.push_back(std::move(m));
       }
       MetricBucket& m = out.back();
+      if (r.IsNull(2)) {
+        m.exp_histograms.push_back(r.GetString(4));
+        return;
+      }
+      std::vector<double> counts = ParseDoubleArray(parser, r.GetString(2));
+      read_bounds(r, 3);
       if (m.counts.size() != counts.size()) m.counts.assign(counts.size(), 0);
       for (size_t i = 0; i < counts.size(); ++i) m.counts[i] += counts[i];
       m.bounds = bounds;

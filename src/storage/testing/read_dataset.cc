@@ -455,6 +455,8 @@ struct PointSpec {
   bool is_int = false;
   const char* bucket_counts = "";  // histograms
   const char* bounds = "";
+  const char* exp = "";        // exponential histograms: the exp_histogram JSON
+  const char* quantiles = "";  // summaries
   uint64_t count = 0;
   double sum = kNaN;
 };
@@ -472,14 +474,15 @@ void AddPoint(MetricBatch* b, const PointSpec& p) {
   b->max.push_back(kNaN);
   b->bucket_counts.Append(p.bucket_counts);
   b->explicit_bounds.Append(p.bounds);
-  b->exp_histogram.Append("");
-  b->quantiles.Append("");
+  b->exp_histogram.Append(p.exp);
+  b->quantiles.Append(p.quantiles);
   b->exemplars.Append("");
   b->flags.push_back(std::isnan(p.value) && p.bucket_counts[0] == '\0' && p.count == 0 ? 1 : 0);
 }
 
 std::vector<MetricBatch> Metrics() {
-  constexpr MetricType kGauge = MetricType::kGauge, kSum = MetricType::kSum, kHistogram = MetricType::kHistogram;
+  constexpr MetricType kGauge = MetricType::kGauge, kSum = MetricType::kSum, kHistogram = MetricType::kHistogram,
+                       kExponential = MetricType::kExponentialHistogram, kSummary = MetricType::kSummary;
   std::vector<MetricBatch> out(3);
   MetricBatch& a1 = out[0];
   a1.project_id = kProjectA;
@@ -499,6 +502,9 @@ std::vector<MetricBatch> Metrics() {
   AddSeries(&a1, {kSeriesRequests404, "requests", kSum, "1", "Requests", 1, false, "frontend", R"({"code":404})"});
   AddSeries(&a1, {kSeriesRequestsGauge, "requests", kGauge, "1", "Requests", 0, false, "frontend", "{}"});
   AddSeries(&a1, {kSeriesOverflow, "überlauf", kGauge, "", "", 0, false, "worker", "{}"});
+  AddSeries(&a1, {kSeriesRpcFrontend, "rpc.duration", kExponential, "s", "RPC duration", 2, false, "frontend", "{}"});
+  AddSeries(&a1, {kSeriesRpcCheckout, "rpc.duration", kExponential, "s", "RPC duration", 1, false, "checkout", "{}"});
+  AddSeries(&a1, {kSeriesGcPause, "gc.pause", kSummary, "ms", "GC pause", 0, false, "worker", "{}"});
 
   AddPoint(&a1, {.series = kSeriesTempCore0, .time = kT0 - 1, .value = 1000});
   AddPoint(&a1, {.series = kSeriesTempCore0, .time = At(1000), .value = 40});
@@ -517,6 +523,47 @@ std::vector<MetricBatch> Metrics() {
   AddPoint(&a1, {.series = kSeriesRequestsCheckout, .time = At(12000), .value = 1});
   AddPoint(&a1, {.series = kSeriesQueueDepth, .time = At(1000), .value = 10});
   AddPoint(&a1, {.series = kSeriesQueueDepth, .time = At(11000), .value = -4});
+  // Cumulative exponential histogram: scale 1 at 1 s, scale 0 at 12 s, a
+  // reset at 21 s.
+  AddPoint(&a1, {.series = kSeriesRpcFrontend,
+                 .time = At(1000),
+                 .exp = R"({"scale":1,"zero_count":1,"zero_threshold":0,)"
+                        R"("positive":{"offset":0,"bucket_counts":[1,2]},"negative":{"offset":0,"bucket_counts":[]}})",
+                 .count = 4});
+  AddPoint(&a1, {.series = kSeriesRpcFrontend,
+                 .time = At(12000),
+                 .exp = R"({"scale":0,"zero_count":1,"zero_threshold":0,)"
+                        R"("positive":{"offset":0,"bucket_counts":[3,4]},"negative":{"offset":0,"bucket_counts":[]}})",
+                 .count = 8});
+  AddPoint(&a1, {.series = kSeriesRpcFrontend,
+                 .time = At(21000),
+                 .exp = R"({"scale":0,"zero_count":0,"zero_threshold":0,)"
+                        R"("positive":{"offset":0,"bucket_counts":[1]},"negative":{"offset":0,"bucket_counts":[]}})",
+                 .count = 1});
+  // Summary: two points in bucket 0 (the newest counts), one in bucket 2.
+  AddPoint(&a1, {.series = kSeriesGcPause,
+                 .time = At(1000),
+                 .quantiles = R"([{"quantile":0.5,"value":1},{"quantile":0.99,"value":9}])",
+                 .count = 10});
+  AddPoint(&a1, {.series = kSeriesGcPause,
+                 .time = At(4000),
+                 .quantiles = R"([{"quantile":0.5,"value":2},{"quantile":0.9,"value":4},{"quantile":0.99,"value":20}])",
+                 .count = 20});
+  AddPoint(&a1, {.series = kSeriesGcPause,
+                 .time = At(25000),
+                 .quantiles = R"([{"quantile":0.5,"value":3},{"quantile":0.95,"value":7}])",
+                 .count = 30});
+  // Delta exponential histogram: negative values, then a coarser scale.
+  AddPoint(&a1, {.series = kSeriesRpcCheckout,
+                 .time = At(2000),
+                 .exp = R"({"scale":0,"zero_count":0,"zero_threshold":0,)"
+                        R"("positive":{"offset":1,"bucket_counts":[2]},"negative":{"offset":0,"bucket_counts":[2]}})",
+                 .count = 4});
+  AddPoint(&a1, {.series = kSeriesRpcCheckout,
+                 .time = At(3000),
+                 .exp = R"({"scale":-1,"zero_count":0,"zero_threshold":0,)"
+                        R"("positive":{"offset":1,"bucket_counts":[4]},"negative":{"offset":0,"bucket_counts":[]}})",
+                 .count = 4});
   // Cumulative histogram: a reset at 22 s, a point without bucket counts at
   // 23 s, another bucket layout at 31 s.
   AddPoint(&a1, {.series = kSeriesLatencyFrontend,

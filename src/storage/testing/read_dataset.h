@@ -105,7 +105,10 @@ inline constexpr int64_t kSeriesTempCore1 = 17;         // gauge
 inline constexpr int64_t kSeriesRequests500 = 18;
 inline constexpr int64_t kSeriesRequests404 = 19;  // non-monotonic delta
 inline constexpr int64_t kSeriesRequestsGauge = 20;
-inline constexpr int64_t kSeriesOverflow = 21;  // no points
+inline constexpr int64_t kSeriesOverflow = 21;      // no points
+inline constexpr int64_t kSeriesRpcFrontend = 22;   // cumulative exponential histogram
+inline constexpr int64_t kSeriesRpcCheckout = -23;  // delta exponential histogram
+inline constexpr int64_t kSeriesGcPause = 24;       // summary
 inline constexpr int64_t kSeriesProjectB = 11;
 
 struct ReadDataset {

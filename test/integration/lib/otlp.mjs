@@ -156,8 +156,10 @@ export function encodeTraceRequestProto({ resource = {}, scope = { name: 'it' },
 /**
  * ExportMetricsServiceRequest: [{resource, scope, metrics}] where a metric is
  * {name, description?, unit?, gauge?: {points}, sum?: {points, temporality, monotonic},
- *  histogram?: {points, temporality}}. Number points: {time, start?, value, asInt?, attributes?};
- * histogram points: {time, start?, count, sum?, bucketCounts, bounds, min?, max?, attributes?}.
+ *  histogram?: {points, temporality}, exponentialHistogram?: {points, temporality}}. Number points:
+ * {time, start?, value, asInt?, attributes?}; histogram points: {time, start?, count, sum?,
+ * bucketCounts, bounds, min?, max?, attributes?}; exponential points: {time, start?, count, sum?,
+ * scale, zeroCount, positive: {offset, bucketCounts}, negative?: {..}, attributes?}.
  * Times are bigint ns.
  */
 export function encodeMetricsProto(resourceMetrics) {
@@ -178,6 +180,24 @@ export function encodeMetricsProto(resourceMetrics) {
     w.packedDouble(7, p.bounds);
     if (p.min !== undefined) w.double(11, p.min);
     if (p.max !== undefined) w.double(12, p.max);
+  };
+  const sint = (w, field, v) => { w.tag(field, 0); w.varint(v >= 0 ? 2 * v : -2 * v - 1); };
+  const expBuckets = (w, b) => {
+    sint(w, 1, b.offset);
+    const packed = new Writer();
+    for (const c of b.bucketCounts) packed.varint(c);
+    w.bytesField(2, packed.bytes());
+  };
+  const exponentialPoint = (w, p) => {
+    writeAttributes(w, 1, p.attributes);
+    if (p.start) w.fixed64(2, p.start);
+    w.fixed64(3, p.time);
+    w.fixed64(4, p.count);
+    if (p.sum !== undefined) w.double(5, p.sum);
+    sint(w, 6, p.scale);
+    w.fixed64(7, p.zeroCount);
+    w.message(8, (b) => expBuckets(b, p.positive));
+    if (p.negative) w.message(9, (b) => expBuckets(b, p.negative));
   };
   const w = new Writer();
   for (const { resource = {}, scope = { name: 'it' }, metrics } of resourceMetrics) {
@@ -202,6 +222,11 @@ export function encodeMetricsProto(resourceMetrics) {
               mw.message(9, (h) => {
                 for (const p of m.histogram.points) h.message(1, (pw) => histogramPoint(pw, p));
                 h.uint(2, m.histogram.temporality);
+              });
+            } else if (m.exponentialHistogram) {
+              mw.message(10, (h) => {
+                for (const p of m.exponentialHistogram.points) h.message(1, (pw) => exponentialPoint(pw, p));
+                h.uint(2, m.exponentialHistogram.temporality);
               });
             }
           });

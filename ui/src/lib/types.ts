@@ -135,5 +135,7 @@ export interface MetricInfo {
   type: string;
   unit: string;
   description: string;
+  monotonic?: boolean;
+  temporality?: 'delta' | 'cumulative' | 'unspecified';
   services: string[];
 }

@@ -13,16 +13,37 @@ const AGG_LABELS: Record<string, string> = {
   min: 'Min',
   max: 'Max',
   rate: 'Rate per second',
+  last: 'Last value',
   p50: 'P50',
   p95: 'P95',
   p99: 'P99',
 };
 
-export function aggsFor(type: string): string[] {
-  const t = type.toLowerCase();
-  if (t.includes('histogram')) return ['p95', 'p50', 'p99', 'avg', 'sum', 'min', 'max'];
-  if (t.includes('sum') || t.includes('counter')) return ['rate', 'sum', 'avg', 'min', 'max'];
-  return ['avg', 'min', 'max', 'sum'];
+/**
+ * The aggregations that mean something for a metric, its default first.
+ * Histograms (explicit or exponential) chart percentiles; a counter charts its
+ * rate, and a cumulative counter's running totals are never summed or averaged
+ * (the server refuses that too); an UpDownCounter is a level: its last value.
+ * A summary charts the quantiles it reports.
+ */
+export function aggsFor(metric: Pick<MetricInfo, 'type' | 'monotonic' | 'temporality'> | undefined): string[] {
+  const t = (metric?.type ?? '').toLowerCase();
+  if (t.includes('histogram') || t === 'summary') return ['p95', 'p50', 'p99'];
+  if (t === 'sum') {
+    if (!metric?.monotonic) return ['last', 'avg', 'min', 'max'];
+    return metric.temporality === 'delta' ? ['rate', 'sum', 'last'] : ['rate', 'last'];
+  }
+  return ['avg', 'min', 'max', 'last', 'sum'];
+}
+
+/** Metrics whose name or description holds every word of `text`, any case. */
+export function searchMetrics(metrics: MetricInfo[], text: string): MetricInfo[] {
+  const words = text.toLowerCase().split(/\s+/).filter(Boolean);
+  if (!words.length) return metrics;
+  return metrics.filter((m) => {
+    const hay = `${m.name} ${m.description}`.toLowerCase();
+    return words.every((w) => hay.includes(w));
+  });
 }
 
 function FilterEditor(props: { labels: Record<string, string[]>; filters: string[] }) {
@@ -136,7 +157,10 @@ export function MetricsPage() {
   const metrics = useMemo(() => [...(list.data?.metrics ?? [])].sort((a, b) => a.name.localeCompare(b.name)), [list.data]);
   const name = loc.q.get('metric') ?? metrics[0]?.name ?? '';
   const metric = metrics.find((m) => m.name === name);
-  const aggs = aggsFor(metric?.type ?? '');
+  const aggs = aggsFor(metric);
+  const [search, setSearch] = useState('');
+  const shown = useMemo(() => searchMetrics(metrics, search), [metrics, search]);
+  const pick = (m: string) => setParams({ metric: m, agg: null, group_by: null, filter: null });
   const agg = aggs.includes(loc.q.get('agg') ?? '') ? loc.q.get('agg')! : aggs[0];
   const groupBy = (loc.q.get('group_by') ?? '').split(',').filter(Boolean);
   const filters = loc.q.getAll('filter');
@@ -154,15 +178,27 @@ export function MetricsPage() {
           ) : (
             <>
               <div class="panel search-form" data-testid="metrics-form">
+                <label class="field">
+                  <span>Search metrics</span>
+                  <input
+                    type="search"
+                    data-testid="metric-search"
+                    placeholder="name or description"
+                    value={search}
+                    onInput={(e) => setSearch(e.currentTarget.value)}
+                    onKeyDown={(e) => {
+                      if (e.key === 'Enter' && shown.length > 0 && shown[0].name !== name) pick(shown[0].name);
+                    }}
+                  />
+                  <span class="muted" data-testid="metric-search-count">
+                    {search ? `${shown.length} of ${metrics.length}` : `${metrics.length} metrics`}
+                  </span>
+                </label>
                 <label class="field grow">
                   <span>Metric</span>
-                  <select
-                    data-testid="metric-name-select"
-                    value={name}
-                    onChange={(e) => setParams({ metric: e.currentTarget.value, agg: null, group_by: null, filter: null })}
-                  >
-                    {!metric && name && <option value={name}>{name}</option>}
-                    {metrics.map((m) => (
+                  <select data-testid="metric-name-select" value={name} onChange={(e) => pick(e.currentTarget.value)}>
+                    {name && !shown.some((m) => m.name === name) && <option value={name}>{name}</option>}
+                    {shown.map((m) => (
                       <option key={m.name} value={m.name}>
                         {m.name} ({m.type}{m.unit ? `, ${m.unit}` : ''})
                       </option>
