@@ -220,6 +220,7 @@ test('traces: an invalid attribute filter or min above max is shown and not appl
   await page.fill(tid('traces-attr'), '');
   await page.fill(tid('traces-min'), '500');
   await page.fill(tid('traces-max'), '10');
+  assert.equal(await page.locator(tid('traces-min')).getAttribute('aria-invalid'), 'true');
   await page.click(tid('traces-search'));
   await eventually(async () => assert.match(await errs.innerText(), /Min duration \(500 ms\) is above max duration \(10 ms\)/));
   assert.equal(page.url(), before, 'nothing applied');

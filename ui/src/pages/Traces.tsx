@@ -114,6 +114,8 @@ export function TracesPage() {
     },
     tick,
   );
+  // Marked as soon as typed; the message comes with Search.
+  const durBad = form.min.trim() !== '' && form.max.trim() !== '' && Number(form.min) > Number(form.max);
   const set = (k: keyof typeof form) => (e: Event) =>
     setForm({ ...form, [k]: (e.currentTarget as HTMLInputElement).value });
   return (
@@ -161,11 +163,11 @@ export function TracesPage() {
         </label>
         <label class="field narrow">
           <span>Min ms</span>
-          <input type="number" min="0" step="any" data-testid="traces-min" value={form.min} onInput={set('min')} />
+          <input type="number" min="0" step="any" data-testid="traces-min" value={form.min} aria-invalid={durBad ? 'true' : undefined} onInput={set('min')} />
         </label>
         <label class="field narrow">
           <span>Max ms</span>
-          <input type="number" min="0" step="any" data-testid="traces-max" value={form.max} onInput={set('max')} />
+          <input type="number" min="0" step="any" data-testid="traces-max" value={form.max} aria-invalid={durBad ? 'true' : undefined} onInput={set('max')} />
         </label>
         <div class="field grow">
           <span>Attributes</span>
