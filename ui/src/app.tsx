@@ -1,9 +1,9 @@
 import { useCallback, useEffect, useMemo, useState } from 'preact/hooks';
 import { Header, pageOf } from './components/Header';
-import { Link, Loading } from './components/ui';
+import { ErrorBox, Link, Loading } from './components/ui';
 import { api, ApiError, goToLogin } from './lib/api';
 import { Ctx, type AppCtx } from './lib/ctx';
-import { hrefTo, useLocation } from './lib/router';
+import { hrefTo, hrefWith, useLocation } from './lib/router';
 import { refreshMs, resolveRange } from './lib/time';
 import { EndpointsPage } from './pages/Endpoints';
 import { ExceptionsPage } from './pages/Exceptions';
@@ -126,9 +126,39 @@ export function App() {
   }
   return (
     <Ctx.Provider value={ctx}>
+      <a
+        href="#main"
+        class="skip-link"
+        data-testid="skip-link"
+        onClick={(e) => {
+          // Focus the content without touching the URL (the router owns it).
+          e.preventDefault();
+          document.getElementById('main')?.focus();
+        }}
+      >
+        Skip to content
+      </a>
       <Header username={user} />
-      <main class="main" data-testid={`page-${loc.path.startsWith('/traces/') ? 'trace' : page || 'notfound'}`}>
-        <Page path={loc.path} />
+      <main
+        id="main"
+        tabIndex={-1}
+        class="main"
+        data-testid={`page-${loc.path.startsWith('/traces/') ? 'trace' : page || 'notfound'}`}
+      >
+        {range.invalid ? (
+          <div class="page" data-testid="range-invalid">
+            <ErrorBox message={`${range.invalid} Nothing is shown until the range is fixed.`} />
+            <p>
+              Pick a range above, or{' '}
+              <Link href={hrefWith({ from: null, to: null, range: null })} data-testid="range-invalid-reset">
+                show the last hour
+              </Link>
+              .
+            </p>
+          </div>
+        ) : (
+          <Page path={loc.path} />
+        )}
       </main>
     </Ctx.Provider>
   );

@@ -64,7 +64,10 @@ function TimePicker() {
       setTo(toLocalInput(range.to));
     }
   }, [range.preset, range.from, range.to]);
-  const bad = !(fromLocalInput(from) < fromLocalInput(to));
+  const f = fromLocalInput(from);
+  const t = fromLocalInput(to);
+  const problem = !Number.isFinite(f) || !Number.isFinite(t) ? 'Enter both times' : f >= t ? 'From must be before To' : null;
+  const bad = problem !== null;
   return (
     <div class="time-picker">
       <select
@@ -104,6 +107,7 @@ function TimePicker() {
             aria-label="From"
             data-testid="range-from"
             value={from}
+            aria-invalid={bad ? 'true' : undefined}
             onInput={(e) => setFrom(e.currentTarget.value)}
           />
           <span aria-hidden="true">→</span>
@@ -112,11 +116,17 @@ function TimePicker() {
             aria-label="To"
             data-testid="range-to"
             value={to}
+            aria-invalid={bad ? 'true' : undefined}
             onInput={(e) => setTo(e.currentTarget.value)}
           />
           <button type="submit" data-testid="range-apply" disabled={bad}>
             Apply
           </button>
+          {problem && (
+            <span class="range-problem" role="alert" data-testid="range-problem">
+              {problem}
+            </span>
+          )}
         </form>
       )}
     </div>

@@ -3,7 +3,7 @@ import { fmtAttr, fmtDateTime, fmtTime, shortId } from '../lib/format';
 import { severityName } from '../lib/otel';
 import { hrefTo } from '../lib/router';
 import type { LogRow } from '../lib/types';
-import { Link } from './ui';
+import { Link, onActivateKey } from './ui';
 
 export function logKey(l: LogRow): string {
   return `${l.time_ns}|${l.span_id ?? ''}|${typeof l.body === 'string' ? l.body : JSON.stringify(l.body)}`;
@@ -61,11 +61,22 @@ export function LogList(props: {
         const isOpen = open === k;
         return (
           <li key={k} class={`log-row ${isOpen ? 'open' : ''}`} data-testid="log-row">
-            <div class="log-line" onClick={(e) => {
-              if ((e.target as HTMLElement).closest('a,button')) return;
-              if (window.getSelection()?.toString()) return;
-              setOpen(isOpen ? null : k);
-            }}>
+            <div
+              class="log-line"
+              data-testid="log-line"
+              tabIndex={0}
+              onClick={(e) => {
+                if ((e.target as HTMLElement).closest('a,button')) return;
+                if (window.getSelection()?.toString()) return;
+                setOpen(isOpen ? null : k);
+              }}
+              onKeyDown={(e) => {
+                if (e.key === 'Escape' && isOpen) {
+                  e.preventDefault();
+                  setOpen(null);
+                } else onActivateKey(() => setOpen(isOpen ? null : k))(e);
+              }}
+            >
               <time class="log-time mono" title={fmtDateTime(l.time_ms)}>
                 {fmtTime(l.time_ms, true)}
               </time>

@@ -33,6 +33,30 @@ export function rowNav(href: string) {
   };
 }
 
+/**
+ * Keyboard activation for an element that is not a real button or link (a
+ * table row, a waterfall row, a log line): Enter, and Space, run `fn` when
+ * the key is pressed on the element itself, not on a control inside it.
+ */
+export function onActivateKey(fn: () => void) {
+  return (e: KeyboardEvent) => {
+    if (e.target !== e.currentTarget) return;
+    if (e.key === 'Enter' || e.key === ' ') {
+      e.preventDefault();
+      fn();
+    }
+  };
+}
+
+/** Props for a table row that opens `href`: clickable, focusable, opened with Enter or Space. */
+export function rowLink(href: string) {
+  return {
+    tabIndex: 0,
+    onClick: rowNav(href),
+    onKeyDown: onActivateKey(() => navigate(href)),
+  };
+}
+
 export function Loading({ label = 'Loading…' }: { label?: string }) {
   return (
     <div class="state loading" data-testid="loading" role="status">
@@ -165,8 +189,29 @@ export function AttrInput(props: {
         placeholder={props.placeholder ?? 'key=value'}
         value={props.text}
         title="An attribute filter: key=value"
+        aria-label="Attribute filter (key=value)"
+        aria-invalid={bad ? 'true' : undefined}
         onInput={(e) => props.setText(e.currentTarget.value)}
       />
+    </div>
+  );
+}
+
+/** Why the pending attribute text is not a filter, or null when it is empty or valid. */
+export function attrProblem(text: string): string | null {
+  const t = text.trim();
+  if (!t || ATTR_RE.test(t)) return null;
+  return `Attribute filter "${t}" is not key=value`;
+}
+
+/** The reasons a search form cannot be applied, shown above its buttons; nothing when there are none. */
+export function FormErrors({ problems, testid }: { problems: string[]; testid?: string }) {
+  if (problems.length === 0) return null;
+  return (
+    <div class="form-errors" role="alert" data-testid={testid ?? 'form-errors'}>
+      {problems.map((p) => (
+        <div key={p}>{p}</div>
+      ))}
     </div>
   );
 }

@@ -21,15 +21,45 @@ export interface TimeRange {
   from: number;
   to: number;
   preset: string | null; // null when custom
+  /**
+   * Set when the URL's range cannot be used (from/to not numbers, only one
+   * of them, from >= to, an unknown preset): what is wrong. Pages are not
+   * queried then; the app shows this instead of guessing another range.
+   */
+  invalid?: string;
 }
 
 export function resolveRange(q: URLSearchParams, now: number): TimeRange {
-  const from = Number(q.get('from'));
-  const to = Number(q.get('to'));
-  if (q.get('from') && q.get('to') && Number.isFinite(from) && Number.isFinite(to) && from < to) {
+  const fromS = q.get('from');
+  const toS = q.get('to');
+  if (fromS !== null || toS !== null) {
+    const from = Number(fromS);
+    const to = Number(toS);
+    const fallback = { from: now - 3_600_000, to: now, preset: null };
+    if (fromS === null || toS === null || fromS === '' || toS === '') {
+      return { ...fallback, invalid: 'The time range in the address needs both "from" and "to".' };
+    }
+    if (!Number.isFinite(from) || !Number.isFinite(to)) {
+      return { ...fallback, invalid: `The time range in the address is not two times in milliseconds (from=${fromS}, to=${toS}).` };
+    }
+    if (from >= to) {
+      return {
+        from,
+        to,
+        preset: null,
+        invalid: `The time range in the address is ${from === to ? 'empty' : 'inverted'}: from (${new Date(from).toISOString()}) is ${
+          from === to ? 'the same as' : 'after'
+        } to (${new Date(to).toISOString()}).`,
+      };
+    }
     return { from, to, preset: null };
   }
-  const p = PRESETS.find((x) => x.key === q.get('range')) ?? PRESETS.find((x) => x.key === DEFAULT_PRESET)!;
+  const r = q.get('range');
+  const p = PRESETS.find((x) => x.key === (r || DEFAULT_PRESET));
+  if (!p) {
+    const d = PRESETS.find((x) => x.key === DEFAULT_PRESET)!;
+    return { from: now - d.ms, to: now, preset: null, invalid: `Unknown time range "${r}" in the address.` };
+  }
   return { from: now - p.ms, to: now, preset: p.key };
 }
 

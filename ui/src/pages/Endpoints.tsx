@@ -1,7 +1,7 @@
 import { useMemo } from 'preact/hooks';
 import { Chart } from '../components/Chart';
 import { ServiceSelect } from '../components/ServiceSelect';
-import { Async, Empty, Link, Panel, rowNav, SortHeader } from '../components/ui';
+import { Async, Empty, Link, Panel, rowLink, SortHeader } from '../components/ui';
 import { useApi } from '../lib/api';
 import { useApp, useScope } from '../lib/ctx';
 import { fmtCompact, fmtCount, fmtMs, fmtPct } from '../lib/format';
@@ -145,7 +145,7 @@ export function EndpointsPage() {
                             data-testid="endpoint-row"
                             data-service={r.service}
                             data-endpoint={r.endpoint}
-                            onClick={rowNav(href)}
+                            {...rowLink(href)}
                             title="Show traces of this endpoint"
                           >
                             <td class="muted">{r.service}</td>

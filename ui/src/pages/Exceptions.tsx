@@ -1,5 +1,6 @@
+import { useEffect, useRef } from 'preact/hooks';
 import { ServiceSelect } from '../components/ServiceSelect';
-import { Async, Empty, Link, Panel } from '../components/ui';
+import { Async, Empty, Link, onActivateKey, Panel } from '../components/ui';
 import { useApi } from '../lib/api';
 import { useApp, useScope } from '../lib/ctx';
 import { fmtAgo, fmtCount, fmtDateTime, fmtMs, fmtTime, shortId } from '../lib/format';
@@ -82,6 +83,21 @@ export function ExceptionsPage() {
   const selMsg = loc.q.get('ex_msg') ?? '';
   const selSvc = loc.q.get('ex_svc') ?? '';
   const st = useApi<{ exceptions: ExceptionGroup[] }>('exceptions', { ...scope, service, limit: 50 }, tick);
+  // Esc closes the open group's spans and puts the keyboard back on its row.
+  // Registered once and reading the selection when the key comes, so an Esc
+  // right after a group opens is not missed.
+  const openRef = useRef(selType !== null);
+  openRef.current = selType !== null;
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key !== 'Escape' || e.defaultPrevented || !openRef.current) return;
+      e.preventDefault();
+      document.querySelector<HTMLElement>('[data-testid="exception-row"].selected')?.focus();
+      setParams({ ex_type: null, ex_msg: null, ex_svc: null }, true);
+    };
+    document.addEventListener('keydown', onKey);
+    return () => document.removeEventListener('keydown', onKey);
+  }, []);
   return (
     <div class="page">
       <div class="page-head">
@@ -112,18 +128,22 @@ export function ExceptionsPage() {
                   <tbody>
                     {d.exceptions.map((x) => {
                       const sel = selType === x.type && selMsg === x.message && selSvc === x.service;
+                      const toggle = () =>
+                        setParams(
+                          sel ? { ex_type: null, ex_msg: null, ex_svc: null } : { ex_type: x.type, ex_msg: x.message, ex_svc: x.service },
+                        );
                       return (
                         <tr
                           key={`${x.service}|${x.type}|${x.message}`}
                           class={`clickable ${sel ? 'selected' : ''}`}
                           data-testid="exception-row"
                           data-type={x.type}
+                          tabIndex={0}
                           onClick={(e) => {
                             if ((e.target as HTMLElement).closest('a')) return;
-                            setParams(
-                              sel ? { ex_type: null, ex_msg: null, ex_svc: null } : { ex_type: x.type, ex_msg: x.message, ex_svc: x.service },
-                            );
+                            toggle();
                           }}
+                          onKeyDown={onActivateKey(toggle)}
                         >
                           <td class="mono bad">{x.type || '(no type)'}</td>
                           <td class="exc-msg" title={x.message}>

@@ -1,7 +1,7 @@
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { Chart } from '../components/Chart';
 import { LogList, logKey } from '../components/LogList';
-import { Async, AttrInput, attrList, Empty, ErrorBox, Loading, Panel } from '../components/ui';
+import { Async, AttrInput, attrList, attrProblem, ATTR_RE, Empty, ErrorBox, FormErrors, Loading, Panel } from '../components/ui';
 import { api, useApi } from '../lib/api';
 import { useApp, useScope } from '../lib/ctx';
 import { fmtCompact, fmtCount } from '../lib/format';
@@ -51,6 +51,17 @@ function Volume({ filters }: { filters: Record<string, string | string[]> }) {
   );
 }
 
+/** What is wrong with a logs filter (from the form or the URL); empty when it can be applied. */
+export function logsFilterProblems(f: { trace_id: string; attr: string[] }, attrText = ''): string[] {
+  const out: string[] = [];
+  const t = f.trace_id.trim().toLowerCase();
+  if (t && !/^([0-9a-f]{16}){1,2}$/.test(t)) out.push(`Trace ID "${f.trace_id}" is not 32 or 16 hex digits`);
+  for (const a of f.attr) if (!ATTR_RE.test(a.trim())) out.push(`Attribute filter "${a}" is not key=value`);
+  const p = attrProblem(attrText);
+  if (p) out.push(p);
+  return out;
+}
+
 export function LogsPage() {
   const { loc, tick, project } = useApp();
   const scope = useScope();
@@ -73,7 +84,11 @@ export function LogsPage() {
     setAttrText('');
   }, [filters]);
 
-  const first = useApi<LogsAnswer>('logs', { ...scope, ...filters, limit: PAGE }, tick);
+  // A URL with an invalid filter is not queried without it: the page says what is wrong.
+  const urlProblems = logsFilterProblems(filters);
+  const [formProblems, setFormProblems] = useState<string[]>([]);
+  useEffect(() => setFormProblems([]), [filters]);
+  const first = useApi<LogsAnswer>(urlProblems.length ? null : 'logs', { ...scope, ...filters, limit: PAGE }, tick);
   const [older, setOlder] = useState<{ logs: LogRow[]; cursor: string | null | undefined; loading: boolean; error?: string }>({
     logs: [],
     cursor: undefined,
@@ -180,6 +195,9 @@ export function LogsPage() {
         data-testid="logs-form"
         onSubmit={(e) => {
           e.preventDefault();
+          const problems = logsFilterProblems(form, attrText);
+          setFormProblems(problems);
+          if (problems.length) return;
           setParams({
             severity_min: form.severity_min || null,
             service: form.service.trim() || null,
@@ -220,6 +238,7 @@ export function LogsPage() {
           <span>Attributes</span>
           <AttrInput chips={form.attr} setChips={(attr) => setForm({ ...form, attr })} text={attrText} setText={setAttrText} testid="logs-attr" />
         </div>
+        <FormErrors problems={formProblems} testid="logs-form-errors" />
         <div class="form-buttons">
           <button type="submit" class="primary" data-testid="logs-search">
             Search
@@ -232,7 +251,7 @@ export function LogsPage() {
           </button>
         </div>
       </form>
-      <Volume filters={filters} />
+      {urlProblems.length === 0 && <Volume filters={filters} />}
       <Panel
         title={tail ? 'Live tail, newest first' : 'Newest first'}
         busy={first.loading}
@@ -248,6 +267,9 @@ export function LogsPage() {
         }
       >
         {tailError && <ErrorBox message={`Live tail: ${tailError}`} />}
+        {urlProblems.length > 0 && (
+          <ErrorBox message={`Not searched, the filter in the address is invalid: ${urlProblems.join('; ')}`} />
+        )}
         <Async state={first}>
           {() =>
             all.length === 0 ? (

@@ -1,4 +1,4 @@
-import { Async, Empty, Link, Panel, rowNav } from '../components/ui';
+import { Async, Empty, Link, Panel, rowLink } from '../components/ui';
 import { useApi } from '../lib/api';
 import { useApp, useScope } from '../lib/ctx';
 import { fmtCount, fmtMs, fmtPct, fmtRate, fmtRetention } from '../lib/format';
@@ -86,7 +86,7 @@ export function OverviewPage() {
                               class="clickable"
                               data-testid="service-row"
                               data-service={s.service}
-                              onClick={rowNav(href)}
+                              {...rowLink(href)}
                             >
                               <td>
                                 <Link href={href}>{s.service}</Link>

@@ -1,7 +1,7 @@
 import type { ComponentChildren } from 'preact';
-import { useMemo, useState } from 'preact/hooks';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { AttrTable, LogList } from '../components/LogList';
-import { Async, Empty, Link, Panel, ServiceDot } from '../components/ui';
+import { Async, Empty, Link, onActivateKey, Panel, ServiceDot } from '../components/ui';
 import { useApi } from '../lib/api';
 import { useApp, useScope } from '../lib/ctx';
 import { fmtAttr, fmtCount, fmtDateTime, fmtMs, nsDiffMs, nsToMs } from '../lib/format';
@@ -131,7 +131,9 @@ function Waterfall(props: { model: Model; selected: string | null; onSelect: (id
             data-span-id={s.span_id}
             data-span-name={s.name}
             data-error={err ? '1' : undefined}
+            tabIndex={0}
             onClick={() => props.onSelect(sel ? null : s.span_id)}
+            onKeyDown={onActivateKey(() => props.onSelect(sel ? null : s.span_id))}
           >
             <div class="wf-name" style={{ paddingLeft: `${r.depth * 16 + 4}px` }} title={`${s.service} · ${s.name}`}>
               {r.childCount > 0 ? (
@@ -356,6 +358,23 @@ export function TracePage({ traceId }: { traceId: string }) {
   const selected = loc.q.get('span');
   const model = useMemo(() => (st.data ? buildModel(st.data.spans ?? []) : null), [st.data]);
   const select = (id: string | null) => setParams({ span: id }, true);
+  // Esc closes the span details and puts the keyboard back on the span's row.
+  // The listener stays for the page's life and reads the selection when the
+  // key comes, so an Esc right after a span opens is not missed.
+  const selectedRef = useRef(selected);
+  selectedRef.current = selected;
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      const cur = selectedRef.current;
+      if (e.key !== 'Escape' || e.defaultPrevented || !cur) return;
+      e.preventDefault();
+      setParams({ span: null }, true);
+      const row = document.querySelector<HTMLElement>(`[data-testid="span-row"][data-span-id="${CSS.escape(cur)}"]`);
+      row?.focus();
+    };
+    document.addEventListener('keydown', onKey);
+    return () => document.removeEventListener('keydown', onKey);
+  }, []);
   return (
     <div class="page">
       <div class="crumbs">

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { Async, AttrInput, attrList, Empty, Link, Panel, rowNav } from '../components/ui';
+import { Async, AttrInput, attrList, attrProblem, ATTR_RE, Empty, ErrorBox, FormErrors, Link, Panel, rowLink } from '../components/ui';
 import { useApi } from '../lib/api';
 import { useApp, useScope } from '../lib/ctx';
 import { fmtCount, fmtDateTime, fmtMs, fmtTime, shortId } from '../lib/format';
@@ -54,6 +54,27 @@ function TraceIdBox() {
   );
 }
 
+/** What is wrong with a traces filter (from the form or the URL); empty when it can be applied. */
+export function tracesFilterProblems(f: { min: string; max: string; attrs: string[] }, attrText = ''): string[] {
+  const out: string[] = [];
+  const num = (label: string, v: string) => {
+    if (v.trim() === '') return undefined;
+    const n = Number(v);
+    if (!Number.isFinite(n) || n < 0) {
+      out.push(`${label} duration "${v}" is not a number of milliseconds >= 0`);
+      return undefined;
+    }
+    return n;
+  };
+  const min = num('Min', f.min);
+  const max = num('Max', f.max);
+  if (min !== undefined && max !== undefined && min > max) out.push(`Min duration (${min} ms) is above max duration (${max} ms)`);
+  for (const a of f.attrs) if (!ATTR_RE.test(a.trim())) out.push(`Attribute filter "${a}" is not key=value`);
+  const p = attrProblem(attrText);
+  if (p) out.push(p);
+  return out;
+}
+
 export function TracesPage() {
   const { loc, tick } = useApp();
   const scope = useScope();
@@ -74,8 +95,13 @@ export function TracesPage() {
     setAttrText('');
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [key]);
+  // A URL with an invalid filter (typed, pasted or bookmarked) is not queried
+  // without that filter: it says what is wrong instead.
+  const urlProblems = tracesFilterProblems(cur);
+  const [formProblems, setFormProblems] = useState<string[]>([]);
+  useEffect(() => setFormProblems([]), [key]);
   const st = useApi<{ traces: TraceRow[] }>(
-    'traces',
+    urlProblems.length ? null : 'traces',
     {
       ...scope,
       service: cur.service,
@@ -88,6 +114,8 @@ export function TracesPage() {
     },
     tick,
   );
+  // Marked as soon as typed; the message comes with Search.
+  const durBad = form.min.trim() !== '' && form.max.trim() !== '' && Number(form.min) > Number(form.max);
   const set = (k: keyof typeof form) => (e: Event) =>
     setForm({ ...form, [k]: (e.currentTarget as HTMLInputElement).value });
   return (
@@ -101,6 +129,9 @@ export function TracesPage() {
         data-testid="traces-form"
         onSubmit={(e) => {
           e.preventDefault();
+          const problems = tracesFilterProblems(form, attrText);
+          setFormProblems(problems);
+          if (problems.length) return;
           setParams({
             service: form.service.trim() || null,
             endpoint: form.endpoint.trim() || null,
@@ -132,11 +163,11 @@ export function TracesPage() {
         </label>
         <label class="field narrow">
           <span>Min ms</span>
-          <input type="number" min="0" step="any" data-testid="traces-min" value={form.min} onInput={set('min')} />
+          <input type="number" min="0" step="any" data-testid="traces-min" value={form.min} aria-invalid={durBad ? 'true' : undefined} onInput={set('min')} />
         </label>
         <label class="field narrow">
           <span>Max ms</span>
-          <input type="number" min="0" step="any" data-testid="traces-max" value={form.max} onInput={set('max')} />
+          <input type="number" min="0" step="any" data-testid="traces-max" value={form.max} aria-invalid={durBad ? 'true' : undefined} onInput={set('max')} />
         </label>
         <div class="field grow">
           <span>Attributes</span>
@@ -148,6 +179,7 @@ export function TracesPage() {
             testid="traces-attr"
           />
         </div>
+        <FormErrors problems={formProblems} testid="traces-form-errors" />
         <div class="form-buttons">
           <button type="submit" class="primary" data-testid="traces-search">
             Search
@@ -163,6 +195,9 @@ export function TracesPage() {
         </div>
       </form>
       <Panel title="Traces, newest first" busy={st.loading}>
+        {urlProblems.length > 0 ? (
+          <ErrorBox message={`Not searched, the filter in the address is invalid: ${urlProblems.join('; ')}`} />
+        ) : (
         <Async state={st}>
           {(d) => {
             if (d.traces.length === 0) return <Empty>No traces match in this range.</Empty>;
@@ -183,7 +218,7 @@ export function TracesPage() {
                     {d.traces.map((t) => {
                       const href = hrefTo(`/traces/${t.trace_id}`);
                       return (
-                        <tr key={t.trace_id} class="clickable" data-testid="trace-row" data-trace-id={t.trace_id} onClick={rowNav(href)}>
+                        <tr key={t.trace_id} class="clickable" data-testid="trace-row" data-trace-id={t.trace_id} {...rowLink(href)}>
                           <td title={fmtDateTime(t.start_ms)}>{fmtTime(t.start_ms, true)}</td>
                           <td>
                             {t.error && (
@@ -210,6 +245,7 @@ export function TracesPage() {
             );
           }}
         </Async>
+        )}
       </Panel>
     </div>
   );
