@@ -9,7 +9,7 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { ADMIN_PASSWORD, ADMIN_USER, Server } from './lib/server.mjs';
-import { eventually, launchBrowser } from './lib/browser.mjs';
+import { eventually, closeBrowserAndServer, launchBrowser, testWithScreenshot } from './lib/browser.mjs';
 import { buildDataset, ERROR_CHARGE_SPAN, ERROR_TRACE, EXCEPTION, LOG_ERROR_LINE } from './lib/dataset.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -25,20 +25,7 @@ const pageErrors = [];
 const url = (p) => `${server.apiUrl}${p}`;
 const tid = (id) => `[data-testid="${id}"]`;
 
-function test(name, fn) {
-  nodeTest(name, async (t) => {
-    try {
-      await fn(t);
-    } catch (err) {
-      if (page) {
-        const file = `FAILED-a11y-${name.replace(/[^a-z0-9]+/gi, '-').slice(0, 60)}.png`;
-        await page.screenshot({ path: path.join(OUT, file), fullPage: true }).catch(() => {});
-        err.message += `\n  page: ${page.url()}\n  screenshot: test/browser/output/${file}`;
-      }
-      throw err;
-    }
-  });
-}
+const test = testWithScreenshot(nodeTest, 'a11y-', () => page);
 
 async function settled() {
   await eventually(async () => {
@@ -100,16 +87,7 @@ before(async () => {
   page.on('pageerror', (err) => pageErrors.push(String(err)));
 });
 
-after(async () => {
-  try {
-    if (browser) await browser.close();
-  } finally {
-    if (server) {
-      const exit = await server.stop();
-      if (exit && exit.code !== 0) console.error(`server exit ${JSON.stringify(exit)}\n${server.logTail()}`);
-    }
-  }
-});
+after(() => closeBrowserAndServer(browser, server));
 
 test('login page: no serious accessibility violations; log in', async () => {
   await page.goto(url('/login'));

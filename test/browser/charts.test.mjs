@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ADMIN_PASSWORD, ADMIN_USER, Server, sleep } from './lib/server.mjs';
-import { eventually, launchBrowser } from './lib/browser.mjs';
+import { eventually, closeBrowserAndServer, launchBrowser, testWithScreenshot } from './lib/browser.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const OUT = path.join(here, 'output');
@@ -146,21 +146,7 @@ function metrics() {
   };
 }
 
-/** A test that, when it fails, saves a screenshot and the page's URL. */
-function test(name, fn) {
-  nodeTest(name, async (t) => {
-    try {
-      await fn(t);
-    } catch (err) {
-      if (page) {
-        const file = `FAILED-charts-${name.replace(/[^a-z0-9]+/gi, '-').slice(0, 60)}.png`;
-        await page.screenshot({ path: path.join(OUT, file), fullPage: true }).catch(() => {});
-        err.message += `\n  page: ${page.url()}\n  screenshot: test/browser/output/${file}`;
-      }
-      throw err;
-    }
-  });
-}
+const test = testWithScreenshot(nodeTest, 'charts-', () => page);
 
 /** In-app navigation (the router listens to popstate), as a click on a link does. */
 async function open(url) {
@@ -212,16 +198,7 @@ before(async () => {
   await page.locator(tid('username')).waitFor();
 });
 
-after(async () => {
-  try {
-    if (browser) await browser.close();
-  } finally {
-    if (server) {
-      const exit = await server.stop();
-      if (exit && exit.code !== 0) console.error(`server exit ${JSON.stringify(exit)}\n${server.logTail()}`);
-    }
-  }
-});
+after(() => closeBrowserAndServer(browser, server));
 
 // A range that starts 3 s into a bucket: the server answers on the grid.
 const spanRange = `from=${T + 3_000}&to=${T + 603_000}`;

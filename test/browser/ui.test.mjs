@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ADMIN_PASSWORD, ADMIN_USER, Server, httpGet, sleep } from './lib/server.mjs';
-import { assertChartDrawn, eventually, launchBrowser, rowCells } from './lib/browser.mjs';
+import { assertChartDrawn, eventually, closeBrowserAndServer, launchBrowser, rowCells, testWithScreenshot } from './lib/browser.mjs';
 import {
   buildDataset, tailLog, ERROR_TRACE, ERROR_CHARGE_SPAN, OK_TRACE, ERROR_TRACE_SPANS, EXCEPTION, EXPECTED,
   HEARTBEATS, LOG_ERROR_LINE, LOG_START_LINE,
@@ -42,21 +42,7 @@ async function settled() {
   });
 }
 
-/** A test that, when it fails, saves a screenshot and the page's URL for the post-mortem. */
-function test(name, fn) {
-  nodeTest(name, async (t) => {
-    try {
-      await fn(t);
-    } catch (err) {
-      if (page) {
-        const file = `FAILED-${name.replace(/[^a-z0-9]+/gi, '-').slice(0, 60)}.png`;
-        await page.screenshot({ path: path.join(OUT, file), fullPage: true }).catch(() => {});
-        err.message += `\n  page: ${page.url()}\n  screenshot: test/browser/output/${file}`;
-      }
-      throw err;
-    }
-  });
-}
+const test = testWithScreenshot(nodeTest, '', () => page);
 
 function pathAndQuery() {
   const u = new URL(page.url());
@@ -78,16 +64,7 @@ before(async () => {
   });
 });
 
-after(async () => {
-  try {
-    if (browser) await browser.close();
-  } finally {
-    if (server) {
-      const exit = await server.stop();
-      if (exit && exit.code !== 0) console.error(`server exit ${JSON.stringify(exit)}\n${server.logTail()}`);
-    }
-  }
-});
+after(() => closeBrowserAndServer(browser, server));
 
 test('the API is there', async () => {
   const r = await httpGet(url('/api/v1/me'));

@@ -101,3 +101,36 @@ export async function assertChartDrawn(page, container) {
   });
   return info;
 }
+
+/**
+ * A node:test `test` whose failure saves a screenshot of the page (`getPage()`)
+ * to test/browser/output/FAILED-<prefix><name>.png and names it in the error.
+ */
+export function testWithScreenshot(nodeTest, prefix, getPage) {
+  return (name, fn) => nodeTest(name, async (t) => {
+    try {
+      await fn(t);
+    } catch (err) {
+      const page = getPage();
+      if (page) {
+        const file = `FAILED-${prefix}${name.replace(/[^a-z0-9]+/gi, '-').slice(0, 60)}.png`;
+        const out = path.join(path.dirname(new URL(import.meta.url).pathname), '..', 'output', file);
+        await page.screenshot({ path: out, fullPage: true }).catch(() => {});
+        err.message += `\n  page: ${page.url()}\n  screenshot: test/browser/output/${file}`;
+      }
+      throw err;
+    }
+  });
+}
+
+/** Closes the browser, then stops the server, reporting an unclean exit with its log. */
+export async function closeBrowserAndServer(browser, server) {
+  try {
+    if (browser) await browser.close();
+  } finally {
+    if (server) {
+      const exit = await server.stop();
+      if (exit && exit.code !== 0) console.error(`server exit ${JSON.stringify(exit)}\n${server.logTail()}`);
+    }
+  }
+}
