@@ -79,7 +79,12 @@ export function LogsPage() {
   const tail = q.get('tail') === '1';
   const [form, setForm] = useState(cur);
   const [attrText, setAttrText] = useState('');
+  // The form follows the URL when it changes, not on mount: the state starts
+  // from it, and what is typed before the first effect runs is kept.
+  const formFor = useRef(filters);
   useEffect(() => {
+    if (formFor.current === filters) return;
+    formFor.current = filters;
     setForm(filters);
     setAttrText('');
   }, [filters]);

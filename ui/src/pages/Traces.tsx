@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { Async, AttrInput, attrList, attrProblem, ATTR_RE, Empty, ErrorBox, FormErrors, Link, Panel, rowLink } from '../components/ui';
 import { useApi } from '../lib/api';
 import { useApp, useScope } from '../lib/ctx';
@@ -90,7 +90,11 @@ export function TracesPage() {
   const [form, setForm] = useState(cur);
   const [attrText, setAttrText] = useState('');
   const key = JSON.stringify(cur);
+  // The form follows the URL when it changes, not on mount (as on Logs).
+  const formFor = useRef(key);
   useEffect(() => {
+    if (formFor.current === key) return;
+    formFor.current = key;
     setForm(cur);
     setAttrText('');
     // eslint-disable-next-line react-hooks/exhaustive-deps
