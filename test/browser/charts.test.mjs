@@ -10,8 +10,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ADMIN_PASSWORD, ADMIN_USER, Server, sleep } from './lib/server.mjs';
-import { eventually, closeBrowserAndServer, launchBrowser, testWithScreenshot } from './lib/browser.mjs';
+import { Server, sleep } from './lib/server.mjs';
+import { eventually, closeBrowserAndServer, launchBrowser, logInAsAdmin, testWithScreenshot } from './lib/browser.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const OUT = path.join(here, 'output');
@@ -191,11 +191,7 @@ before(async () => {
   browser = await launchBrowser();
   page = await browser.context.newPage();
   page.on('pageerror', (err) => pageErrors.push(String(err)));
-  await page.goto(`${server.apiUrl}/login`);
-  await page.fill(tid('login-username'), ADMIN_USER);
-  await page.fill(tid('login-password'), ADMIN_PASSWORD);
-  await page.click(tid('login-submit'));
-  await page.locator(tid('username')).waitFor();
+  await logInAsAdmin(page, server);
 });
 
 after(() => closeBrowserAndServer(browser, server));

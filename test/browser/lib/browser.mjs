@@ -7,6 +7,8 @@ import path from 'node:path';
 import assert from 'node:assert/strict';
 import { chromium } from 'playwright-core';
 
+import { ADMIN_PASSWORD, ADMIN_USER } from './server.mjs';
+
 export const CHROMIUM = process.env.SIGHTLINE_CHROMIUM || '/usr/bin/chromium';
 
 export const CHROMIUM_ARGS = [
@@ -133,4 +135,14 @@ export async function closeBrowserAndServer(browser, server) {
       if (exit && exit.code !== 0) console.error(`server exit ${JSON.stringify(exit)}\n${server.logTail()}`);
     }
   }
+}
+
+/** Logs the page in as the test server's admin through the login form. */
+export async function logInAsAdmin(page, server) {
+  const tid = (id) => `[data-testid="${id}"]`;
+  await page.goto(`${server.apiUrl}/login`);
+  await page.fill(tid('login-username'), ADMIN_USER);
+  await page.fill(tid('login-password'), ADMIN_PASSWORD);
+  await page.click(tid('login-submit'));
+  await page.locator(tid('username')).waitFor();
 }
