@@ -985,6 +985,9 @@ TEST_P(ReadConformanceTest, EveryAnswerMatchesAfterRetentionDeletes) {
   for (const auto& [name, q] : VolumeQueries()) {
     EXPECT_TRUE(SameAnswer(reference_->CountLogs(q), reader_->CountLogs(q))) << "query: " << name;
   }
+  for (const auto& [name, q] : FacetQueries()) {
+    EXPECT_TRUE(SameAnswer(reference_->FacetLogs(q), reader_->FacetLogs(q))) << "query: " << name;
+  }
   for (int64_t project : {kProjectA, kProjectB, kProjectEmpty}) {
     MetricCatalogQuery q{project};
     EXPECT_TRUE(SameAnswer(reference_->ListMetrics(q), reader_->ListMetrics(q))) << "project " << project;

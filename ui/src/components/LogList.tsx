@@ -130,11 +130,13 @@ export function LogList(props: {
                   class="repeat-badge"
                   data-testid="repeat-badge"
                   aria-expanded={runOpen}
-                  aria-label={`${run.length} identical lines in a row; ${runOpen ? 'collapse them' : 'show each'}`}
                   title={`${run.length} identical consecutive lines (same severity, service and body), ${fmtTime(run[run.length - 1].time_ms, true)} to ${fmtTime(run[0].time_ms, true)}`}
                   onClick={() => toggleRun(k)}
                 >
-                  ×{run.length}
+                  <span aria-hidden="true">×{run.length}</span>
+                  <span class="sr-only">
+                    {run.length} identical lines in a row; {runOpen ? 'collapse them' : 'show each'}
+                  </span>
                 </button>
               )}
               {l.trace_id &&

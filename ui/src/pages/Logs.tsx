@@ -80,7 +80,7 @@ function FacetButton(props: { label: string; count: number; active: boolean; onC
         data-value={props.label}
         disabled={!props.onClick}
         aria-pressed={props.active}
-        aria-label={`${props.what} ${props.label}: ${props.count} records${props.onClick && !props.active ? ', add to the filter' : ''}`}
+        title={`${props.what} ${props.label}: ${props.count} records${props.onClick && !props.active ? '; click to filter by it' : ''}`}
         onClick={props.onClick}
       >
         <span class="facet-value">{props.label === '' ? '(empty)' : props.label}</span>
@@ -106,7 +106,7 @@ function Facets({ filters, st }: { filters: Filters; st: ReturnType<typeof useAp
             {d.levels.length > 0 && (
               <div class="facet-group" data-testid="facet-severity">
                 <h3>Severity (at least)</h3>
-                <ul class="facet-list">
+                <ul class="facet-list" aria-label="Severity: choose one to show it and above">
                   {d.levels.map((l) => (
                     <FacetButton
                       key={l.severity}
@@ -124,7 +124,7 @@ function Facets({ filters, st }: { filters: Filters; st: ReturnType<typeof useAp
             {d.services.length > 0 && (
               <div class="facet-group" data-testid="facet-service">
                 <h3>Service</h3>
-                <ul class="facet-list">
+                <ul class="facet-list" aria-label="Service: choose one to filter by it">
                   {d.services.map((v) => (
                     <FacetButton
                       key={v.value}
@@ -145,7 +145,7 @@ function Facets({ filters, st }: { filters: Filters; st: ReturnType<typeof useAp
             {d.attributes.keys.map((k) => (
               <div class="facet-group" key={k.key} data-testid="facet-attr" data-key={k.key}>
                 <h3 title={`${k.count} of the sampled records have ${k.key}`}>{k.key}</h3>
-                <ul class="facet-list">
+                <ul class="facet-list" aria-label={`${k.key}: choose a value to filter by it`}>
                   {k.values.map((v) => {
                     const f = `${k.key}=${v.value}`;
                     const active = filters.attr.includes(f);
