@@ -220,6 +220,13 @@ test('logs: the exact total, facets that filter when clicked, and a ×N badge fo
   await eventually(async () => assert.deepEqual(await bodies(), ['world', 'hello']));
   assert.equal(await page.locator(tid('logs-total')).innerText(), '2');
   await page.screenshot({ path: path.join(OUT, 'logs-facet-filtered.png'), fullPage: true });
+  // A value in the filter is pressed; choosing it again drops it.
+  const lgB = page.locator(`${tid('facet-service-value')}[data-value="lg-b"]`);
+  assert.equal(await lgB.getAttribute('aria-pressed'), 'true');
+  await lgB.click();
+  await eventually(async () => assert.equal(new URL(page.url()).searchParams.get('service'), null));
+  await eventually(async () => assert.equal(await page.locator(tid('logs-total')).innerText(), '3'));
+  assert.deepEqual(new URL(page.url()).searchParams.getAll('attr'), ['region=us']);
 });
 
 test('trace: arrow keys, Home and End move between waterfall rows; Esc closes the custom-range form', async () => {

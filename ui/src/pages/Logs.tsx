@@ -69,7 +69,7 @@ export interface FacetsAnswer {
 
 type Filters = { severity_min: string; service: string; q: string; trace_id: string; attr: string[] };
 
-/** One facet value: a button that adds it to the filter (the URL). */
+/** One facet value: a toggle button that adds it to the filter (the URL), or drops it when it is in. */
 function FacetButton(props: { label: string; count: number; active: boolean; onClick?: () => void; testid: string; what: string }) {
   return (
     <li>
@@ -80,7 +80,7 @@ function FacetButton(props: { label: string; count: number; active: boolean; onC
         data-value={props.label}
         disabled={!props.onClick}
         aria-pressed={props.active}
-        title={`${props.what} ${props.label}: ${props.count} records${props.onClick && !props.active ? '; click to filter by it' : ''}`}
+        title={`${props.what} ${props.label}: ${props.count} records${props.onClick ? (props.active ? '; click to drop this filter' : '; click to filter by it') : ''}`}
         onClick={props.onClick}
       >
         <span class="facet-value">{props.label === '' ? '(empty)' : props.label}</span>
@@ -92,7 +92,7 @@ function FacetButton(props: { label: string; count: number; active: boolean; onC
 
 /**
  * Counts of the records the filter matches, by severity, service and the
- * most frequent attribute values. Clicking a value narrows the filter to it.
+ * most frequent attribute values. Choosing a value narrows the filter to it; choosing it again drops it.
  */
 function Facets({ filters, st }: { filters: Filters; st: ReturnType<typeof useApi<FacetsAnswer>> }) {
   return (
@@ -115,7 +115,11 @@ function Facets({ filters, st }: { filters: Filters; st: ReturnType<typeof useAp
                       count={l.count}
                       testid="facet-severity-value"
                       active={filters.severity_min === String(l.severity_min)}
-                      onClick={l.severity_min > 0 ? () => setParams({ severity_min: String(l.severity_min) }) : undefined}
+                      onClick={
+                        l.severity_min > 0
+                          ? () => setParams({ severity_min: filters.severity_min === String(l.severity_min) ? null : String(l.severity_min) })
+                          : undefined
+                      }
                     />
                   ))}
                 </ul>
@@ -133,7 +137,7 @@ function Facets({ filters, st }: { filters: Filters; st: ReturnType<typeof useAp
                       count={v.count}
                       testid="facet-service-value"
                       active={filters.service === v.value}
-                      onClick={() => setParams({ service: v.value })}
+                      onClick={() => setParams({ service: filters.service === v.value ? null : v.value })}
                     />
                   ))}
                 </ul>
@@ -157,7 +161,7 @@ function Facets({ filters, st }: { filters: Filters; st: ReturnType<typeof useAp
                         count={v.count}
                         testid="facet-attr-value"
                         active={active}
-                        onClick={active ? undefined : () => setParams({ attr: [...filters.attr, f] })}
+                        onClick={() => setParams({ attr: active ? filters.attr.filter((a) => a !== f) : [...filters.attr, f] })}
                       />
                     );
                   })}
