@@ -346,6 +346,12 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   serve
+      ->add_option("--max-log-facet-sample", so.api.limits.max_log_facet_sample,
+                   "Most log records the attribute facets of logs/facets are counted over (400 past it)")
+      ->envname("SIGHTLINE_MAX_LOG_FACET_SAMPLE")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  serve
       ->add_option("--max-trace-spans", so.api.limits.max_trace_spans,
                    "Most spans (and log records) of one trace in an answer (the rest is marked truncated)")
       ->envname("SIGHTLINE_MAX_TRACE_SPANS")

@@ -42,6 +42,8 @@ Result<std::string> Exceptions(const Call& call);
 Result<std::string> ExceptionSpans(const Call& call);
 Result<std::string> Logs(const Call& call);
 Result<std::string> LogVolume(const Call& call);
+Result<std::string> LogFacetCounts(const Call& call);
+Result<std::string> ServiceSeries(const Call& call);
 Result<std::string> MetricList(const Call& call);
 Result<std::string> MetricLabels(const Call& call);
 Result<std::string> MetricSeries(const Call& call);

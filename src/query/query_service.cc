@@ -24,6 +24,8 @@ constexpr OperationEntry kOperations[] = {
     {"exceptions/spans", api::ExceptionSpans},
     {"logs", api::Logs},
     {"logs/volume", api::LogVolume},
+    {"logs/facets", api::LogFacetCounts},
+    {"services/series", api::ServiceSeries},
     {"metrics", api::MetricList},
     {"metrics/labels", api::MetricLabels},
     {"metrics/series", api::MetricSeries},

@@ -22,11 +22,12 @@ namespace sightline {
 //! truncated: the server's memory per query is bounded by these, not by the
 //! data.
 struct QueryLimits {
-  int64_t max_groups = 100000;      // endpoints and services per answer (--max-query-groups)
-  int64_t max_series = 10000;       // series of one metric read by one call (--max-query-series)
-  int64_t max_trace_spans = 10000;  // spans of one trace (--max-trace-spans), and as many log records
-  int64_t max_metrics = 10000;      // (name, type, unit, description, service) rows of the metric list
-  int64_t max_points = 1000000;     // series x buckets of one chart (--max-query-points)
+  int64_t max_groups = 100000;           // endpoints and services per answer (--max-query-groups)
+  int64_t max_series = 10000;            // series of one metric read by one call (--max-query-series)
+  int64_t max_trace_spans = 10000;       // spans of one trace (--max-trace-spans), and as many log records
+  int64_t max_metrics = 10000;           // (name, type, unit, description, service) rows of the metric list
+  int64_t max_points = 1000000;          // series x buckets of one chart (--max-query-points)
+  int64_t max_log_facet_sample = 10000;  // records the logs/facets attribute counts read (--max-log-facet-sample)
 };
 
 //! Stateless; thread-safe.

@@ -53,6 +53,7 @@ class NoQueries final : public TelemetryReader {
   Result<SpanRefs> ExceptionSpans(const ExceptionSpansQuery&) override { return Fail<SpanRefs>(); }
   Result<LogPage> Logs(const LogPageQuery&) override { return Fail<LogPage>(); }
   Result<LogVolume> CountLogs(const LogVolumeQuery&) override { return Fail<LogVolume>(); }
+  Result<LogFacets> FacetLogs(const LogFacetsQuery&) override { return Fail<LogFacets>(); }
   Result<MetricCatalog> ListMetrics(const MetricCatalogQuery&) override { return Fail<MetricCatalog>(); }
   Result<MetricSeriesList> FindSeries(const MetricSeriesLookup&) override { return Fail<MetricSeriesList>(); }
   Result<MetricBuckets> AggregateSeries(const MetricSeriesQuery&) override { return Fail<MetricBuckets>(); }
@@ -427,6 +428,7 @@ class InterruptedAfterTheEngine final : public TelemetryReader {
   Result<SpanRefs> ExceptionSpans(const ExceptionSpansQuery& q) override { return Then(inner_->ExceptionSpans(q)); }
   Result<LogPage> Logs(const LogPageQuery& q) override { return Then(inner_->Logs(q)); }
   Result<LogVolume> CountLogs(const LogVolumeQuery& q) override { return Then(inner_->CountLogs(q)); }
+  Result<LogFacets> FacetLogs(const LogFacetsQuery& q) override { return Then(inner_->FacetLogs(q)); }
   Result<MetricCatalog> ListMetrics(const MetricCatalogQuery& q) override { return Then(inner_->ListMetrics(q)); }
   Result<MetricSeriesList> FindSeries(const MetricSeriesLookup& q) override { return Then(inner_->FindSeries(q)); }
   Result<MetricBuckets> AggregateSeries(const MetricSeriesQuery& q) override {

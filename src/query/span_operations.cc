@@ -1,5 +1,5 @@
 // Span operations: services, endpoints, endpoints/series, traces,
-// traces/{id}, exceptions, exceptions/spans.
+// traces/{id}, exceptions, exceptions/spans, services/series.
 
 #include <algorithm>
 #include <charconv>
@@ -426,6 +426,104 @@ Result<std::string> ExceptionSpans(const Call& call) {
     w.Double(static_cast<double>(s.duration_ns) / 1e6);
     w.Key("source");
     w.String(s.log ? "log" : "span");
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  return out;
+}
+
+}  // namespace sightline::api
+
+// --- services/series ---
+
+namespace sightline::api {
+
+// Per service and bucket: requests, errors and P95 of entry spans, for the
+// `top` services by requests in the range (the rest are counted, not drawn).
+Result<std::string> ServiceSeries(const Call& call) {
+  const ApiParams& p = call.params;
+  auto asked = ParseRange(p);
+  if (!asked.ok()) return asked.status();
+  auto step = ParseStep(p, *asked);
+  if (!step.ok()) return step.status();
+  const MsRange range = AlignToStep(*asked, *step);
+  auto top = IntParam(p, "top", 10, 1, 50);
+  if (!top.ok()) return top.status();
+  const Buckets buckets = BucketsOf(range, *step);
+  const int64_t n = buckets.count;
+  if (*top * n > call.limits.max_points) {
+    return Status::InvalidArgument(std::to_string(*top) + " services x " + std::to_string(n) +
+                                   " buckets, more than the " + std::to_string(call.limits.max_points) +
+                                   " points of one chart (the cap is --max-query-points); use a larger step or a "
+                                   "smaller top");
+  }
+  SpanGroupQuery rank;
+  rank.filter = EntrySpans(call, range);
+  rank.dimensions = {SpanDimension::kService};
+  rank.percentiles = {false, false, false};
+  auto ranked = CappedGroups(call, rank, "services", "narrow the range");
+  if (!ranked.ok()) return ranked.status();
+  std::sort(ranked->begin(), ranked->end(), [](const SpanGroup& a, const SpanGroup& b) {
+    return a.count != b.count ? a.count > b.count : a.keys < b.keys;
+  });
+  const size_t shown = std::min(ranked->size(), static_cast<size_t>(*top));
+  std::vector<std::string> names;
+  for (size_t i = 0; i < shown; ++i) names.push_back((*ranked)[i].keys[0]);
+  struct Row {
+    std::vector<int64_t> requests, errors;
+    std::vector<double> p95;
+  };
+  std::vector<Row> rows(shown,
+                        Row{std::vector<int64_t>(n, 0), std::vector<int64_t>(n, 0), std::vector<double>(n, NAN)});
+  if (shown > 0) {
+    SpanGroupQuery q = rank;
+    // Every service's buckets; the top ones are kept (the grouping is capped
+    // like every other: services x buckets).
+    q.dimensions = {SpanDimension::kService, SpanDimension::kBucket};
+    q.buckets = buckets;
+    q.percentiles = {false, true, false};
+    auto groups = CappedGroups(call, q, "service buckets", "use a larger step or narrow the range");
+    if (!groups.ok()) return groups.status();
+    for (const auto& g : *groups) {
+      SL_RETURN_IF_ERROR(CheckInterrupted(call));
+      auto it = std::find(names.begin(), names.end(), g.keys[0]);
+      if (it == names.end()) continue;
+      int64_t b = -1;
+      std::from_chars(g.keys[1].data(), g.keys[1].data() + g.keys[1].size(), b);
+      if (b < 0 || b >= n) continue;
+      Row& r = rows[static_cast<size_t>(it - names.begin())];
+      r.requests[b] = g.count;
+      r.errors[b] = g.errors;
+      r.p95[b] = NsToMs(g.percentiles_ns[1]);
+    }
+  }
+  std::string out;
+  JsonWriter w(&out);
+  w.BeginObject();
+  WriteBuckets(&w, range, *step, n);
+  w.Key("services_total");
+  w.Int(static_cast<int64_t>(ranked->size()));
+  w.Key("truncated");
+  w.Bool(ranked->size() > shown);
+  w.Key("series");
+  w.BeginArray();
+  for (size_t i = 0; i < shown; ++i) {
+    w.BeginObject();
+    w.Key("service");
+    w.String(names[i]);
+    w.Key("requests");
+    w.BeginArray();
+    for (int64_t v : rows[i].requests) w.Int(v);
+    w.EndArray();
+    w.Key("errors");
+    w.BeginArray();
+    for (int64_t v : rows[i].errors) w.Int(v);
+    w.EndArray();
+    w.Key("p95_ms");
+    w.BeginArray();
+    for (double v : rows[i].p95) WriteNumberOrNull(&w, v);
+    w.EndArray();
     w.EndObject();
   }
   w.EndArray();

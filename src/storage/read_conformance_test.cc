@@ -279,6 +279,21 @@ std::vector<Row> Rows(LogVolume rows) {
   return Rows<LogVolumeRow>(rows);
 }
 
+//! Log facets: the total and levels, each service, then each attribute key
+//! followed by its values, in the answer's order.
+std::vector<Row> Rows(const LogFacets& f) {
+  std::vector<Row> out = {{{"total", f.total}, {"sampled", f.sampled}}};
+  for (size_t i = 0; i < f.levels.size(); ++i) {
+    out.push_back({{"level", static_cast<int64_t>(i)}, {"count", f.levels[i]}});
+  }
+  for (const FacetCount& s : f.services) out.push_back({{"service", s.value}, {"count", s.count}});
+  for (const AttributeFacet& a : f.attributes) {
+    out.push_back({{"key", a.key}, {"count", a.count}});
+    for (const FacetCount& v : a.values) out.push_back({{"key", a.key}, {"value", v.value}, {"count", v.count}});
+  }
+  return out;
+}
+
 std::vector<Row> Rows(const TraceDetail& d) {
   std::vector<Row> out;
   for (const SpanRecord& s : d.spans) {
@@ -652,6 +667,41 @@ std::vector<Named<LogVolumeQuery>> VolumeQueries() {
   };
 }
 
+LogFacetsQuery Facets(LogFilter filter, int64_t sample = 1000, int64_t max_services = 10, int64_t max_keys = 8,
+                      int64_t max_values = 5) {
+  LogFacetsQuery q;
+  q.filter = std::move(filter);
+  q.sample = sample;
+  q.max_services = max_services;
+  q.max_keys = max_keys;
+  q.max_values = max_values;
+  return q;
+}
+
+std::vector<Named<LogFacetsQuery>> FacetQueries() {
+  LogFilter checkout = Logs();
+  checkout.service = "checkout";
+  LogFilter warn = Logs();
+  warn.severity_min = 13;
+  LogFilter lang = Logs();
+  lang.attributes = {{"lang", "fr"}};
+  return {
+      {"every record", Facets(Logs())},
+      {"sample of 1: the newest record", Facets(Logs(), 1)},
+      {"sample of 6: ties at 5 s split by insertion order", Facets(Logs(), 6)},
+      {"sample of 9", Facets(Logs(), 9)},
+      {"one service", Facets(checkout)},
+      {"severity at least WARN", Facets(warn)},
+      {"attribute filter", Facets(lang)},
+      {"text", Facets(LogsWithText("échec"))},
+      {"caps of 1", Facets(Logs(), 1000, 1, 1, 1)},
+      {"caps of 2", Facets(Logs(), 1000, 2, 2, 2)},
+      {"empty range", Facets(Logs(kProjectA, kEmptyRange))},
+      {"project B", Facets(Logs(kProjectB))},
+      {"project without data", Facets(Logs(kProjectEmpty))},
+  };
+}
+
 MetricSeriesQuery Aggregate(std::vector<int64_t> ids, Want want, int64_t project = kProjectA, TimeRange range = kRange,
                             Buckets buckets = kTenSeconds) {
   MetricSeriesQuery q;
@@ -821,6 +871,14 @@ TEST_P(ReadConformanceTest, CountLogsMatchesTheReference) {
   }
 }
 
+TEST_P(ReadConformanceTest, FacetLogsMatchesTheReference) {
+  for (const auto& [name, q] : FacetQueries()) {
+    EXPECT_TRUE(SameAnswer(reference_->FacetLogs(q), reader_->FacetLogs(q))) << "query: " << name;
+  }
+  EXPECT_EQ(reader_->FacetLogs(Facets(Logs(), 0)).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(reader_->FacetLogs(Facets(Logs(), 10, 0)).status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST_P(ReadConformanceTest, ListMetricsMatchesTheReference) {
   for (int64_t project : {kProjectA, kProjectB, kProjectEmpty}) {
     MetricCatalogQuery q{project};
@@ -926,6 +984,9 @@ TEST_P(ReadConformanceTest, EveryAnswerMatchesAfterRetentionDeletes) {
   }
   for (const auto& [name, q] : VolumeQueries()) {
     EXPECT_TRUE(SameAnswer(reference_->CountLogs(q), reader_->CountLogs(q))) << "query: " << name;
+  }
+  for (const auto& [name, q] : FacetQueries()) {
+    EXPECT_TRUE(SameAnswer(reference_->FacetLogs(q), reader_->FacetLogs(q))) << "query: " << name;
   }
   for (int64_t project : {kProjectA, kProjectB, kProjectEmpty}) {
     MetricCatalogQuery q{project};
@@ -1388,6 +1449,49 @@ TEST_F(ReadReferenceTest, CountLogs) {
 // One row per (name, type, unit, description, service): "requests" sum of
 // frontend merges 13 and 18 (monotonic, cumulative) with 19 (delta, not
 // monotonic). Series -16 keeps the description it was first written with.
+// Project A's 11 records in the range: levels as in CountLogs; services
+// frontend L1 L5 L13 L14 L9, checkout L2 L4 L3, worker L6 L7, naïve-svc L8.
+// Attributes: lang on L7 (el) and L3 (fr); one record each for amount,
+// http.request.method, n, order.id, retry; L6's k is null and does not count.
+TEST_F(ReadReferenceTest, FacetLogs) {
+  LogFacets all = Ok(reader_->FacetLogs(Facets(Logs())));
+  EXPECT_EQ(all.total, 11);
+  EXPECT_EQ(all.sampled, 11);
+  EXPECT_THAT(all.levels, ElementsAre(1, 1, 1, 3, 2, 1, 2));
+  auto counts = [](const std::vector<FacetCount>& v) {
+    std::vector<std::pair<std::string, int64_t>> out;
+    for (const FacetCount& c : v) out.emplace_back(c.value, c.count);
+    return out;
+  };
+  using P = std::pair<std::string, int64_t>;
+  EXPECT_THAT(counts(all.services), ElementsAre(P{"frontend", 5}, P{"checkout", 3}, P{"worker", 2}, P{"naïve-svc", 1}));
+  std::vector<std::string> keys;
+  for (const AttributeFacet& a : all.attributes) keys.push_back(a.key + "=" + std::to_string(a.count));
+  EXPECT_THAT(keys, ElementsAre("lang=2", "amount=1", "http.request.method=1", "n=1", "order.id=1", "retry=1"));
+  EXPECT_THAT(counts(all.attributes[0].values), ElementsAre(P{"el", 1}, P{"fr", 1}));
+  EXPECT_THAT(counts(all.attributes[1].values), ElementsAre(P{"12.5", 1}));
+  EXPECT_THAT(counts(all.attributes[3].values), ElementsAre(P{"-7", 1}));
+  EXPECT_THAT(counts(all.attributes[5].values), ElementsAre(P{"true", 1}));
+  // The newest 6: L9 L8 L7 L6 L14 L13 (L7 after L6: inserted later).
+  LogFacets six = Ok(reader_->FacetLogs(Facets(Logs(), 6)));
+  EXPECT_EQ(six.total, 11);
+  EXPECT_EQ(six.sampled, 6);
+  keys.clear();
+  for (const AttributeFacet& a : six.attributes) keys.push_back(a.key + "=" + std::to_string(a.count));
+  EXPECT_THAT(keys, ElementsAre("lang=1", "n=1"));
+  // Caps of 1: one past each cap comes back.
+  LogFacets capped = Ok(reader_->FacetLogs(Facets(Logs(), 1000, 1, 1, 1)));
+  EXPECT_THAT(counts(capped.services), ElementsAre(P{"frontend", 5}, P{"checkout", 3}));
+  ASSERT_EQ(capped.attributes.size(), 2u);
+  EXPECT_EQ(capped.attributes[0].key, "lang");
+  EXPECT_EQ(capped.attributes[1].key, "amount");
+  EXPECT_THAT(counts(capped.attributes[0].values), ElementsAre(P{"el", 1}, P{"fr", 1}));
+  LogFacets none = Ok(reader_->FacetLogs(Facets(Logs(kProjectA, kEmptyRange))));
+  EXPECT_EQ(none.total, 0);
+  EXPECT_THAT(none.services, IsEmpty());
+  EXPECT_THAT(none.attributes, IsEmpty());
+}
+
 TEST_F(ReadReferenceTest, ListMetrics) {
   const MetricCatalog expected = {
       {"cpu.temp", MetricType::kGauge, "°C", "Température CPU", "naïve-svc", false, 0},

@@ -278,6 +278,44 @@ struct LogVolumeRow {
 //! In no particular order; one row per (bucket, level) with records.
 using LogVolume = std::vector<LogVolumeRow>;
 
+// --- Log facets (the Logs page's side panel) ---
+
+//! What the records matching `filter` hold: their exact total, counts by
+//! severity level and by service, and the most frequent attribute keys and
+//! values among the newest `sample` of them.
+struct LogFacetsQuery {
+  LogFilter filter;
+  //! At most max_services + 1 services come back: more says there are others.
+  int64_t max_services = 10;
+  //! The attribute facets are computed over the newest `sample` records (by
+  //! time_ns descending, then insertion order descending), not all of them.
+  int64_t sample = 1000;
+  //! At most max_keys + 1 keys, each with at most max_values + 1 values.
+  int64_t max_keys = 8;
+  int64_t max_values = 5;
+};
+
+struct FacetCount {
+  std::string value;
+  int64_t count = 0;
+};
+
+//! One attribute key of the sample. Only string, boolean and number values
+//! count (null, arrays and objects do not), as text as AttrFilter compares it.
+struct AttributeFacet {
+  std::string key;
+  int64_t count = 0;               // sampled records where the key has such a value
+  std::vector<FacetCount> values;  // by count descending, then value ascending (bytes)
+};
+
+struct LogFacets {
+  int64_t total = 0;                       // every matching record (exact)
+  std::array<int64_t, 7> levels{};         // by SeverityLevel (exact)
+  std::vector<FacetCount> services;        // exact counts, by count descending, then service ascending (bytes)
+  int64_t sampled = 0;                     // min(total, sample): the records `attributes` was computed over
+  std::vector<AttributeFacet> attributes;  // by count descending, then key ascending (bytes)
+};
+
 // ----------------------------------------------------------------- metrics
 
 //! The project's metric catalog.
@@ -395,6 +433,8 @@ class TelemetryReader {
 
   virtual Result<LogPage> Logs(const LogPageQuery& q) = 0;
   virtual Result<LogVolume> CountLogs(const LogVolumeQuery& q) = 0;
+  //! InvalidArgument when a cap or the sample is below 1.
+  virtual Result<LogFacets> FacetLogs(const LogFacetsQuery& q) = 0;
 
   virtual Result<MetricCatalog> ListMetrics(const MetricCatalogQuery& q) = 0;
   virtual Result<MetricSeriesList> FindSeries(const MetricSeriesLookup& q) = 0;

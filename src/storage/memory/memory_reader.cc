@@ -120,18 +120,8 @@ std::string Fold(std::string_view s, TextFolding folding) {
 
 // ------------------------------------------------------------------ JSON
 
-//! An attribute of a JSON object as AttrFilter compares it: strings as they
-//! are, true/false, numbers in their shortest form (integers in decimal,
-//! others as std::to_chars writes them, which is how the decoders wrote them);
-//! arrays and objects as minified JSON. nullopt when the key is absent, the
-//! value is null or the text is not a JSON object.
-std::optional<std::string> AttributeText(simdjson::dom::parser& parser, std::string_view json, const std::string& key) {
-  simdjson::dom::element doc;
-  if (parser.parse(json.data(), json.size()).get(doc) != simdjson::SUCCESS) return std::nullopt;
-  simdjson::dom::object object;
-  if (doc.get_object().get(object) != simdjson::SUCCESS) return std::nullopt;
-  simdjson::dom::element value;
-  if (object.at_key(key).get(value) != simdjson::SUCCESS) return std::nullopt;
+//! A JSON value as AttributeText renders it; nullopt for null.
+std::optional<std::string> ValueText(simdjson::dom::element value) {
   switch (value.type()) {
     case simdjson::dom::element_type::STRING: return std::string(value.get_string().value_unsafe());
     case simdjson::dom::element_type::BOOL: return value.get_bool().value_unsafe() ? "true" : "false";
@@ -147,6 +137,21 @@ std::optional<std::string> AttributeText(simdjson::dom::parser& parser, std::str
     case simdjson::dom::element_type::OBJECT: return simdjson::minify(value);
   }
   return std::nullopt;
+}
+
+//! An attribute of a JSON object as AttrFilter compares it: strings as they
+//! are, true/false, numbers in their shortest form (integers in decimal,
+//! others as std::to_chars writes them, which is how the decoders wrote them);
+//! arrays and objects as minified JSON. nullopt when the key is absent, the
+//! value is null or the text is not a JSON object.
+std::optional<std::string> AttributeText(simdjson::dom::parser& parser, std::string_view json, const std::string& key) {
+  simdjson::dom::element doc;
+  if (parser.parse(json.data(), json.size()).get(doc) != simdjson::SUCCESS) return std::nullopt;
+  simdjson::dom::object object;
+  if (doc.get_object().get(object) != simdjson::SUCCESS) return std::nullopt;
+  simdjson::dom::element value;
+  if (object.at_key(key).get(value) != simdjson::SUCCESS) return std::nullopt;
+  return ValueText(value);
 }
 
 //! A JSON array of numbers (histogram bucket counts and bounds).
@@ -184,6 +189,7 @@ class MemoryReader final : public TelemetryReader {
   Result<SpanRefs> ExceptionSpans(const ExceptionSpansQuery& q) override;
   Result<LogPage> Logs(const LogPageQuery& q) override;
   Result<LogVolume> CountLogs(const LogVolumeQuery& q) override;
+  Result<LogFacets> FacetLogs(const LogFacetsQuery& q) override;
   Result<MetricCatalog> ListMetrics(const MetricCatalogQuery& q) override;
   Result<MetricSeriesList> FindSeries(const MetricSeriesLookup& q) override;
   Result<MetricBuckets> AggregateSeries(const MetricSeriesQuery& q) override;
@@ -566,6 +572,83 @@ Result<LogVolume> MemoryReader::CountLogs(const LogVolumeQuery& q) {
     }
     LogVolume out;
     for (const auto& [key, n] : counts) out.push_back({key.first, key.second, n});
+    return out;
+  });
+}
+
+// -------------------------------------------------------------- log facets
+
+//! The scalar attributes of a JSON object as (key, text) pairs: strings,
+//! booleans and numbers as AttributeText renders them; null, arrays and
+//! objects skipped.
+std::vector<std::pair<std::string, std::string>> ScalarAttributes(simdjson::dom::parser& parser,
+                                                                  std::string_view json) {
+  std::vector<std::pair<std::string, std::string>> out;
+  simdjson::dom::element doc;
+  simdjson::dom::object object;
+  if (parser.parse(json.data(), json.size()).get(doc) != simdjson::SUCCESS ||
+      doc.get_object().get(object) != simdjson::SUCCESS) {
+    return out;
+  }
+  std::set<std::string_view> seen;  // a repeated key counts once, with its first value (as at_key finds it)
+  for (auto field : object) {
+    if (!seen.insert(field.key).second) continue;
+    switch (field.value.type()) {
+      case simdjson::dom::element_type::NULL_VALUE:
+      case simdjson::dom::element_type::ARRAY:
+      case simdjson::dom::element_type::OBJECT: continue;
+      default: break;
+    }
+    std::optional<std::string> text = ValueText(field.value);
+    if (text) out.emplace_back(std::string(field.key), std::move(*text));
+  }
+  return out;
+}
+
+//! The first `cap` + 1 entries of a count map by count descending, then key.
+std::vector<FacetCount> TopCounts(const std::map<std::string, int64_t>& counts, int64_t cap) {
+  std::vector<FacetCount> all;
+  for (const auto& [value, n] : counts) all.push_back({value, n});
+  std::stable_sort(all.begin(), all.end(), [](const FacetCount& a, const FacetCount& b) { return a.count > b.count; });
+  if (static_cast<int64_t>(all.size()) > cap + 1) all.resize(static_cast<size_t>(cap + 1));
+  return all;
+}
+
+Result<LogFacets> MemoryReader::FacetLogs(const LogFacetsQuery& q) {
+  SL_RETURN_IF_ERROR(Poll());
+  if (q.max_services < 1 || q.sample < 1 || q.max_keys < 1 || q.max_values < 1) {
+    return Status::InvalidArgument("log facet caps and sample must be at least 1");
+  }
+  return store_->Read([&](const Tables& t) -> Result<LogFacets> {
+    LogFacets out;
+    std::map<std::string, int64_t> services;
+    std::vector<const LogRow*> rows;
+    for (const LogRow& l : t.logs) {
+      SL_RETURN_IF_ERROR(Poll());
+      if (!Matches(l, q.filter)) continue;
+      ++out.total;
+      ++out.levels[static_cast<size_t>(SeverityLevel(l.severity_number))];
+      ++services[l.service_name];
+      rows.push_back(&l);
+    }
+    out.services = TopCounts(services, q.max_services);
+    std::sort(rows.begin(), rows.end(), [](const LogRow* a, const LogRow* b) {
+      return std::tie(a->time_ns, a->sequence) > std::tie(b->time_ns, b->sequence);
+    });
+    if (static_cast<int64_t>(rows.size()) > q.sample) rows.resize(static_cast<size_t>(q.sample));
+    out.sampled = static_cast<int64_t>(rows.size());
+    std::map<std::string, std::map<std::string, int64_t>> values;
+    std::map<std::string, int64_t> keys;
+    for (const LogRow* l : rows) {
+      SL_RETURN_IF_ERROR(Poll());
+      for (auto& [key, text] : ScalarAttributes(parser_, l->attributes)) {
+        ++keys[key];
+        ++values[key][text];
+      }
+    }
+    for (const FacetCount& k : TopCounts(keys, q.max_keys)) {
+      out.attributes.push_back({k.value, k.count, TopCounts(values[k.value], q.max_values)});
+    }
     return out;
   });
 }

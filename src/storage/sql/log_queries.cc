@@ -1,7 +1,11 @@
 // The log operations of the read contract in SQL.
 
+#include <simdjson.h>
+
 #include <algorithm>
 #include <charconv>
+#include <map>
+#include <set>
 
 #include "storage/sql/sql_reader.h"
 
@@ -10,6 +14,12 @@ namespace sightline {
 namespace {
 
 constexpr int64_t kMinuteNs = 60LL * 1000 * 1000 * 1000;
+
+//! The severity level (SeverityLevel) of severity_number, in SQL.
+constexpr const char* kLevelExpr =
+    "(CASE WHEN severity_number >= 21 THEN 6 WHEN severity_number >= 17 THEN 5 WHEN severity_number >= 13 "
+    "THEN 4 WHEN severity_number >= 9 THEN 3 WHEN severity_number >= 5 THEN 2 WHEN severity_number >= 1 THEN 1 "
+    "ELSE 0 END)";
 
 bool ParseInt64(std::string_view s, int64_t* out) {
   auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
@@ -78,10 +88,7 @@ Result<LogPage> SqlReader::Logs(const LogPageQuery& q) {
 
 Result<LogVolume> SqlReader::CountLogs(const LogVolumeQuery& q) {
   sql::Sql sql;
-  sql << "SELECT " << BucketExpr("time_ns", q.buckets)
-      << ", (CASE WHEN severity_number >= 21 THEN 6 WHEN severity_number >= 17 THEN 5 WHEN severity_number >= 13 "
-         "THEN 4 WHEN severity_number >= 9 THEN 3 WHEN severity_number >= 5 THEN 2 WHEN severity_number >= 1 THEN 1 "
-         "ELSE 0 END), count(*) FROM logs";
+  sql << "SELECT " << BucketExpr("time_ns", q.buckets) << ", " << kLevelExpr << ", count(*) FROM logs";
   sql.Append(LogWhere(q.filter));
   sql << BucketWhere("time_ns", q.buckets, q.filter.range) << " GROUP BY 1, 2";
   LogVolume out;
@@ -90,6 +97,99 @@ Result<LogVolume> SqlReader::CountLogs(const LogVolumeQuery& q) {
     if (row.bucket < 0 || row.bucket >= q.buckets.count) return;
     out.push_back(row);
   }));
+  return out;
+}
+
+// --- Log facets ---
+
+namespace {
+
+//! A scalar JSON value as AttrFilter compares it (strings as they are,
+//! true/false, integers in decimal, other numbers in their shortest
+//! round-trip form); nullopt for null, arrays and objects.
+std::optional<std::string> ScalarText(simdjson::dom::element v) {
+  switch (v.type()) {
+    case simdjson::dom::element_type::STRING: return std::string(v.get_string().value_unsafe());
+    case simdjson::dom::element_type::BOOL: return std::string(v.get_bool().value_unsafe() ? "true" : "false");
+    case simdjson::dom::element_type::INT64: return std::to_string(v.get_int64().value_unsafe());
+    case simdjson::dom::element_type::UINT64: return std::to_string(v.get_uint64().value_unsafe());
+    case simdjson::dom::element_type::DOUBLE: {
+      char buf[32];
+      auto r = std::to_chars(buf, buf + sizeof(buf), v.get_double().value_unsafe());
+      return std::string(buf, r.ptr);
+    }
+    default: return std::nullopt;
+  }
+}
+
+//! By count descending, then value ascending; the first cap + 1.
+std::vector<FacetCount> Top(const std::map<std::string, int64_t>& counts, int64_t cap) {
+  std::vector<FacetCount> out;
+  for (const auto& [value, n] : counts) out.push_back({value, n});
+  std::sort(out.begin(), out.end(), [](const FacetCount& a, const FacetCount& b) {
+    return a.count != b.count ? a.count > b.count : a.value < b.value;
+  });
+  if (static_cast<int64_t>(out.size()) > cap + 1) out.resize(static_cast<size_t>(cap + 1));
+  return out;
+}
+
+}  // namespace
+
+// Three statements: levels (the exact total is their sum), the top services
+// (exact counts, LIMIT cap + 1), and the attributes of the newest `sample`
+// records, counted here: their keys are data, which SQL cannot group by
+// portably across the dialects.
+Result<LogFacets> SqlReader::FacetLogs(const LogFacetsQuery& q) {
+  if (q.max_services < 1 || q.sample < 1 || q.max_keys < 1 || q.max_values < 1) {
+    return Status::InvalidArgument("log facet caps and sample must be at least 1");
+  }
+  LogFacets out;
+  sql::Sql levels;
+  levels << "SELECT " << kLevelExpr << ", count(*) FROM logs";
+  levels.Append(LogWhere(q.filter));
+  levels << " GROUP BY 1";
+  SL_RETURN_IF_ERROR(Rows(levels, [&](const RowView& r) {
+    const int64_t level = r.GetInt(0);
+    if (level < 0 || level > 6) return;
+    out.levels[static_cast<size_t>(level)] += r.GetInt(1);
+    out.total += r.GetInt(1);
+  }));
+  if (out.total == 0) return out;
+  sql::Sql services;
+  services << "SELECT service_name, count(*) FROM logs";
+  services.Append(LogWhere(q.filter));
+  services << " GROUP BY service_name ORDER BY 2 DESC, 1 LIMIT ";
+  services.Bind(q.max_services + 1);
+  SL_RETURN_IF_ERROR(Rows(services, [&](const RowView& r) { out.services.push_back({sql::Text(r, 0), r.GetInt(1)}); }));
+  sql::Sql sample;
+  sample << "SELECT attributes FROM logs";
+  sample.Append(LogWhere(q.filter));
+  sample << " ORDER BY time_ns DESC, rowid DESC LIMIT ";
+  sample.Bind(q.sample);
+  std::map<std::string, int64_t> keys;
+  std::map<std::string, std::map<std::string, int64_t>> values;
+  simdjson::dom::parser parser;
+  SL_RETURN_IF_ERROR(Rows(sample, [&](const RowView& r) {
+    ++out.sampled;
+    if (r.IsNull(0)) return;
+    const std::string json = r.GetString(0);
+    simdjson::dom::element doc;
+    simdjson::dom::object object;
+    if (parser.parse(json).get(doc) != simdjson::SUCCESS || doc.get_object().get(object) != simdjson::SUCCESS) return;
+    std::set<std::string_view> seen;
+    for (auto field : object) {
+      if (seen.count(field.key)) continue;  // a repeated key: its first value, as a filter reads it
+      seen.insert(field.key);
+      std::optional<std::string> text = ScalarText(field.value);
+      if (!text) continue;
+      std::string key(field.key);
+      ++keys[key];
+      ++values[key][*text];
+    }
+  }));
+  SL_RETURN_IF_ERROR(CheckInterrupted());
+  for (const FacetCount& k : Top(keys, q.max_keys))
+    out.attributes.push_back({k.value, k.count, Top(values[k.value], q.max_values)});
   return out;
 }
 

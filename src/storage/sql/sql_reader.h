@@ -37,6 +37,7 @@ class SqlReader : public TelemetryReader {
   //! Newest first in growing time windows; the cursor is "<time_ns>:<rowid>".
   Result<LogPage> Logs(const LogPageQuery& q) override;
   Result<LogVolume> CountLogs(const LogVolumeQuery& q) override;
+  Result<LogFacets> FacetLogs(const LogFacetsQuery& q) override;
   Result<MetricCatalog> ListMetrics(const MetricCatalogQuery& q) override;
   Result<MetricSeriesList> FindSeries(const MetricSeriesLookup& q) override;
   Result<MetricBuckets> AggregateSeries(const MetricSeriesQuery& q) override;

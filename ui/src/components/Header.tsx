@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, useApi, useBusy } from '../lib/api';
 import { useApp } from '../lib/ctx';
 import { hrefTo, navigate, setParams } from '../lib/router';
@@ -55,10 +55,15 @@ function ProjectSwitcher() {
 function TimePicker() {
   const { range } = useApp();
   const [custom, setCustom] = useState(range.preset === null);
+  // The form of a custom range applied from the URL can be closed (Esc) and
+  // opened again (the "Edit" button): the select keeps saying "Custom…".
+  const [formOpen, setFormOpen] = useState(true);
+  const selectRef = useRef<HTMLSelectElement>(null);
   const [from, setFrom] = useState(toLocalInput(range.from));
   const [to, setTo] = useState(toLocalInput(range.to));
   useEffect(() => {
     setCustom(range.preset === null);
+    setFormOpen(true);
     if (range.preset === null) {
       setFrom(toLocalInput(range.from));
       setTo(toLocalInput(range.to));
@@ -71,6 +76,7 @@ function TimePicker() {
   return (
     <div class="time-picker">
       <select
+        ref={selectRef}
         data-testid="range-select"
         aria-label="Time range"
         value={custom ? 'custom' : range.preset ?? '1h'}
@@ -80,6 +86,7 @@ function TimePicker() {
             setFrom(toLocalInput(range.from));
             setTo(toLocalInput(range.to));
             setCustom(true);
+            setFormOpen(true);
           } else {
             setCustom(false);
             setParams({ range: v === '1h' ? null : v, from: null, to: null });
@@ -93,9 +100,29 @@ function TimePicker() {
         ))}
         <option value="custom">Custom…</option>
       </select>
-      {custom && (
+      {custom && !formOpen && (
+        <button type="button" data-testid="range-edit" aria-label="Edit the custom range" onClick={() => setFormOpen(true)}>
+          Edit
+        </button>
+      )}
+      {custom && formOpen && (
         <form
           class="custom-range"
+          data-testid="range-form"
+          onKeyDown={(e) => {
+            if (e.key !== 'Escape') return;
+            // Esc closes the form: back to the preset in use, or, for a
+            // custom range in use, to it as applied (the edits dropped).
+            e.preventDefault();
+            e.stopPropagation();
+            if (range.preset !== null) setCustom(false);
+            else {
+              setFrom(toLocalInput(range.from));
+              setTo(toLocalInput(range.to));
+              setFormOpen(false);
+            }
+            selectRef.current?.focus();
+          }}
           onSubmit={(e) => {
             e.preventDefault();
             if (bad) return;

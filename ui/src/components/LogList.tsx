@@ -39,6 +39,22 @@ function AttrTable({ attrs }: { attrs: Record<string, unknown> }) {
   );
 }
 
+/** Runs of consecutive lines with the same severity, service and body (times may differ). */
+export function repeatRuns(logs: LogRow[]): LogRow[][] {
+  const out: LogRow[][] = [];
+  const same = (a: LogRow, b: LogRow) =>
+    a.severity_number === b.severity_number &&
+    (a.severity_text ?? '') === (b.severity_text ?? '') &&
+    a.service === b.service &&
+    bodyText(a.body) === bodyText(b.body);
+  for (const l of logs) {
+    const last = out[out.length - 1];
+    if (last && same(last[0], l)) last.push(l);
+    else out.push([l]);
+  }
+  return out;
+}
+
 /**
  * Log lines, newest first. A line's trace id links to the trace page;
  * onSpan (on the trace page) selects the line's span instead.
@@ -52,15 +68,38 @@ export function LogList(props: {
   /** No trace or span links (the lines of one span, shown in its details). */
   noLinks?: boolean;
   testid?: string;
+  /** Show a run of identical consecutive lines as its first, with a "×N" badge that expands it. */
+  collapseRepeats?: boolean;
 }) {
   const [open, setOpen] = useState<string | null>(null);
+  const [expanded, setExpanded] = useState<Set<string>>(new Set());
+  const runs = props.collapseRepeats ? repeatRuns(props.logs) : props.logs.map((l) => [l]);
+  const rows: { l: LogRow; run?: LogRow[]; repeat?: boolean }[] = [];
+  for (const run of runs) {
+    const k = logKey(run[0]);
+    if (run.length === 1) rows.push({ l: run[0] });
+    else if (!expanded.has(k)) rows.push({ l: run[0], run });
+    else run.forEach((l, i) => rows.push(i === 0 ? { l, run } : { l, repeat: true }));
+  }
+  const toggleRun = (k: string) => {
+    const next = new Set(expanded);
+    if (next.has(k)) next.delete(k);
+    else next.add(k);
+    setExpanded(next);
+  };
   return (
     <ol class="logs" data-testid={props.testid ?? 'logs-list'}>
-      {props.logs.map((l) => {
+      {rows.map(({ l, run, repeat }) => {
         const k = logKey(l);
         const isOpen = open === k;
+        const runOpen = run ? expanded.has(k) : false;
         return (
-          <li key={k} class={`log-row ${isOpen ? 'open' : ''}`} data-testid="log-row">
+          <li
+            key={k}
+            class={`log-row ${isOpen ? 'open' : ''} ${repeat ? 'repeat' : ''}`}
+            data-testid="log-row"
+            data-repeat={repeat ? '1' : undefined}
+          >
             <div
               class="log-line"
               data-testid="log-line"
@@ -85,6 +124,21 @@ export function LogList(props: {
               <span class="log-body mono" data-testid="log-body">
                 {bodyText(l.body)}
               </span>
+              {run && (
+                <button
+                  type="button"
+                  class="repeat-badge"
+                  data-testid="repeat-badge"
+                  aria-expanded={runOpen}
+                  title={`${run.length} identical consecutive lines (same severity, service and body), ${fmtTime(run[run.length - 1].time_ms, true)} to ${fmtTime(run[0].time_ms, true)}`}
+                  onClick={() => toggleRun(k)}
+                >
+                  <span aria-hidden="true">×{run.length}</span>
+                  <span class="sr-only">
+                    {run.length} identical lines in a row; {runOpen ? 'collapse them' : 'show each'}
+                  </span>
+                </button>
+              )}
               {l.trace_id &&
                 !props.noLinks &&
                 (props.onSpan && l.span_id ? (

@@ -51,6 +51,137 @@ function Volume({ filters }: { filters: Record<string, string | string[]> }) {
   );
 }
 
+/** logs/facets (docs/API.md "Log facets"). */
+export interface FacetsAnswer {
+  total: number;
+  levels: { severity: string; severity_min: number; count: number }[];
+  services: { value: string; count: number }[];
+  services_truncated: boolean;
+  services_other: number;
+  attributes: {
+    sample: number;
+    sampled: number;
+    exact: boolean;
+    keys_truncated: boolean;
+    keys: { key: string; count: number; values: { value: string; count: number }[]; values_truncated: boolean }[];
+  };
+}
+
+type Filters = { severity_min: string; service: string; q: string; trace_id: string; attr: string[] };
+
+/** One facet value: a toggle button that adds it to the filter (the URL), or drops it when it is in. */
+function FacetButton(props: { label: string; count: number; active: boolean; onClick?: () => void; testid: string; what: string }) {
+  return (
+    <li>
+      <button
+        type="button"
+        class={props.active ? 'active' : ''}
+        data-testid={props.testid}
+        data-value={props.label}
+        disabled={!props.onClick}
+        aria-pressed={props.active}
+        title={`${props.what} ${props.label}: ${props.count} records${props.onClick ? (props.active ? '; click to drop this filter' : '; click to filter by it') : ''}`}
+        onClick={props.onClick}
+      >
+        <span class="facet-value">{props.label === '' ? '(empty)' : props.label}</span>
+        <span class="facet-count">{fmtCount(props.count)}</span>
+      </button>
+    </li>
+  );
+}
+
+/**
+ * Counts of the records the filter matches, by severity, service and the
+ * most frequent attribute values. Choosing a value narrows the filter to it; choosing it again drops it.
+ */
+function Facets({ filters, st }: { filters: Filters; st: ReturnType<typeof useApi<FacetsAnswer>> }) {
+  return (
+    <Panel title="Facets" busy={st.loading} testid="logs-facets">
+      <Async state={st}>
+        {(d) => (
+          <>
+            <p class="muted small" data-testid="logs-facets-total">
+              {fmtCount(d.total)} matching records
+            </p>
+            {d.levels.length > 0 && (
+              <div class="facet-group" data-testid="facet-severity">
+                <h3>Severity (at least)</h3>
+                <ul class="facet-list" aria-label="Severity: choose one to show it and above">
+                  {d.levels.map((l) => (
+                    <FacetButton
+                      key={l.severity}
+                      what="Severity"
+                      label={l.severity}
+                      count={l.count}
+                      testid="facet-severity-value"
+                      active={filters.severity_min === String(l.severity_min)}
+                      onClick={
+                        l.severity_min > 0
+                          ? () => setParams({ severity_min: filters.severity_min === String(l.severity_min) ? null : String(l.severity_min) })
+                          : undefined
+                      }
+                    />
+                  ))}
+                </ul>
+              </div>
+            )}
+            {d.services.length > 0 && (
+              <div class="facet-group" data-testid="facet-service">
+                <h3>Service</h3>
+                <ul class="facet-list" aria-label="Service: choose one to filter by it">
+                  {d.services.map((v) => (
+                    <FacetButton
+                      key={v.value}
+                      what="Service"
+                      label={v.value}
+                      count={v.count}
+                      testid="facet-service-value"
+                      active={filters.service === v.value}
+                      onClick={() => setParams({ service: filters.service === v.value ? null : v.value })}
+                    />
+                  ))}
+                </ul>
+                {d.services_truncated && (
+                  <p class="muted small">and {fmtCount(d.services_other)} records of other services</p>
+                )}
+              </div>
+            )}
+            {d.attributes.keys.map((k) => (
+              <div class="facet-group" key={k.key} data-testid="facet-attr" data-key={k.key}>
+                <h3 title={`${k.count} of the sampled records have ${k.key}`}>{k.key}</h3>
+                <ul class="facet-list" aria-label={`${k.key}: choose a value to filter by it`}>
+                  {k.values.map((v) => {
+                    const f = `${k.key}=${v.value}`;
+                    const active = filters.attr.includes(f);
+                    return (
+                      <FacetButton
+                        key={v.value}
+                        what={k.key}
+                        label={v.value}
+                        count={v.count}
+                        testid="facet-attr-value"
+                        active={active}
+                        onClick={() => setParams({ attr: active ? filters.attr.filter((a) => a !== f) : [...filters.attr, f] })}
+                      />
+                    );
+                  })}
+                </ul>
+              </div>
+            ))}
+            {d.attributes.keys.length > 0 && (
+              <p class="muted small" data-testid="logs-facets-sample">
+                {d.attributes.exact
+                  ? `Attributes: all ${fmtCount(d.attributes.sampled)} records.`
+                  : `Attributes: counted over the newest ${fmtCount(d.attributes.sampled)} of ${fmtCount(d.total)} records.`}
+              </p>
+            )}
+          </>
+        )}
+      </Async>
+    </Panel>
+  );
+}
+
 /** What is wrong with a logs filter (from the form or the URL); empty when it can be applied. */
 export function logsFilterProblems(f: { trace_id: string; attr: string[] }, attrText = ''): string[] {
   const out: string[] = [];
@@ -93,6 +224,7 @@ export function LogsPage() {
   const urlProblems = logsFilterProblems(filters);
   const [formProblems, setFormProblems] = useState<string[]>([]);
   useEffect(() => setFormProblems([]), [filters]);
+  const facets = useApi<FacetsAnswer>(urlProblems.length ? null : 'logs/facets', { ...scope, ...filters }, tick);
   const first = useApi<LogsAnswer>(urlProblems.length ? null : 'logs', { ...scope, ...filters, limit: PAGE }, tick);
   const [older, setOlder] = useState<{ logs: LogRow[]; cursor: string | null | undefined; loading: boolean; error?: string }>({
     logs: [],
@@ -257,52 +389,65 @@ export function LogsPage() {
         </div>
       </form>
       {urlProblems.length === 0 && <Volume filters={filters} />}
-      <Panel
-        title={tail ? 'Live tail, newest first' : 'Newest first'}
-        busy={first.loading}
-        actions={
-          <>
-            {tail && (
-              <span class="live" data-testid="tail-status">
-                <span class="live-dot" aria-hidden="true" /> live
-              </span>
-            )}
-            {first.data && <span class="muted">{fmtCount(all.length)} lines</span>}
-          </>
-        }
-      >
-        {tailError && <ErrorBox message={`Live tail: ${tailError}`} />}
-        {urlProblems.length > 0 && (
-          <ErrorBox message={`Not searched, the filter in the address is invalid: ${urlProblems.join('; ')}`} />
-        )}
-        <Async state={first}>
-          {() =>
-            all.length === 0 ? (
-              <Empty>No logs in this range.</Empty>
-            ) : (
-              <>
-                <LogList logs={all} />
-                {older.error && <ErrorBox message={older.error} />}
-                <div class="pager">
-                  {cursor ? (
-                    older.loading ? (
-                      <Loading />
-                    ) : (
-                      <button type="button" data-testid="load-more" onClick={loadMore}>
-                        Load more
-                      </button>
-                    )
-                  ) : (
-                    <span class="muted" data-testid="logs-end">
-                      End of results
-                    </span>
+      <div class="logs-layout">
+        {urlProblems.length === 0 ? <Facets filters={filters} st={facets} /> : <div />}
+        <Panel
+          title={tail ? 'Live tail, newest first' : 'Newest first'}
+          busy={first.loading}
+          actions={
+            <>
+              {tail && (
+                <span class="live" data-testid="tail-status">
+                  <span class="live-dot" aria-hidden="true" /> live
+                </span>
+              )}
+              {first.data && (
+                <span class="muted" data-testid="logs-count">
+                  {fmtCount(all.length)} lines shown
+                  {facets.data && (
+                    <>
+                      {' '}
+                      of <span data-testid="logs-total">{fmtCount(facets.data.total)}</span> matching
+                    </>
                   )}
-                </div>
-              </>
-            )
+                </span>
+              )}
+            </>
           }
-        </Async>
-      </Panel>
+        >
+          {tailError && <ErrorBox message={`Live tail: ${tailError}`} />}
+          {urlProblems.length > 0 && (
+            <ErrorBox message={`Not searched, the filter in the address is invalid: ${urlProblems.join('; ')}`} />
+          )}
+          <Async state={first}>
+            {() =>
+              all.length === 0 ? (
+                <Empty>No logs in this range.</Empty>
+              ) : (
+                <>
+                  <LogList logs={all} collapseRepeats />
+                  {older.error && <ErrorBox message={older.error} />}
+                  <div class="pager">
+                    {cursor ? (
+                      older.loading ? (
+                        <Loading />
+                      ) : (
+                        <button type="button" data-testid="load-more" onClick={loadMore}>
+                          Load more
+                        </button>
+                      )
+                    ) : (
+                      <span class="muted" data-testid="logs-end">
+                        End of results
+                      </span>
+                    )}
+                  </div>
+                </>
+              )
+            }
+          </Async>
+        </Panel>
+      </div>
     </div>
   );
 }

@@ -1,8 +1,10 @@
+import { useMemo } from 'preact/hooks';
+import { Chart } from '../components/Chart';
 import { Async, Empty, Link, Panel, rowLink } from '../components/ui';
 import { useApi } from '../lib/api';
 import { useApp, useScope } from '../lib/ctx';
 import { fmtCount, fmtMs, fmtPct, fmtRate, fmtRetention } from '../lib/format';
-import { hrefTo } from '../lib/router';
+import { hrefTo, setParams } from '../lib/router';
 import type { Project, ServiceRow, SignalName } from '../lib/types';
 
 const SIGNALS: SignalName[] = ['spans', 'logs', 'metrics'];
@@ -24,6 +26,77 @@ function RetentionNote() {
         </span>
       ))}
     </p>
+  );
+}
+
+/** services/series: per service and bucket, entry-span counts and P95. */
+export interface ServiceSeriesAnswer {
+  step_ms: number;
+  buckets: number[];
+  services_total: number;
+  truncated: boolean;
+  series: { service: string; requests: number[]; errors: number[]; p95_ms: (number | null)[] }[];
+}
+
+const TOP_SERVICES = 10;
+
+/**
+ * Request rate, error rate and P95 per service over time. Lines, never
+ * stacked: a service's rate is read against the others', and percentiles and
+ * ratios do not add up. A bucket without requests is a gap in the error rate
+ * and P95 (there is nothing to divide or rank), a true 0 in the rate.
+ */
+function ServiceCharts() {
+  const { tick } = useApp();
+  const scope = useScope();
+  const st = useApi<ServiceSeriesAnswer>('services/series', { ...scope, top: TOP_SERVICES }, tick);
+  const charts = useMemo(() => {
+    const d = st.data;
+    if (!d) return null;
+    const stepS = d.step_ms / 1000;
+    return {
+      rate: d.series.map((s) => ({ label: s.service, values: s.requests.map((n) => n / stepS) })),
+      errors: d.series.map((s) => ({ label: s.service, values: s.requests.map((n, i) => (n > 0 ? s.errors[i] / n : null)) })),
+      p95: d.series.map((s) => ({ label: s.service, values: s.p95_ms })),
+    };
+  }, [st.data]);
+  const zoom = (from: number, to: number) => setParams({ range: null, from, to });
+  return (
+    <Panel
+      title="Services over time"
+      busy={st.loading}
+      testid="overview-charts"
+      actions={
+        st.data?.truncated ? (
+          <span class="muted" data-testid="overview-charts-truncated">
+            top {st.data.series.length} of {fmtCount(st.data.services_total)} services by requests
+          </span>
+        ) : undefined
+      }
+    >
+      <Async state={st}>
+        {(d) =>
+          d.series.length === 0 || !charts ? (
+            <Empty>No requests in this range.</Empty>
+          ) : (
+            <div class="chart-grid">
+              <figure class="chart-cell">
+                <figcaption>Request rate (per second)</figcaption>
+                <Chart testid="overview-rate-chart" buckets={d.buckets} series={charts.rate} kind="line" yFormat={fmtRate} height={180} onZoom={zoom} />
+              </figure>
+              <figure class="chart-cell">
+                <figcaption>Error rate</figcaption>
+                <Chart testid="overview-errors-chart" buckets={d.buckets} series={charts.errors} kind="line" yFormat={fmtPct} height={180} onZoom={zoom} />
+              </figure>
+              <figure class="chart-cell">
+                <figcaption>P95 latency</figcaption>
+                <Chart testid="overview-p95-chart" buckets={d.buckets} series={charts.p95} kind="line" yFormat={fmtMs} height={180} onZoom={zoom} />
+              </figure>
+            </div>
+          )
+        }
+      </Async>
+    </Panel>
   );
 }
 
@@ -59,6 +132,7 @@ export function OverviewPage() {
                   <span class="stat-value">{fmtPct(total ? errors / total : 0)}</span>
                 </div>
               </div>
+              <ServiceCharts />
               <Panel title="Services" busy={st.loading}>
                 {d.services.length === 0 ? (
                   <Empty>No requests in this range. Entry spans (server or root spans) appear here once ingested.</Empty>

@@ -82,6 +82,25 @@ function buildModel(spans: Span[]): Model {
   };
 }
 
+/**
+ * Arrow keys between waterfall rows: Up/Down to the previous/next visible
+ * row, Home/End to the first/last. True when the key was one of them.
+ */
+function moveFocus(e: KeyboardEvent): boolean {
+  if (e.target !== e.currentTarget || e.altKey || e.ctrlKey || e.metaKey) return false;
+  if (!['ArrowUp', 'ArrowDown', 'Home', 'End'].includes(e.key)) return false;
+  const row = e.currentTarget as HTMLElement;
+  const rows = Array.from(row.closest('.waterfall')?.querySelectorAll<HTMLElement>('[data-testid="span-row"]') ?? []);
+  const i = rows.indexOf(row);
+  const j = e.key === 'Home' ? 0 : e.key === 'End' ? rows.length - 1 : e.key === 'ArrowUp' ? i - 1 : i + 1;
+  e.preventDefault();
+  if (j >= 0 && j < rows.length) {
+    rows[j].focus();
+    rows[j].scrollIntoView({ block: 'nearest' });
+  }
+  return true;
+}
+
 function Waterfall(props: { model: Model; selected: string | null; onSelect: (id: string | null) => void }) {
   const { model } = props;
   const [collapsed, setCollapsed] = useState<Set<string>>(new Set());
@@ -133,7 +152,10 @@ function Waterfall(props: { model: Model; selected: string | null; onSelect: (id
             data-error={err ? '1' : undefined}
             tabIndex={0}
             onClick={() => props.onSelect(sel ? null : s.span_id)}
-            onKeyDown={onActivateKey(() => props.onSelect(sel ? null : s.span_id))}
+            onKeyDown={(e) => {
+              if (moveFocus(e)) return;
+              onActivateKey(() => props.onSelect(sel ? null : s.span_id))(e);
+            }}
           >
             <div class="wf-name" style={{ paddingLeft: `${r.depth * 16 + 4}px` }} title={`${s.service} · ${s.name}`}>
               {r.childCount > 0 ? (
