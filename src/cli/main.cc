@@ -352,6 +352,12 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   serve
+      ->add_option("--max-service-map-edges", so.api.limits.max_service_calls,
+                   "Most edges of the service map, the busiest first (the rest is marked truncated)")
+      ->envname("SIGHTLINE_MAX_SERVICE_MAP_EDGES")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  serve
       ->add_option("--max-trace-spans", so.api.limits.max_trace_spans,
                    "Most spans (and log records) of one trace in an answer (the rest is marked truncated)")
       ->envname("SIGHTLINE_MAX_TRACE_SPANS")

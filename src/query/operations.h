@@ -40,6 +40,7 @@ Result<std::string> Traces(const Call& call);
 Result<std::string> TraceDetail(const Call& call);
 Result<std::string> Exceptions(const Call& call);
 Result<std::string> ExceptionSpans(const Call& call);
+Result<std::string> ServiceMap(const Call& call);
 Result<std::string> Logs(const Call& call);
 Result<std::string> LogVolume(const Call& call);
 Result<std::string> LogFacetCounts(const Call& call);

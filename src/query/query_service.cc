@@ -22,6 +22,7 @@ constexpr OperationEntry kOperations[] = {
     {"traces", api::Traces},
     {"exceptions", api::Exceptions},
     {"exceptions/spans", api::ExceptionSpans},
+    {"service_map", api::ServiceMap},
     {"logs", api::Logs},
     {"logs/volume", api::LogVolume},
     {"logs/facets", api::LogFacetCounts},

@@ -28,6 +28,9 @@ struct QueryLimits {
   int64_t max_metrics = 10000;           // (name, type, unit, description, service) rows of the metric list
   int64_t max_points = 1000000;          // series x buckets of one chart (--max-query-points)
   int64_t max_log_facet_sample = 10000;  // records the logs/facets attribute counts read (--max-log-facet-sample)
+  //! Edges of the service map, the busiest first; past it the answer says
+  //! truncated (--max-service-map-edges).
+  int64_t max_service_calls = 1000;
 };
 
 //! Stateless; thread-safe.

@@ -51,6 +51,7 @@ class NoQueries final : public TelemetryReader {
   Result<TraceDetail> GetTrace(const TraceQuery&) override { return Fail<TraceDetail>(); }
   Result<ExceptionGroups> GroupExceptions(const ExceptionQuery&) override { return Fail<ExceptionGroups>(); }
   Result<SpanRefs> ExceptionSpans(const ExceptionSpansQuery&) override { return Fail<SpanRefs>(); }
+  Result<ServiceCalls> GroupServiceCalls(const ServiceCallQuery&) override { return Fail<ServiceCalls>(); }
   Result<LogPage> Logs(const LogPageQuery&) override { return Fail<LogPage>(); }
   Result<LogVolume> CountLogs(const LogVolumeQuery&) override { return Fail<LogVolume>(); }
   Result<LogFacets> FacetLogs(const LogFacetsQuery&) override { return Fail<LogFacets>(); }
@@ -82,6 +83,7 @@ TEST(QueryServiceTest, BadParametersAreRefusedBeforeAnyQuery) {
       {"traces", "min_duration_ms=-1", "'min_duration_ms'"},
       {"traces/xyz", "", "trace id must be 32 hex characters"},
       {"exceptions/spans", "", "give 'type' and/or 'message'"},
+      {"service_map", "from=10&to=5", "'from' must be before 'to'"},
       {"logs", "trace_id=abc", "trace_id must be 32 hex characters"},
       {"logs", "severity_min=25", "'severity_min'"},
       {"logs/volume", "step_ms=x", "'step_ms'"},
@@ -411,6 +413,25 @@ TEST_P(QueryEnginesTest, TraceAndMetricListPastTheirCapSayTheyWereTruncated) {
   EXPECT_TRUE(list["truncated"].get_bool().value());
 }
 
+TEST_P(QueryEnginesTest, ServiceMapPastItsCapKeepsTheBusiestEdgesAndSaysSo) {
+  QueryOnEngine q(GetParam());
+  const std::string range = "from=" + kFrom + "&to=" + kTo;
+  auto whole = q.Json("service_map", range);
+  const size_t edges = whole["edges"].get_array().size();
+  ASSERT_GE(edges, 1u) << "the dataset has calls between services";
+  EXPECT_FALSE(whole["truncated"].get_bool().value());
+  QueryLimits limits;
+  limits.max_service_calls = 1;
+  q.set_limits(limits);
+  auto capped = q.Json("service_map", range);
+  ASSERT_EQ(capped["edges"].get_array().size(), 1u);
+  EXPECT_EQ(capped["truncated"].get_bool().value(), edges > 1);
+  EXPECT_EQ(std::string_view(capped["edges"].at(0)["from"].get_string()),
+            std::string_view(whole["edges"].at(0)["from"].get_string()));
+  EXPECT_EQ(std::string_view(capped["edges"].at(0)["to"].get_string()),
+            std::string_view(whole["edges"].at(0)["to"].get_string()));
+}
+
 //! Answers from `inner`, then interrupts itself as a deadline would while
 //! query/ works on the rows: only query/'s own loops can notice.
 class InterruptedAfterTheEngine final : public TelemetryReader {
@@ -426,6 +447,9 @@ class InterruptedAfterTheEngine final : public TelemetryReader {
   Result<TraceDetail> GetTrace(const TraceQuery& q) override { return Then(inner_->GetTrace(q)); }
   Result<ExceptionGroups> GroupExceptions(const ExceptionQuery& q) override { return Then(inner_->GroupExceptions(q)); }
   Result<SpanRefs> ExceptionSpans(const ExceptionSpansQuery& q) override { return Then(inner_->ExceptionSpans(q)); }
+  Result<ServiceCalls> GroupServiceCalls(const ServiceCallQuery& q) override {
+    return Then(inner_->GroupServiceCalls(q));
+  }
   Result<LogPage> Logs(const LogPageQuery& q) override { return Then(inner_->Logs(q)); }
   Result<LogVolume> CountLogs(const LogVolumeQuery& q) override { return Then(inner_->CountLogs(q)); }
   Result<LogFacets> FacetLogs(const LogFacetsQuery& q) override { return Then(inner_->FacetLogs(q)); }
@@ -538,6 +562,8 @@ TEST_P(QueryEnginesTest, EveryCallAnswersAsTheReference) {
       {"traces/00000000000000001111111111111111", ""},
       {"exceptions", range},
       {"exceptions", range + "&limit=1"},
+      {"service_map", range},
+      {"service_map", range + "&service=checkout"},
       {"logs", range},
       {"logs", range + "&severity_min=13"},
       {"logs", range + "&q=payment"},

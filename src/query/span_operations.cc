@@ -1,9 +1,11 @@
 // Span operations: services, endpoints, endpoints/series, traces,
-// traces/{id}, exceptions, exceptions/spans, services/series.
+// traces/{id}, exceptions, exceptions/spans, services/series, service_map.
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -429,6 +431,117 @@ Result<std::string> ExceptionSpans(const Call& call) {
     w.EndObject();
   }
   w.EndArray();
+  w.EndObject();
+  return out;
+}
+
+// ------------------------------------------------------------- service map
+
+namespace {
+
+//! How far outside the range a child's parent span is looked for: a parent
+//! starts before its child (by up to its own duration) or, with clock skew,
+//! slightly after. A parent outside this margin makes no edge.
+constexpr int64_t kParentMarginMs = 5 * 60 * 1000;
+
+struct MapNode {
+  int64_t count = 0;
+  int64_t errors = 0;
+  double p95_ns = NAN;
+};
+
+}  // namespace
+
+Result<std::string> ServiceMap(const Call& call) {
+  const ApiParams& p = call.params;
+  auto range = ParseRange(p);
+  if (!range.ok()) return range.status();
+  const std::optional<std::string> focus = p.Get("service");
+  ServiceCallQuery calls_query;
+  calls_query.project_id = call.project_id;
+  calls_query.range = range->ns();
+  calls_query.parent_margin_ns = kParentMarginMs * kNsPerMs;
+  calls_query.service = focus;
+  calls_query.max_calls = call.limits.max_service_calls;
+  auto calls = call.reader.GroupServiceCalls(calls_query);
+  if (!calls.ok()) return calls.status();
+  const bool truncated = static_cast<int64_t>(calls->size()) > calls_query.max_calls;
+  if (truncated) calls->resize(static_cast<size_t>(calls_query.max_calls));
+  // Nodes: every service with entry spans in the range (with a focus, the
+  // focus and its neighbours), and every service an edge names; a node's
+  // numbers are its entry spans', as on the services page.
+  SpanGroupQuery nodes_query;
+  nodes_query.filter = EntrySpans(call, *range);
+  nodes_query.filter.service.reset();
+  nodes_query.dimensions = {SpanDimension::kService};
+  nodes_query.percentiles = {false, true, false};
+  std::map<std::string, MapNode> nodes;
+  if (focus) nodes[*focus];
+  for (const ServiceCall& c : *calls) {
+    nodes[c.caller];
+    nodes[c.callee];
+  }
+  auto groups = CappedGroups(call, nodes_query, "services", "narrow the range");
+  if (!groups.ok()) return groups.status();
+  for (const SpanGroup& g : *groups) {
+    // With a focus, only the focus and its neighbours are drawn.
+    if (focus && !nodes.contains(g.keys[0])) continue;
+    nodes[g.keys[0]] = {g.count, g.errors, g.percentiles_ns[1]};
+  }
+  const double seconds = static_cast<double>(range->to_ms - range->from_ms) / 1000.0;
+  auto rate = [](int64_t part, int64_t whole) {
+    return whole ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+  };
+  std::string out;
+  JsonWriter w(&out);
+  w.BeginObject();
+  w.Key("nodes");
+  w.BeginArray();
+  for (const auto& [service, n] : nodes) {
+    SL_RETURN_IF_ERROR(CheckInterrupted(call));
+    w.BeginObject();
+    w.Key("service");
+    w.String(service);
+    w.Key("count");
+    w.Int(n.count);
+    w.Key("errors");
+    w.Int(n.errors);
+    w.Key("rate_per_s");
+    w.Double(static_cast<double>(n.count) / seconds);
+    w.Key("error_rate");
+    w.Double(rate(n.errors, n.count));
+    w.Key("p95_ms");
+    WriteNumberOrNull(&w, NsToMs(n.p95_ns));
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("edges");
+  w.BeginArray();
+  for (const ServiceCall& c : *calls) {
+    w.BeginObject();
+    w.Key("from");
+    w.String(c.caller);
+    w.Key("to");
+    w.String(c.callee);
+    w.Key("count");
+    w.Int(c.count);
+    w.Key("rate_per_s");
+    w.Double(static_cast<double>(c.count) / seconds);
+    w.Key("errors");
+    w.Int(c.errors);
+    w.Key("error_rate");
+    w.Double(rate(c.errors, c.count));
+    w.Key("p50_ms");
+    WriteNumberOrNull(&w, NsToMs(c.percentiles_ns[0]));
+    w.Key("p95_ms");
+    WriteNumberOrNull(&w, NsToMs(c.percentiles_ns[1]));
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("truncated");
+  w.Bool(truncated);
+  w.Key("parent_margin_ms");
+  w.Int(kParentMarginMs);
   w.EndObject();
   return out;
 }

@@ -28,6 +28,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -218,6 +219,11 @@ Row ToRow(const ExceptionGroup& g) {
 Row ToRow(const SpanRef& s) {
   return {{"trace", Hex(s.trace_id)}, {"span", Hex64(s.span_id)},  {"service", s.service}, {"name", s.name},
           {"start", s.start_ns},      {"duration", s.duration_ns}, {"log", int64_t{s.log}}};
+}
+
+Row ToRow(const ServiceCall& c) {
+  return {{"caller", c.caller},         {"callee", c.callee},         {"count", c.count},          {"errors", c.errors},
+          {"p50", c.percentiles_ns[0]}, {"p95", c.percentiles_ns[1]}, {"p99", c.percentiles_ns[2]}};
 }
 
 Row ToRow(const LogVolumeRow& v) { return {{"bucket", v.bucket}, {"level", int64_t{v.level}}, {"count", v.count}}; }
@@ -997,6 +1003,62 @@ TEST_P(ReadConformanceTest, EveryAnswerMatchesAfterRetentionDeletes) {
   }
 }
 
+// ------------------------------------------------------------ service map
+
+//! Writes the service map's spans (read_dataset.h) into a store.
+Status WriteServiceMapSpans(TelemetryStore* store) {
+  const std::vector<SpanBatch> batches = ServiceMapSpans();
+  Result<std::unique_ptr<SignalSink>> sink = store->NewSink(Signal::kSpans);
+  if (!sink.ok()) return sink.status();
+  std::vector<const SpanBatch*> pointers;
+  for (const SpanBatch& b : batches) pointers.push_back(&b);
+  return (*sink)->WriteSpans(pointers);
+}
+
+ServiceCallQuery Calls(int64_t project, TimeRange range, int64_t margin_ns = 0) {
+  ServiceCallQuery q;
+  q.project_id = project;
+  q.range = range;
+  q.parent_margin_ns = margin_ns;
+  return q;
+}
+
+std::vector<Named<ServiceCallQuery>> ServiceCallQueries() {
+  std::vector<Named<ServiceCallQuery>> out = {
+      {"map, no margin", Calls(kProjectMap, kRange)},
+      {"map, 1 s margin", Calls(kProjectMap, kRange, Ms(1000))},
+      {"map, 5 min margin", Calls(kProjectMap, kRange, Ms(300'000))},
+      {"map, from inside the range", Calls(kProjectMap, {At(1500), At(60'000)})},
+      {"map, empty range", Calls(kProjectMap, kEmptyRange, Ms(300'000))},
+      {"other project with a parent id of the map's", Calls(kProjectMapOther, kRange, Ms(300'000))},
+      {"project A", Calls(kProjectA, kRange)},
+      {"project A, 5 min margin", Calls(kProjectA, kRange, Ms(300'000))},
+      {"project B", Calls(kProjectB, kRange, Ms(300'000))},
+      {"project without data", Calls(kProjectEmpty, kRange)},
+  };
+  for (const char* service : {"web", "db-svc", "api", "nobody"}) {
+    ServiceCallQuery q = Calls(kProjectMap, kRange, Ms(300'000));
+    q.service = service;
+    out.push_back({std::string("map, calls of ") + service, q});
+  }
+  for (int64_t cap : {0, 1, 2}) {
+    ServiceCallQuery q = Calls(kProjectMap, kRange, Ms(1000));
+    q.max_calls = cap;
+    out.push_back({"map, at most " + std::to_string(cap), q});
+  }
+  return out;
+}
+
+TEST_P(ReadConformanceTest, GroupServiceCallsMatchesTheReference) {
+  ASSERT_TRUE(WriteServiceMapSpans(store_.get()).ok());
+  ASSERT_TRUE(WriteServiceMapSpans(&reference_store_).ok());
+  for (const auto& [name, q] : ServiceCallQueries()) {
+    EXPECT_TRUE(SameAnswer(reference_->GroupServiceCalls(q), reader_->GroupServiceCalls(q))) << "query: " << name;
+  }
+  ServiceCallQuery bad = Calls(kProjectMap, kRange, -1);
+  EXPECT_EQ(reader_->GroupServiceCalls(bad).status().code(), StatusCode::kInvalidArgument);
+}
+
 INSTANTIATE_TEST_SUITE_P(Engines, ReadConformanceTest, ::testing::ValuesIn(Engines()),
                          [](const ::testing::TestParamInfo<EngineSpec>& info) { return info.param.name; });
 
@@ -1647,6 +1709,40 @@ TEST_F(ReadReferenceTest, AggregateSummaries) {
       summary(2, R"([{"quantile":0.5,"value":3},{"quantile":0.95,"value":7}])")};
   EXPECT_TRUE(SameAnswer<MetricBuckets>(expected, reader_->AggregateSeries(Histograms({kSeriesGcPause}, {})),
                                         Want::kHistograms));
+}
+
+// The service map's spans (read_dataset.h, ServiceMapSpans): the calls by hand.
+// web -> api: m3 40 ms, n2 20; with a 1 s margin also q2 60 and t2 5 (parents
+// just before and just after the range); with 5 min also r2 70. api -> db-svc:
+// m5 10 (error), n3 30. Same-service parents (m2, m4), o1's missing parent,
+// s2 (at the range's end) and x1 (another project) make no call.
+TEST_F(ReadReferenceTest, GroupServiceCalls) {
+  ASSERT_TRUE(WriteServiceMapSpans(&store_).ok());
+  auto call = [](const char* caller, const char* callee, int64_t count, int64_t errors, double p50_ms, double p95_ms,
+                 double p99_ms) {
+    return ServiceCall{caller, callee, count, errors, {MsD(p50_ms), MsD(p95_ms), MsD(p99_ms)}};
+  };
+  // Percentiles of two values a <= b: p50 (a+b)/2, p95 a + 0.95 (b-a), p99 a + 0.99 (b-a).
+  const ServiceCall api_db = call("api", "db-svc", 2, 1, 20, 29, 29.8);
+  EXPECT_TRUE(SameAnswer<ServiceCalls>(ServiceCalls{api_db, call("web", "api", 2, 0, 30, 39, 39.8)},
+                                       reader_->GroupServiceCalls(Calls(kProjectMap, kRange))));
+  // 5, 20, 40, 60: p50 at 1.5 -> 30, p95 at 2.85 -> 40 + 0.85 * 20, p99 at 2.97.
+  EXPECT_TRUE(SameAnswer<ServiceCalls>(ServiceCalls{call("web", "api", 4, 0, 30, 57, 59.4), api_db},
+                                       reader_->GroupServiceCalls(Calls(kProjectMap, kRange, Ms(1000)))));
+  // 5, 20, 40, 60, 70: p50 40, p95 at 3.8 -> 60 + 0.8 * 10, p99 at 3.96.
+  EXPECT_TRUE(SameAnswer<ServiceCalls>(ServiceCalls{call("web", "api", 5, 0, 40, 68, 69.6), api_db},
+                                       reader_->GroupServiceCalls(Calls(kProjectMap, kRange, Ms(300'000)))));
+  EXPECT_TRUE(SameAnswer<ServiceCalls>(
+      ServiceCalls{call("api", "db-svc", 1, 0, 30, 30, 30), call("web", "api", 1, 0, 20, 20, 20)},
+      reader_->GroupServiceCalls(Calls(kProjectMap, {At(1500), At(60'000)}))));
+  ServiceCallQuery focus = Calls(kProjectMap, kRange);
+  focus.service = "db-svc";
+  EXPECT_TRUE(SameAnswer<ServiceCalls>(ServiceCalls{api_db}, reader_->GroupServiceCalls(focus)));
+  EXPECT_TRUE(SameAnswer<ServiceCalls>(ServiceCalls{},
+                                       reader_->GroupServiceCalls(Calls(kProjectMapOther, kRange, Ms(300'000)))));
+  ServiceCallQuery capped = Calls(kProjectMap, kRange);
+  capped.max_calls = 0;
+  EXPECT_TRUE(SameAnswer<ServiceCalls>(ServiceCalls{api_db}, reader_->GroupServiceCalls(capped)));
 }
 
 TEST_F(ReadReferenceTest, InterruptCancelsTheLeaseAndTheStoreServesTheNext) {

@@ -233,6 +233,38 @@ struct SpanRef {
 //! id ascending.
 using SpanRefs = std::vector<SpanRef>;
 
+// ------------------------------------------------------------- service map
+
+//! Calls between services, from parent/child spans: every span of the
+//! project starting in `range` (the child) whose parent span — same trace id,
+//! span_id = the child's parent_span_id — is stored with another service name
+//! and starts in [range.from_ns - parent_margin_ns, range.to_ns +
+//! parent_margin_ns) (bounded so the parent lookup scans a bounded window; a
+//! parent outside it makes no call). A child whose parent is missing, or of
+//! the same service, makes none. Spans without a trace id make none. A child
+//! is counted once per stored parent row (a parent written twice counts
+//! twice, as a join does).
+struct ServiceCallQuery {
+  int64_t project_id = 0;
+  TimeRange range;  // on the child's start_time_ns
+  int64_t parent_margin_ns = 0;
+  //! Only calls from or to this service.
+  std::optional<std::string> service;
+  //! At most max_calls + 1 calls come back, the first in the result's order:
+  //! more than max_calls tells the caller the answer passed its cap.
+  int64_t max_calls = INT64_MAX - 1;
+};
+
+struct ServiceCall {
+  std::string caller;  // the parent span's service
+  std::string callee;  // the child span's service
+  int64_t count = 0;
+  int64_t errors = 0;                    // children with status_code = 2
+  std::array<double, 3> percentiles_ns;  // p50, p95, p99 of the children's duration_ns
+};
+//! By count descending, then caller, callee ascending (bytewise).
+using ServiceCalls = std::vector<ServiceCall>;
+
 // -------------------------------------------------------------------- logs
 
 struct LogFilter {
@@ -430,6 +462,8 @@ class TelemetryReader {
   virtual Result<TraceDetail> GetTrace(const TraceQuery& q) = 0;
   virtual Result<ExceptionGroups> GroupExceptions(const ExceptionQuery& q) = 0;
   virtual Result<SpanRefs> ExceptionSpans(const ExceptionSpansQuery& q) = 0;
+  //! The service map's edges.
+  virtual Result<ServiceCalls> GroupServiceCalls(const ServiceCallQuery& q) = 0;
 
   virtual Result<LogPage> Logs(const LogPageQuery& q) = 0;
   virtual Result<LogVolume> CountLogs(const LogVolumeQuery& q) = 0;

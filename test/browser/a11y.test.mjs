@@ -290,6 +290,7 @@ for (const [name, p, ready] of [
   ['exceptions', '/exceptions', 'exception-row'],
   ['logs', '/logs', 'log-row'],
   ['metrics', '/metrics', null],
+  ['service-map', '/map', 'map-edge'],
 ]) {
   test(`axe: ${name} page has no serious or critical violations (light and dark)`, async () => {
     for (const theme of ['light', 'dark']) {

@@ -11,6 +11,7 @@ import { LoginPage } from './pages/Login';
 import { LogsPage } from './pages/Logs';
 import { MetricsPage } from './pages/Metrics';
 import { OverviewPage } from './pages/Overview';
+import { ServiceMapPage } from './pages/ServiceMap';
 import { TracePage } from './pages/Trace';
 import { TracesPage } from './pages/Traces';
 
@@ -18,6 +19,7 @@ const TITLES: Record<string, string> = {
   overview: 'Overview',
   endpoints: 'Endpoints',
   traces: 'Traces',
+  map: 'Service map',
   exceptions: 'Exceptions',
   logs: 'Logs',
   metrics: 'Metrics',
@@ -33,6 +35,8 @@ function Page({ path }: { path: string }) {
       return <EndpointsPage />;
     case 'traces':
       return <TracesPage />;
+    case 'map':
+      return <ServiceMapPage />;
     case 'exceptions':
       return <ExceptionsPage />;
     case 'logs':

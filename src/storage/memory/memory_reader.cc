@@ -187,6 +187,7 @@ class MemoryReader final : public TelemetryReader {
   Result<TraceDetail> GetTrace(const TraceQuery& q) override;
   Result<ExceptionGroups> GroupExceptions(const ExceptionQuery& q) override;
   Result<SpanRefs> ExceptionSpans(const ExceptionSpansQuery& q) override;
+  Result<ServiceCalls> GroupServiceCalls(const ServiceCallQuery& q) override;
   Result<LogPage> Logs(const LogPageQuery& q) override;
   Result<LogVolume> CountLogs(const LogVolumeQuery& q) override;
   Result<LogFacets> FacetLogs(const LogFacetsQuery& q) override;
@@ -493,6 +494,70 @@ Result<SpanRefs> MemoryReader::ExceptionSpans(const ExceptionSpansQuery& q) {
       return std::tie(a.log, a.trace_id, a.span_id) < std::tie(b.log, b.trace_id, b.span_id);
     });
     if (out.size() > static_cast<size_t>(q.limit)) out.resize(static_cast<size_t>(q.limit));
+    return out;
+  });
+}
+
+// ------------------------------------------------------------- service map
+
+namespace {
+
+//! a - b and a + b clamped to int64_t (b >= 0).
+int64_t SaturatingSub(int64_t a, int64_t b) { return a < INT64_MIN + b ? INT64_MIN : a - b; }
+int64_t SaturatingAdd(int64_t a, int64_t b) { return a > INT64_MAX - b ? INT64_MAX : a + b; }
+
+}  // namespace
+
+Result<ServiceCalls> MemoryReader::GroupServiceCalls(const ServiceCallQuery& q) {
+  SL_RETURN_IF_ERROR(Poll());
+  if (q.parent_margin_ns < 0) return Status::InvalidArgument("parent margin must not be negative");
+  if (q.max_calls < 0) return Status::InvalidArgument("max_calls must not be negative");
+  return store_->Read([&](const Tables& t) -> Result<ServiceCalls> {
+    const TimeRange parents{SaturatingSub(q.range.from_ns, q.parent_margin_ns),
+                            SaturatingAdd(q.range.to_ns, q.parent_margin_ns)};
+    // Every candidate parent's service by (trace, span id); a span id stored
+    // twice keeps both rows, as a join would.
+    std::map<std::pair<TraceId, uint64_t>, std::vector<const std::string*>> by_id;
+    for (const SpanRow& s : t.spans) {
+      SL_RETURN_IF_ERROR(Poll());
+      if (s.project_id != q.project_id || s.trace_id.empty() || !InRange(s.start_time_ns, parents)) continue;
+      by_id[{s.trace_id, s.span_id}].push_back(&s.service_name);
+    }
+    struct Group {
+      int64_t errors = 0;
+      std::vector<int64_t> durations;
+    };
+    std::map<std::pair<std::string, std::string>, Group> groups;
+    for (const SpanRow& s : t.spans) {
+      SL_RETURN_IF_ERROR(Poll());
+      if (s.project_id != q.project_id || s.trace_id.empty() || s.parent_span_id == 0 ||
+          !InRange(s.start_time_ns, q.range)) {
+        continue;
+      }
+      auto it = by_id.find({s.trace_id, s.parent_span_id});
+      if (it == by_id.end()) continue;
+      for (const std::string* caller : it->second) {
+        if (*caller == s.service_name) continue;
+        if (q.service && *caller != *q.service && s.service_name != *q.service) continue;
+        Group& g = groups[{*caller, s.service_name}];
+        if (s.status_code == 2) ++g.errors;
+        g.durations.push_back(s.duration_ns);
+      }
+    }
+    ServiceCalls out;
+    for (auto& [key, g] : groups) {
+      ServiceCall c;
+      c.caller = key.first;
+      c.callee = key.second;
+      c.count = static_cast<int64_t>(g.durations.size());
+      c.errors = g.errors;
+      std::sort(g.durations.begin(), g.durations.end());
+      for (size_t i = 0; i < 3; ++i) c.percentiles_ns[i] = Percentile(g.durations, kFractions[i]);
+      out.push_back(std::move(c));
+    }
+    std::stable_sort(out.begin(), out.end(),
+                     [](const ServiceCall& a, const ServiceCall& b) { return a.count > b.count; });
+    if (static_cast<int64_t>(out.size()) > q.max_calls) out.resize(static_cast<size_t>(q.max_calls) + 1);
     return out;
   });
 }

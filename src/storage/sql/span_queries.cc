@@ -347,4 +347,92 @@ Result<SpanRefs> SqlReader::ExceptionSpans(const ExceptionSpansQuery& q) {
   return out;
 }
 
+// ------------------------------------------------------------- service map
+
+namespace {
+
+int64_t SaturatingSub(int64_t a, int64_t b) { return a < INT64_MIN + b ? INT64_MIN : a - b; }
+int64_t SaturatingAdd(int64_t a, int64_t b) { return a > INT64_MAX - b ? INT64_MAX : a + b; }
+
+}  // namespace
+
+sql::Sql SqlReader::ServiceCallJoin(const ServiceCallQuery& q) const {
+  // The child side scans the range as every span query does (SQLite's
+  // "+project_id" keeps it off the trace index); the parent is looked up by
+  // the trace index (project_id, trace_id_high, trace_id_low), then span id.
+  const std::string project = SpanRangeProjectColumn();
+  sql::Sql j;
+  j << " FROM spans c JOIN spans p ON p.project_id = c.project_id AND p.trace_id_high = c.trace_id_high AND "
+       "p.trace_id_low = c.trace_id_low AND p.span_id = c.parent_span_id WHERE "
+    << (project.starts_with("+") ? "+" : "") << "c.project_id = ";
+  j.Bind(q.project_id);
+  j << " AND c.start_time_ns >= ";
+  j.Bind(q.range.from_ns);
+  j << " AND c.start_time_ns < ";
+  j.Bind(q.range.to_ns);
+  j << " AND c.parent_span_id IS NOT NULL AND p.start_time_ns >= ";
+  j.Bind(SaturatingSub(q.range.from_ns, q.parent_margin_ns));
+  j << " AND p.start_time_ns < ";
+  j.Bind(SaturatingAdd(q.range.to_ns, q.parent_margin_ns));
+  j << " AND p.service_name <> c.service_name";
+  if (q.service) {
+    j << " AND (p.service_name = ";
+    j.Bind(*q.service);
+    j << " OR c.service_name = ";
+    j.Bind(*q.service);
+    j << ")";
+  }
+  return j;
+}
+
+Status SqlReader::CheckServiceCallQuery(const ServiceCallQuery& q) {
+  if (q.parent_margin_ns < 0) return Status::InvalidArgument("parent margin must not be negative");
+  if (q.max_calls < 0) return Status::InvalidArgument("max_calls must not be negative");
+  return Status::Ok();
+}
+
+void SqlReader::OrderAndCapServiceCalls(const ServiceCallQuery& q, ServiceCalls* calls) {
+  std::sort(calls->begin(), calls->end(), [](const ServiceCall& a, const ServiceCall& b) {
+    return std::tie(b.count, a.caller, a.callee) < std::tie(a.count, b.caller, b.callee);
+  });
+  if (static_cast<int64_t>(calls->size()) > q.max_calls) calls->resize(static_cast<size_t>(q.max_calls) + 1);
+}
+
+Result<ServiceCalls> SqlReader::GroupServiceCalls(const ServiceCallQuery& q) {
+  SL_RETURN_IF_ERROR(CheckServiceCallQuery(q));
+  sql::Sql sql;
+  sql << "SELECT p.service_name, c.service_name, c.status_code, c.duration_ns";
+  sql.Append(ServiceCallJoin(q));
+  struct Acc {
+    int64_t errors = 0;
+    std::vector<int64_t> durations;
+  };
+  // Keyed by caller and callee joined with a separator no service name holds.
+  std::unordered_map<std::string, Acc> groups;
+  std::string key;
+  SL_RETURN_IF_ERROR(Rows(sql, [&](const RowView& r) {
+    key = sql::Text(r, 0);
+    key.push_back('\0');
+    key += sql::Text(r, 1);
+    Acc& a = groups[key];
+    if (r.GetInt(2) == 2) a.errors++;
+    a.durations.push_back(r.GetInt(3));
+  }));
+  ServiceCalls out;
+  for (auto& [k, a] : groups) {
+    SL_RETURN_IF_ERROR(CheckInterrupted());
+    ServiceCall c;
+    const size_t split = k.find('\0');
+    c.caller = k.substr(0, split);
+    c.callee = k.substr(split + 1);
+    c.count = static_cast<int64_t>(a.durations.size());
+    c.errors = a.errors;
+    std::sort(a.durations.begin(), a.durations.end());
+    for (int i = 0; i < 3; ++i) c.percentiles_ns[i] = PercentileSorted(a.durations, kFractions[i]);
+    out.push_back(std::move(c));
+  }
+  OrderAndCapServiceCalls(q, &out);
+  return out;
+}
+
 }  // namespace sightline

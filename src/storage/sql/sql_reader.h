@@ -34,6 +34,9 @@ class SqlReader : public TelemetryReader {
   Result<TraceDetail> GetTrace(const TraceQuery& q) override;
   Result<ExceptionGroups> GroupExceptions(const ExceptionQuery& q) override;
   Result<SpanRefs> ExceptionSpans(const ExceptionSpansQuery& q) override;
+  //! Joins each child span to its parent in SQL and streams (caller, callee,
+  //! status, duration); groups and computes the percentiles here.
+  Result<ServiceCalls> GroupServiceCalls(const ServiceCallQuery& q) override;
   //! Newest first in growing time windows; the cursor is "<time_ns>:<rowid>".
   Result<LogPage> Logs(const LogPageQuery& q) override;
   Result<LogVolume> CountLogs(const LogVolumeQuery& q) override;
@@ -90,6 +93,13 @@ class SqlReader : public TelemetryReader {
   static std::string GroupLimit(const SpanGroupQuery& q);
   //! Cancelled once the reader was interrupted.
   Status CheckInterrupted() const;
+  //! " FROM spans c JOIN spans p ... WHERE ..." of a service-call query:
+  //! children c joined to their parents p of another service.
+  sql::Sql ServiceCallJoin(const ServiceCallQuery& q) const;
+  //! InvalidArgument for a negative margin or cap.
+  static Status CheckServiceCallQuery(const ServiceCallQuery& q);
+  //! Sorts calls in the contract's order and keeps max_calls + 1 of them.
+  static void OrderAndCapServiceCalls(const ServiceCallQuery& q, ServiceCalls* calls);
 
  private:
   sql::Sql LogWhere(const LogFilter& f) const;

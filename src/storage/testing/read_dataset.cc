@@ -664,6 +664,55 @@ Status WriteInTwoCalls(TelemetryStore* store, Signal signal, const std::vector<B
 
 ReadDataset BuildReadDataset() { return {Spans(), Logs(), Metrics()}; }
 
+std::vector<SpanBatch> ServiceMapSpans() {
+  std::vector<SpanBatch> out(2);
+  SpanBatch& b = out[0];
+  b.project_id = kProjectMap;
+  AddResource(&b.resources, {kResourceFrontend, R"({"service.name":"web"})", "", ""});
+  struct Row {
+    TraceId trace;
+    uint64_t span, parent;
+    const char* service;
+    int32_t kind;
+    int64_t start_ms, duration_ms;
+    int32_t status;
+  };
+  const Row rows[] = {
+      {kTraceM1, 0x1, 0, "web", kServer, 1000, 100, 0},     {kTraceM1, 0x2, 0x1, "web", kClient, 1001, 50, 0},
+      {kTraceM1, 0x3, 0x2, "api", kServer, 1002, 40, 1},    {kTraceM1, 0x4, 0x3, "api", kClient, 1003, 20, 0},
+      {kTraceM1, 0x5, 0x4, "db-svc", kServer, 1004, 10, 2}, {kTraceM2, 0x1, 0, "web", kServer, 2000, 30, 0},
+      {kTraceM2, 0x2, 0x1, "api", kServer, 2001, 20, 0},    {kTraceM2, 0x3, 0x2, "db-svc", kServer, 2002, 30, 0},
+      {kTraceM3, 0x1, 0xdead, "api", kServer, 3000, 10, 0}, {kTraceM4, 0x1, 0, "web", kServer, -500, 2000, 0},
+      {kTraceM4, 0x2, 0x1, "api", kServer, 100, 60, 0},     {kTraceM5, 0x1, 0, "web", kServer, -120000, 200000, 0},
+      {kTraceM5, 0x2, 0x1, "api", kServer, 500, 70, 0},     {kTraceM6, 0x1, 0, "web", kServer, 59000, 5, 0},
+      {kTraceM6, 0x2, 0x1, "api", kServer, 60000, 5, 0},    {kTraceM7, 0x1, 0, "web", kServer, 60010, 5, 0},
+      {kTraceM7, 0x2, 0x1, "api", kServer, 59990, 5, 0},
+  };
+  for (const Row& r : rows) {
+    AddSpan(&b, {.trace = r.trace,
+                 .span = r.span,
+                 .parent = r.parent,
+                 .service = r.service,
+                 .name = r.kind == kClient ? "call" : "handle",
+                 .kind = r.kind,
+                 .start = At(r.start_ms),
+                 .duration = Ms(r.duration_ms),
+                 .status = r.status});
+  }
+  SpanBatch& other = out[1];
+  other.project_id = kProjectMapOther;
+  AddResource(&other.resources, {kResourceFrontend, R"({"service.name":"other-svc"})", "", ""});
+  AddSpan(&other, {.trace = kTraceM1,
+                   .span = 0x6,
+                   .parent = 0x1,
+                   .service = "other-svc",
+                   .name = "handle",
+                   .kind = kServer,
+                   .start = At(1005),
+                   .duration = Ms(5)});
+  return out;
+}
+
 Status WriteReadDataset(const ReadDataset& d, TelemetryStore* store) {
   SL_RETURN_IF_ERROR(
       WriteInTwoCalls(store, Signal::kSpans, d.spans, [](SignalSink& s, const auto& b) { return s.WriteSpans(b); }));

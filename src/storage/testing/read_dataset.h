@@ -111,6 +111,32 @@ inline constexpr int64_t kSeriesRpcCheckout = -23;  // delta exponential histogr
 inline constexpr int64_t kSeriesGcPause = 24;       // summary
 inline constexpr int64_t kSeriesProjectB = 11;
 
+// --- The service map's spans (ServiceMapSpans), apart from BuildReadDataset
+// so the answers of the other operations stay as they are. Times are At(ms).
+// kProjectMap, every span SERVER unless noted:
+// - kTraceM1: web m1 (1000, 100 ms) -> web m2 CLIENT (1001, 50) -> api m3
+//   (1002, 40) -> api m4 CLIENT (1003, 20) -> db-svc m5 (1004, 10, error).
+// - kTraceM2: web n1 (2000, 30) -> api n2 (2001, 20) -> db-svc n3 (2002, 30).
+// - kTraceM3: api o1 (3000, 10) whose parent is not stored.
+// - kTraceM4: web q1 (-500, 2000) -> api q2 (100, 60): parent before the range.
+// - kTraceM5: web r1 (-120000, 200000) -> api r2 (500, 70): parent 2 min before.
+// - kTraceM6: web s1 (59000, 5) -> api s2 (60000, 5): child at the range's end.
+// - kTraceM7: web t1 (60010, 5) -> api t2 (59990, 5): parent after the range.
+// kProjectMapOther: other-svc x1 (1005, 5) whose parent id is m1 of kTraceM1
+// (stored only in kProjectMap).
+inline constexpr int64_t kProjectMap = 4;
+inline constexpr int64_t kProjectMapOther = 5;
+inline constexpr TraceId kTraceM1{0x4d, 1};
+inline constexpr TraceId kTraceM2{0x4d, 2};
+inline constexpr TraceId kTraceM3{0x4d, 3};
+inline constexpr TraceId kTraceM4{0x4d, 4};
+inline constexpr TraceId kTraceM5{0x4d, 5};
+inline constexpr TraceId kTraceM6{0x4d, 6};
+inline constexpr TraceId kTraceM7{0x4d, 7};
+
+//! Two batches: kProjectMap's spans and kProjectMapOther's.
+std::vector<SpanBatch> ServiceMapSpans();
+
 struct ReadDataset {
   std::vector<SpanBatch> spans;
   std::vector<LogBatch> logs;

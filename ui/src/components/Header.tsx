@@ -11,6 +11,7 @@ export const PAGES: { path: string; label: string; id: string }[] = [
   { path: '/', label: 'Overview', id: 'overview' },
   { path: '/endpoints', label: 'Endpoints', id: 'endpoints' },
   { path: '/traces', label: 'Traces', id: 'traces' },
+  { path: '/map', label: 'Service map', id: 'map' },
   { path: '/exceptions', label: 'Exceptions', id: 'exceptions' },
   { path: '/logs', label: 'Logs', id: 'logs' },
   { path: '/metrics', label: 'Metrics', id: 'metrics' },
