@@ -91,7 +91,8 @@ std::vector<ExtraColumn> ExtraColumns(const char* table) {
     return {{"seq", "UInt64"}, {"attr_keys", "Array(String)"}, {"attr_values", "Array(String)"}};
   }
   if (t == schema::kMetricPointsTable) {
-    return {{"bucket_counts_arr", "Array(Float64)"}, {"explicit_bounds_arr", "Array(Float64)"}};
+    // is_int: whether int_value holds a value (the embedded engines' NULL).
+    return {{"bucket_counts_arr", "Array(Float64)"}, {"explicit_bounds_arr", "Array(Float64)"}, {"is_int", "UInt8"}};
   }
   return {};
 }

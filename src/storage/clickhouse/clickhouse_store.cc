@@ -60,6 +60,14 @@ void EncodeValue(const schema::Column& c, size_t r, RowBinaryWriter* w) {
   }
 }
 
+//! The column `name` of a table's columns.
+const schema::Column* ColumnNamed(std::span<const schema::Column> columns, std::string_view name) {
+  for (const schema::Column& c : columns) {
+    if (name == c.name) return &c;
+  }
+  return nullptr;
+}
+
 //! The text column `name` of a table's columns.
 const StringColumn* TextColumn(std::span<const schema::Column> columns, std::string_view name) {
   for (const schema::Column& c : columns) {
@@ -231,6 +239,8 @@ Status ClickHouseSink::Write(const std::vector<const Batch*>& batches) {
     const StringColumn* attributes = arrays ? TextColumn(columns, "attributes") : nullptr;
     const StringColumn* counts = arrays ? nullptr : TextColumn(columns, "bucket_counts");
     const StringColumn* bounds = arrays ? nullptr : TextColumn(columns, "explicit_bounds");
+    const schema::Column* int_value = arrays ? nullptr : ColumnNamed(columns, "int_value");
+    const uint8_t* is_int = int_value != nullptr ? static_cast<const uint8_t*>(int_value->b) : nullptr;
     const size_t n = batches[i]->rows();
     for (size_t r = 0; r < n; ++r) {
       for (const schema::Column& c : columns) EncodeValue(c, r, &rows);
@@ -244,6 +254,7 @@ Status ClickHouseSink::Write(const std::vector<const Batch*>& batches) {
         NumberArray(bounds != nullptr ? bounds->Get(r) : "", &bounds_);
         rows.Float64Array(counts_);
         rows.Float64Array(bounds_);
+        rows.UInt8(is_int != nullptr ? is_int[r] : 0);
       }
     }
   }

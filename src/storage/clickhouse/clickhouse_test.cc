@@ -266,6 +266,22 @@ TEST_F(ClickHouseStoreTest, WritesAndReadsTheReadDatasetAndInterruptsAReader) {
   EXPECT_GT((*groups)[0].count, 0);
 }
 
+TEST_F(ClickHouseStoreTest, SendsTheConfiguredUserAndPassword) {
+  StoreOptions as_user = testing::StoreOptionsForTest("as_user");
+  as_user.clickhouse_user = testing::kTestUser;
+  as_user.clickhouse_password = testing::kTestPassword;
+  Result<std::unique_ptr<TelemetryStore>> store = StoreRegistry::Instance().Open("clickhouse", as_user);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  Result<SqlResult> who =
+      (*store)->ExecuteSql("SELECT user FROM system.processes WHERE query LIKE '%system.processes%' LIMIT 1");
+  ASSERT_TRUE(who.ok()) << who.status().ToString();
+  ASSERT_EQ(who->rows.size(), 1u);
+  EXPECT_EQ(who->rows[0][0].value_or(""), testing::kTestUser);
+  EXPECT_TRUE((*store)->Close().ok());
+  as_user.clickhouse_password = "wrong";
+  EXPECT_FALSE(StoreRegistry::Instance().Open("clickhouse", as_user).ok());
+}
+
 TEST_F(ClickHouseStoreTest, AcquireReaderWaitsForAFreeConnection) {
   std::vector<std::unique_ptr<TelemetryReader>> held;
   for (int i = 0; i < options_.read_connections; ++i) {

@@ -95,7 +95,9 @@ class Server {
       std::ofstream users(dir_ / "users.xml");
       users << "<?xml version=\"1.0\"?>\n<yandex>\n  <profiles><default></default></profiles>\n"
             << "  <users><default><password></password><networks><ip>127.0.0.1</ip><ip>::1</ip></networks>"
-            << "<profile>default</profile><quota>default</quota></default></users>\n"
+            << "<profile>default</profile><quota>default</quota></default>"
+            << "<" << kTestUser << "><password>" << kTestPassword << "</password><networks><ip>127.0.0.1</ip>"
+            << "</networks><profile>default</profile><quota>default</quota></" << kTestUser << "></users>\n"
             << "  <quotas><default></default></quotas>\n</yandex>\n";
       if (!config || !users) return Status::IoError("cannot write the clickhouse-server config in " + d);
     }

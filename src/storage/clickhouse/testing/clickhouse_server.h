@@ -19,6 +19,10 @@ namespace sightline::clickhouse::testing {
 //! else /usr/sbin/clickhouse-server, else clickhouse-server on the PATH.
 Result<std::string> ServerUrl();
 
+//! A second user of the server, with a password (the default user has none).
+inline constexpr const char* kTestUser = "sightline_test";
+inline constexpr const char* kTestPassword = "test-password";
+
 //! A database name no other call in this process returns.
 std::string UniqueDatabase(const std::string& hint);
 
