@@ -134,7 +134,10 @@ class ClickHouseStore final : public TelemetryStore {
   Status InitSchema() REQUIRES(admin_mu_);
   Status LoadKnownKeys() REQUIRES(admin_mu_);
   //! One statement on the admin connection; the answer as TabSeparated.
-  Result<TsvResult> AdminQuery(const std::string& sql, bool with_names = false) REQUIRES(admin_mu_);
+  Result<TsvResult> AdminQuery(const std::string& sql, bool with_names = false) REQUIRES(admin_mu_) {
+    return QueryOn(admin_.get(), sql, with_names);
+  }
+  static Result<TsvResult> QueryOn(Connection* conn, const std::string& sql, bool with_names);
   void ReleaseReader(std::unique_ptr<Connection> conn) EXCLUDES(pool_mu_);
   //! The table's name qualified with the database.
   std::string Table(const char* table) const { return QuoteIdentifier(endpoint_.database) + "." + table; }
@@ -149,6 +152,10 @@ class ClickHouseStore final : public TelemetryStore {
   //! Schema, retention, footprint, stats and `sightline sql`.
   Mutex admin_mu_;
   std::unique_ptr<Connection> admin_ GUARDED_BY(admin_mu_);
+  //! Stats() (the /metrics and health gauges) on a connection of its own, so
+  //! a long retention delete on the admin one does not hold them up.
+  Mutex stats_mu_;
+  std::unique_ptr<Connection> stats_ GUARDED_BY(stats_mu_);
 
   //! The read connections; a reader holds one for its lifetime.
   Mutex pool_mu_;
@@ -269,12 +276,12 @@ Result<std::unique_ptr<TelemetryStore>> ClickHouseStore::Open(const StoreOptions
   return std::unique_ptr<TelemetryStore>(std::move(store));
 }
 
-Result<TsvResult> ClickHouseStore::AdminQuery(const std::string& sql, bool with_names) {
+Result<TsvResult> ClickHouseStore::QueryOn(Connection* conn, const std::string& sql, bool with_names) {
   Request r;
   r.query = sql;
   r.settings.emplace_back("default_format", with_names ? "TabSeparatedWithNames" : "TabSeparated");
   r.settings.emplace_back("wait_end_of_query", "1");
-  SL_ASSIGN_OR_RETURN(std::string body, admin_->Execute(r));
+  SL_ASSIGN_OR_RETURN(std::string body, conn->Execute(r));
   return TsvResult::Parse(body, with_names);
 }
 
@@ -284,6 +291,10 @@ Status ClickHouseStore::Init(const StoreOptions& options) {
   endpoint_.user = options.clickhouse_user;
   endpoint_.password = options.clickhouse_password;
   if (endpoint_.database.empty()) return Status::InvalidArgument("clickhouse: the database name is empty");
+  {
+    MutexLock stats_lock(&stats_mu_);
+    stats_ = std::make_unique<Connection>(endpoint_);
+  }
   MutexLock lock(&admin_mu_);
   admin_ = std::make_unique<Connection>(endpoint_);
   {
@@ -406,14 +417,16 @@ StoreStats ClickHouseStore::Stats() {
     stats.read_connections = pool_size_;
     stats.read_connections_in_use = pool_size_ - static_cast<int>(free_readers_.size());
   }
-  MutexLock lock(&admin_mu_);
-  if (admin_ == nullptr) return stats;
+  MutexLock lock(&stats_mu_);
+  if (stats_ == nullptr) return stats;
   // The server's own counts: rows of active parts (exact for the append-only
   // tables), distinct series (the keyed table may hold a duplicate until a
   // merge).
   Result<TsvResult> parts =
-      AdminQuery("SELECT table, sum(rows), sum(bytes_on_disk) FROM system.parts WHERE active AND database = " +
-                 Quote(endpoint_.database) + " GROUP BY table");
+      QueryOn(stats_.get(),
+              "SELECT table, sum(rows), sum(bytes_on_disk) FROM system.parts WHERE active AND database = " +
+                  Quote(endpoint_.database) + " GROUP BY table",
+              false);
   if (parts.ok()) {
     for (const auto& row : parts->rows()) {
       TsvRowView v(&row);
@@ -425,7 +438,7 @@ StoreStats ClickHouseStore::Stats() {
     }
   }
   Result<TsvResult> series =
-      AdminQuery("SELECT uniqExact(project_id, series_id) FROM " + Table(schema::kMetricSeriesTable));
+      QueryOn(stats_.get(), "SELECT uniqExact(project_id, series_id) FROM " + Table(schema::kMetricSeriesTable), false);
   if (series.ok() && !series->rows().empty()) stats.metric_series = TsvRowView(&series->rows()[0]).GetUInt(0);
   return stats;
 }
@@ -535,6 +548,10 @@ Status ClickHouseStore::Close() {
     MutexLock lock(&pool_mu_);
     closed_ = true;
     pool_cv_.SignalAll();
+  }
+  {
+    MutexLock stats_lock(&stats_mu_);
+    stats_.reset();
   }
   MutexLock lock(&admin_mu_);
   admin_.reset();
