@@ -567,7 +567,10 @@ Result<ServiceCalls> ClickHouseReader::GroupServiceCalls(const ServiceCallQuery&
 
 Result<LogPage> ClickHouseReader::Logs(const LogPageQuery& q) {
   SL_RETURN_IF_ERROR(CheckLimit(q.limit));
-  std::string sql = std::string("SELECT ") + kLogColumns + ", seq FROM logs" + LogWhere(q.filter);
+  // The page's (time_ns, seq) keys first, reading only the filter's columns;
+  // then the records' wide columns (body, attributes) for those keys alone,
+  // under PREWHERE, not for every row the range holds.
+  std::string keys = "SELECT time_ns, seq FROM logs" + LogWhere(q.filter);
   // Cursor "ch1:<time_ns>:<seq>": the last record returned; the page goes on
   // strictly after it (newest first: older time, or the same time and an
   // earlier insertion).
@@ -581,9 +584,13 @@ Result<LogPage> ClickHouseReader::Logs(const LogPageQuery& q) {
         !ParseUInt64(c.substr(colon + 1), &seq)) {
       return Status::InvalidArgument("malformed cursor");
     }
-    sql += " AND (time_ns < " + Int(t) + " OR (time_ns = " + Int(t) + " AND seq < " + UInt(seq) + "))";
+    keys += " AND (time_ns < " + Int(t) + " OR (time_ns = " + Int(t) + " AND seq < " + UInt(seq) + "))";
   }
-  sql += " ORDER BY time_ns DESC, seq DESC" + CapLimit(std::max<int64_t>(q.limit, 0));
+  keys += " ORDER BY time_ns DESC, seq DESC" + CapLimit(q.limit);
+  const std::string sql = std::string("SELECT ") + kLogColumns + ", seq FROM logs PREWHERE (time_ns, seq) IN (" + keys +
+                          ") WHERE project_id = " + Int(q.filter.project_id) +
+                          " AND time_ns >= " + Int(q.filter.range.from_ns) + " AND time_ns < " +
+                          Int(q.filter.range.to_ns) + " ORDER BY time_ns DESC, seq DESC";
   LogPage page;
   int64_t n = 0;
   std::string next;

@@ -129,7 +129,10 @@ class Server {
       Request ping;
       ping.query = "SELECT 1";
       ping.use_database = false;
-      if (c.Execute(ping).ok()) return Status::Ok();
+      if (c.Execute(ping).ok()) {
+        answered_ = true;
+        return Status::Ok();
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     return Status::Unavailable("clickhouse-server did not answer within 60 s; see " + d + "/error.log");
@@ -150,7 +153,8 @@ class Server {
       }
       pid_ = -1;
     }
-    if (!dir_.empty()) {
+    // A server that never answered leaves its logs for the failure message.
+    if (!dir_.empty() && answered_) {
       std::error_code ec;
       std::filesystem::remove_all(dir_, ec);
       dir_.clear();
@@ -162,6 +166,7 @@ class Server {
  private:
   std::filesystem::path dir_;
   pid_t pid_ = -1;
+  bool answered_ = false;
   std::string url_;
 };
 
