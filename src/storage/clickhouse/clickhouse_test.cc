@@ -197,12 +197,15 @@ TEST(ClickHouseServer, AbortReturnsAtOnceAndTheConnectionWorksAfterClearAbort) {
   EXPECT_EQ(*again, "1\n");
 }
 
-TEST(ClickHouseServer, KeepAliveConnectionSurvivesTheServersIdleTimeout) {
+// The test server's keep_alive_timeout is 1 s; the client replaces a
+// connection only after 2 s idle, so here the server has closed it first.
+TEST(ClickHouseServer, AStatementOnAConnectionTheServerClosedIsSentAgain) {
   Connection c(ServerEndpoint());
   ASSERT_TRUE(Select(&c, "SELECT 1").ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(3500));  // past keep_alive_timeout (3 s)
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   Result<std::string> again = Select(&c, "SELECT 2");
   ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(*again, "2\n");
 }
 
 // --- The store -------------------------------------------------------------------
@@ -280,6 +283,19 @@ TEST_F(ClickHouseStoreTest, SendsTheConfiguredUserAndPassword) {
   EXPECT_TRUE((*store)->Close().ok());
   as_user.clickhouse_password = "wrong";
   EXPECT_FALSE(StoreRegistry::Instance().Open("clickhouse", as_user).ok());
+}
+
+// An insert is never sent again (it may have been stored), so a sink whose
+// kept-alive connection the server closed must notice before sending.
+TEST_F(ClickHouseStoreTest, ASinkIdlePastTheServersKeepAliveTimeoutStillWrites) {
+  read_dataset::ReadDataset data = read_dataset::BuildReadDataset();
+  Result<std::unique_ptr<SignalSink>> sink = store_->NewSink(Signal::kSpans);
+  ASSERT_TRUE(sink.ok());
+  ASSERT_TRUE((*sink)->WriteSpans({&data.spans[0]}).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the test server's timeout is 1 s
+  Status again = (*sink)->WriteSpans({&data.spans[0]});
+  EXPECT_TRUE(again.ok()) << again.ToString();
+  EXPECT_EQ(Scalar("SELECT count() FROM spans"), std::to_string(2 * data.spans[0].rows()));
 }
 
 TEST_F(ClickHouseStoreTest, AcquireReaderWaitsForAFreeConnection) {

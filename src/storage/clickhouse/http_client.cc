@@ -1,6 +1,7 @@
 #include "storage/clickhouse/http_client.h"
 
 #include <libdeflate.h>
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <boost/asio/connect.hpp>
@@ -147,6 +148,13 @@ void Connection::DropSocket() {
   socket_.reset();
 }
 
+bool Connection::ClosedByPeer() {
+  // Idle, a kept-alive socket has nothing to read; readable means the
+  // server's FIN (or stray bytes), either way not a socket to send on.
+  pollfd p{socket_->socket.native_handle(), POLLIN, 0};
+  return ::poll(&p, 1, 0) != 0;
+}
+
 void Connection::ClearAbort() {
   MutexLock lock(&mu_);
   aborted_ = false;
@@ -164,14 +172,21 @@ Result<std::string> Connection::Execute(const Request& request) {
     if (aborted_) return Status::Cancelled("clickhouse: the query was interrupted");
   }
   const auto now = std::chrono::steady_clock::now();
-  if (socket_ != nullptr && now - last_used_ > kMaxIdle) DropSocket();
+  if (socket_ != nullptr && (now - last_used_ > kMaxIdle || ClosedByPeer())) DropSocket();
+  const bool reused = socket_ != nullptr;
+  transport_failed_ = false;
   Result<std::string> r = ExecuteOnce(request);
-  last_used_ = std::chrono::steady_clock::now();
   bool aborted;
   {
     MutexLock lock(&mu_);
     aborted = aborted_;
   }
+  // A reused connection the server closed first (a keep_alive_timeout below
+  // our idle limit) fails on send or on the first read. A statement without
+  // data is sent again on a fresh connection; an insert is not (it may have
+  // been stored: Insert() decides, by its deduplication token).
+  if (!r.ok() && reused && transport_failed_ && request.body.empty() && !aborted) r = ExecuteOnce(request);
+  last_used_ = std::chrono::steady_clock::now();
   if (aborted) {
     DropSocket();
     if (r.ok() || r.status().code() != StatusCode::kCancelled) {
@@ -232,6 +247,7 @@ Result<std::string> Connection::ExecuteOnce(const Request& request) {
     http::write(socket_->socket, req, ec);
     if (ec) {
       DropSocket();
+      transport_failed_ = true;
       return Status::Unavailable("clickhouse: sending to " + endpoint_.host + ":" + endpoint_.port + ": " +
                                  ec.message());
     }
@@ -240,6 +256,7 @@ Result<std::string> Connection::ExecuteOnce(const Request& request) {
     http::read(socket_->socket, socket_->buffer, parser, ec);
     if (ec) {
       DropSocket();
+      transport_failed_ = true;
       return Status::Unavailable("clickhouse: reading from " + endpoint_.host + ":" + endpoint_.port + ": " +
                                  ec.message());
     }
@@ -257,6 +274,7 @@ Result<std::string> Connection::ExecuteOnce(const Request& request) {
     return body;
   } catch (const std::exception& e) {
     DropSocket();
+    transport_failed_ = true;
     return Status::Unavailable(std::string("clickhouse: ") + e.what());
   }
 }

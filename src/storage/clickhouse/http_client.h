@@ -56,8 +56,10 @@ class Connection {
   //! Sends the request and returns the body of a 200 answer; any other answer
   //! or a transport failure is an error (ErrorStatus; Unavailable when the
   //! server cannot be reached). A connection idle long enough for the server
-  //! to have closed it is replaced before the request is sent, so a request
-  //! is never written to a dead socket and then retried.
+  //! to close it (2 s; its keep_alive_timeout is 3 s by default), or one it
+  //! did close, is replaced before the request is sent; a statement without
+  //! data that still meets a closed socket (the server closed it while the
+  //! request went out) is sent once more on a fresh one, never an insert.
   Result<std::string> Execute(const Request& request) EXCLUDES(mu_);
   //! Any thread: makes a running Execute(), and every later one until
   //! ClearAbort(), return Cancelled promptly (the socket is shut down; the
@@ -69,13 +71,16 @@ class Connection {
  private:
   struct Socket;
   Result<std::string> ExecuteOnce(const Request& request);
+  //! True when the idle socket is readable: the server closed it.
+  bool ClosedByPeer();
   //! Closes the socket; Abort() no longer reaches it.
   void DropSocket() EXCLUDES(mu_);
 
   const Endpoint endpoint_;
   std::unique_ptr<Socket> socket_;
   std::chrono::steady_clock::time_point last_used_;
-  Mutex mu_;  // the socket's descriptor, for Abort()
+  bool transport_failed_ = false;  // the last ExecuteOnce failed on the socket, not with an answer
+  Mutex mu_;                       // the socket's descriptor, for Abort()
   int fd_ GUARDED_BY(mu_) = -1;
   bool aborted_ GUARDED_BY(mu_) = false;
 };

@@ -91,6 +91,9 @@ class Server {
              << "  <default_profile>default</default_profile>\n  <default_database>default</default_database>\n"
              << "  <mark_cache_size>67108864</mark_cache_size>\n"
              << "  <max_concurrent_queries>100</max_concurrent_queries>\n"
+             // Below the client's idle limit (2 s), so the tests see the
+             // server close a kept-alive connection first.
+             << "  <keep_alive_timeout>1</keep_alive_timeout>\n"
              << "</yandex>\n";
       std::ofstream users(dir_ / "users.xml");
       users << "<?xml version=\"1.0\"?>\n<yandex>\n  <profiles><default></default></profiles>\n"
