@@ -52,6 +52,12 @@ class NoQueries final : public TelemetryReader {
   Result<ExceptionGroups> GroupExceptions(const ExceptionQuery&) override { return Fail<ExceptionGroups>(); }
   Result<SpanRefs> ExceptionSpans(const ExceptionSpansQuery&) override { return Fail<SpanRefs>(); }
   Result<ServiceCalls> GroupServiceCalls(const ServiceCallQuery&) override { return Fail<ServiceCalls>(); }
+  Result<DurationHistogram> HistogramDurations(const DurationHistogramQuery&) override {
+    return Fail<DurationHistogram>();
+  }
+  Result<AttributeSuggestions> SuggestAttributes(const AttributeSuggestionQuery&) override {
+    return Fail<AttributeSuggestions>();
+  }
   Result<LogPage> Logs(const LogPageQuery&) override { return Fail<LogPage>(); }
   Result<LogVolume> CountLogs(const LogVolumeQuery&) override { return Fail<LogVolume>(); }
   Result<LogFacets> FacetLogs(const LogFacetsQuery&) override { return Fail<LogFacets>(); }
@@ -449,6 +455,12 @@ class InterruptedAfterTheEngine final : public TelemetryReader {
   Result<SpanRefs> ExceptionSpans(const ExceptionSpansQuery& q) override { return Then(inner_->ExceptionSpans(q)); }
   Result<ServiceCalls> GroupServiceCalls(const ServiceCallQuery& q) override {
     return Then(inner_->GroupServiceCalls(q));
+  }
+  Result<DurationHistogram> HistogramDurations(const DurationHistogramQuery& q) override {
+    return Then(inner_->HistogramDurations(q));
+  }
+  Result<AttributeSuggestions> SuggestAttributes(const AttributeSuggestionQuery& q) override {
+    return Then(inner_->SuggestAttributes(q));
   }
   Result<LogPage> Logs(const LogPageQuery& q) override { return Then(inner_->Logs(q)); }
   Result<LogVolume> CountLogs(const LogVolumeQuery& q) override { return Then(inner_->CountLogs(q)); }
