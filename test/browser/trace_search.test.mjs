@@ -188,6 +188,31 @@ test('the duration distribution counts the spans sent, and brushing it sets the 
   await page.screenshot({ path: path.join(OUT, 'trace-search-brushed.png'), fullPage: true });
 });
 
+test('the distribution is brushed from the keyboard too: arrows choose, Shift extends, Enter filters', async () => {
+  await open();
+  await page.locator(tid('duration-bar')).first().waitFor();
+  const drawn = await bars();
+  // From the Search form's last button, the next Tab stop is the chart.
+  await page.locator(tid('traces-search')).focus();
+  await page.keyboard.press('Tab');
+  await page.keyboard.press('Tab');
+  assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), 'duration-chart');
+  await page.keyboard.press('Home');
+  await page.keyboard.press('ArrowRight');
+  await page.keyboard.press('ArrowRight');
+  await page.keyboard.press('Shift+ArrowRight');
+  await page.keyboard.press('Shift+ArrowRight');
+  const lit = await page.locator(`${tid('duration-bar')} rect.bar`).evaluateAll((rs) => rs.map((r) => r.classList.contains('active')));
+  assert.deepEqual(lit, drawn.map((_, i) => i >= 2 && i <= 4), 'bars 2 to 4 chosen');
+  assert.equal(new URL(page.url()).searchParams.get('min_duration_ms'), null, 'nothing applied before Enter');
+  await page.keyboard.press('Enter');
+  await eventually(() => {
+    const q = new URL(page.url()).searchParams;
+    assert.equal(q.get('min_duration_ms'), String(drawn[2].from_ms));
+    assert.equal(q.get('max_duration_ms'), String(drawn[4].to_ms));
+  });
+});
+
 /** The values of the attribute input's suggestions. */
 async function suggestions() {
   return page.locator(`${tid('traces-attr-suggestions')} option`).evaluateAll((os) => os.map((o) => o.value));

@@ -2,8 +2,9 @@
 // bucket (GET /api/v1/traces/durations), trimmed to the buckets from the
 // shortest to the longest span. Dragging across bars (or clicking one)
 // selects a duration range: onSelect gets its bounds in ms (max null for the
-// open last bucket). The selected range, from the page's min/max filter, is
-// highlighted. What was drawn is kept on the element as `histState` so tests
+// open last bucket). From the keyboard: arrow keys (Home, End) pick a bar,
+// with Shift they extend the choice, Enter filters, Esc drops it. The selected
+// range, from the page's min/max filter, is highlighted. What was drawn is kept on the element as `histState` so tests
 // check the chart's own data.
 import { useRef, useState } from 'preact/hooks';
 import { fmtCount, fmtMs } from '../lib/format';
@@ -52,6 +53,8 @@ export function DurationChart(props: {
   const shown = shownBuckets(props.buckets);
   const ref = useRef<SVGSVGElement>(null);
   const [drag, setDrag] = useState<[number, number] | null>(null);
+  // [anchor, cursor] of a choice made with the keyboard.
+  const [keys, setKeys] = useState<[number, number] | null>(null);
   const n = shown.length;
   const top = Math.max(1, ...shown.map((b) => b.count));
   const bw = n ? W / n : W;
@@ -61,7 +64,36 @@ export function DurationChart(props: {
     (props.min !== undefined || props.max !== undefined) &&
     (props.min === undefined || b.to_ms === null || b.to_ms > props.min) &&
     (props.max === undefined || b.from_ms < props.max);
-  const sel = drag ? [Math.min(drag[0], drag[1]), Math.max(drag[0], drag[1])] : null;
+  const chosen = drag ?? keys;
+  const sel = chosen ? [Math.min(chosen[0], chosen[1]), Math.max(chosen[0], chosen[1])] : null;
+  const range = (lo: number, hi: number) =>
+    `${label(shown[lo].from_ms)} to ${shown[hi].to_ms === null ? 'more' : label(shown[hi].to_ms!)}`;
+  const onKeyDown = (e: KeyboardEvent) => {
+    if (!n) return;
+    if (e.key === 'Enter' && keys) {
+      e.preventDefault();
+      const [lo, hi] = [Math.min(keys[0], keys[1]), Math.max(keys[0], keys[1])];
+      setKeys(null);
+      props.onSelect(shown[lo].from_ms, shown[hi].to_ms);
+      return;
+    }
+    if (e.key === 'Escape' && keys) {
+      e.preventDefault();
+      e.stopPropagation();
+      setKeys(null);
+      return;
+    }
+    const at = keys ? keys[1] : -1;
+    const to =
+      e.key === 'ArrowRight' ? Math.min(n - 1, at + 1)
+      : e.key === 'ArrowLeft' ? (at < 0 ? n - 1 : Math.max(0, at - 1))
+      : e.key === 'Home' ? 0
+      : e.key === 'End' ? n - 1
+      : null;
+    if (to === null) return;
+    e.preventDefault();
+    setKeys([e.shiftKey && keys ? keys[0] : to, to]);
+  };
   const indexAt = (clientX: number) => {
     const box = ref.current!.getBoundingClientRect();
     const i = Math.floor(((clientX - box.left) / box.width) * n);
@@ -81,7 +113,15 @@ export function DurationChart(props: {
       ref={(el) => {
         if (el) (el as HTMLElement & { histState?: HistState }).histState = state;
       }}
+      tabIndex={n ? 0 : undefined}
+      role="group"
+      aria-label="Span durations: arrow keys choose bars, Shift extends, Enter filters by their durations"
+      onKeyDown={onKeyDown}
+      onBlur={() => setKeys(null)}
     >
+      <span class="sr-only" aria-live="polite">
+        {keys && sel ? `${range(sel[0], sel[1])}: ${fmtCount(shown.slice(sel[0], sel[1] + 1).reduce((a, b) => a + b.count, 0))} spans` : ''}
+      </span>
       <svg
         ref={ref}
         viewBox={`0 0 ${W} ${H + AXIS}`}
