@@ -1525,8 +1525,9 @@ TEST_F(ReadReferenceTest, AttributeOperators) {
 
 // Durations over the spans in the range: kTrace4 45 ms, kTrace3 30 (c0 and c5
 // before the range do not count), kTrace2 20, kTrace6 15, kTrace1 12,
-// kTrace5 7. In the map project kTraceM6 and kTraceM7 tie at 5 ms (their
-// other span lies outside the range), ascending by trace id either way.
+// kTrace5 7. In the map project kTraceM0, kTraceM6 and kTraceM7 tie at 5 ms
+// (M6's and M7's other span lies outside the range; M0 is written last),
+// ascending by trace id either way.
 TEST_F(ReadReferenceTest, SearchTracesByDurationAndPages) {
   auto search = [&](int64_t project, TraceOrder order, int64_t offset = 0, int64_t limit = 50) {
     TraceSearchQuery q = Search(Spans(project), limit);
@@ -1544,11 +1545,11 @@ TEST_F(ReadReferenceTest, SearchTracesByDurationAndPages) {
   EXPECT_THAT(search(kProjectA, TraceOrder::kStartDesc, 6, 2), IsEmpty());
   ASSERT_TRUE(WriteServiceMapSpans(&store_).ok());
   EXPECT_THAT(search(kProjectMap, TraceOrder::kDurationDesc),
-              ElementsAre(Hex(kTraceM1), Hex(kTraceM5), Hex(kTraceM4), Hex(kTraceM2), Hex(kTraceM3), Hex(kTraceM6),
-                          Hex(kTraceM7)));
+              ElementsAre(Hex(kTraceM1), Hex(kTraceM5), Hex(kTraceM4), Hex(kTraceM2), Hex(kTraceM3), Hex(kTraceM0),
+                          Hex(kTraceM6), Hex(kTraceM7)));
   EXPECT_THAT(search(kProjectMap, TraceOrder::kDurationAsc),
-              ElementsAre(Hex(kTraceM6), Hex(kTraceM7), Hex(kTraceM3), Hex(kTraceM2), Hex(kTraceM4), Hex(kTraceM5),
-                          Hex(kTraceM1)));
+              ElementsAre(Hex(kTraceM0), Hex(kTraceM6), Hex(kTraceM7), Hex(kTraceM3), Hex(kTraceM2), Hex(kTraceM4),
+                          Hex(kTraceM5), Hex(kTraceM1)));
 }
 
 // Project A's 15 spans in the range, by duration: c4 2, b2 3 | e2 5, b3 5,
