@@ -5,7 +5,7 @@
 #  2. debug build with ASan + UBSan + the same unit tests
 #  3. clang build of every target with -Wthread-safety -Werror and ThreadSanitizer,
 #     running the concurrent tests (writer, gate, read pool, CondVar, token cache, ingest pipeline, the server's
-#     end-to-end ingest) under TSan
+#     end-to-end ingest, the state stores' connection pool and concurrent opens) under TSan
 #  4. end-to-end tests: the official OpenTelemetry JS SDK against `sightline serve`
 #  5. browser tests of the web UI and of the OTel web exporter over CORS (Playwright driving Debian's chromium)
 #  6. a short libFuzzer run of every decoder
@@ -40,7 +40,7 @@ cmake --build build-tsan
 step "concurrent tests under ThreadSanitizer"
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$root/test/tsan/suppressions.txt" \
   ./build-tsan/unit_tests --gtest_brief=1 \
-  --gtest_filter='CondVar*:SignalWriter*:AdmissionGate*:ReadPool*:TokenCache*:LoginServiceTest.*:IngestService*:Engines/ServerIngestTest.*:MaintenanceTest.TheThreads*:Engines/RetentionStoreTest.DeleteBeside*:DuckDbCheckpoint.*'
+  --gtest_filter='CondVar*:SignalWriter*:AdmissionGate*:ReadPool*:TokenCache*:LoginServiceTest.*:IngestService*:Engines/ServerIngestTest.*:MaintenanceTest.TheThreads*:Engines/RetentionStoreTest.DeleteBeside*:DuckDbCheckpoint.*:PostgresStateStoreTest.*:Engines/StateStoreConformanceTest.Concurrent*'
 
 step "integration tests (OpenTelemetry JS SDK -> sightline serve)"
 test/integration/run.sh

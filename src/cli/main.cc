@@ -11,16 +11,19 @@
 #include <cstdlib>
 #include <iostream>
 #include <tuple>
+#include <vector>
 
 #include "bench/bench_cli.h"
 #include "cli/project_commands.h"
 #include "cli/serve_config.h"
+#include "cli/state_option.h"
 #include "cli/token_commands.h"
 #include "common/json_writer.h"
 #include "common/units.h"
 #include "server/cors.h"
 #include "server/process_metrics.h"
 #include "server/server.h"
+#include "state/postgres/postgres_state_store.h"
 #include "storage/schema_version.h"
 #include "storage/telemetry_store.h"
 
@@ -75,13 +78,17 @@ int Serve(ServerOptions options) {
     return 2;
   }
   std::string storage = options.storage, data = options.data_dir;
+  const std::string state = options.state.empty() ? data + "/state.sqlite" : RedactDsn(options.state);
+  const std::string state_flag =
+      options.state.empty() ? "--data " + data : "--state '" + RedactDsn(options.state) + "'";
   auto server = Server::Start(std::move(options));
   if (!server.ok()) {
     spdlog::error("cannot start: {}", server.status().ToString());
     return 1;
   }
   Server& s = *server.value();
-  std::printf("Sightline is running (storage: %s, data: %s)\n", storage.c_str(), data.c_str());
+  std::printf("Sightline is running (storage: %s, data: %s, state: %s)\n", storage.c_str(), data.c_str(),
+              state.c_str());
   const char* scheme = s.tls() ? "https" : "http";
   std::printf("  OTLP/HTTP  %s://<host>:%d  (POST /v1/traces, /v1/logs, /v1/metrics)\n", scheme, s.otlp_port());
   if (s.grpc_port() != 0) {
@@ -99,9 +106,8 @@ int Serve(ServerOptions options) {
                 s.minted_admin_password().c_str());
   }
   if (s.minted_token().empty()) {
-    std::printf(
-        "  Ingest tokens are stored hashed; mint one with: sightline token create --project default --data %s\n",
-        data.c_str());
+    std::printf("  Ingest tokens are stored hashed; mint one with: sightline token create --project default %s\n",
+                state_flag.c_str());
   }
   std::fflush(stdout);
 
@@ -196,6 +202,7 @@ int main(int argc, char** argv) {
   ServerOptions so;
   auto* serve = app.add_subcommand("serve", "Run Sightline: OTLP/HTTP receiver, API and UI");
   AddStoreOptions(serve, &so.data_dir, &so.storage, &so.store);
+  AddStateOption(serve, &so.state);
   serve->add_option("--otlp-http", so.otlp_http, "OTLP/HTTP listen address HOST:PORT")
       ->envname("SIGHTLINE_OTLP_HTTP")
       ->capture_default_str();
@@ -494,7 +501,10 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::from_str(log_level));
 
   if (serve->parsed() && print_config) {
-    std::cout << ServeConfigText(app, *serve, {"admin-password", "ingest-token", "clickhouse-password"});
+    std::vector<std::string> secrets = {"admin-password", "ingest-token", "clickhouse-password"};
+    // A PostgreSQL URL may carry a password; then it is left out whole.
+    if (RedactDsn(so.state) != so.state) secrets.push_back("state");
+    std::cout << ServeConfigText(app, *serve, secrets);
     return 0;
   }
   if (serve->parsed()) {

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "cli/state_option.h"
 #include "common/units.h"
 #include "state/state_store.h"
 
@@ -15,6 +16,7 @@ namespace {
 
 struct ProjectArgs {
   std::string data = "./data";
+  std::string state;
   std::string project = "default";
   std::string signal;
   std::string retention;
@@ -25,8 +27,8 @@ struct ProjectArgs {
   throw CLI::RuntimeError(1);
 }
 
-std::unique_ptr<StateStore> OpenOrFail(const char* command, const std::string& data) {
-  auto state = OpenStateStore(data);
+std::unique_ptr<StateStore> OpenOrFail(const char* command, const ProjectArgs& args) {
+  auto state = OpenStateStore(args.state.empty() ? args.data : args.state);
   if (!state.ok()) Fail(command, state.status());
   return std::move(state.value());
 }
@@ -43,8 +45,9 @@ void AddProjectCommands(CLI::App* app) {
   auto* list = project->add_subcommand(
       "list", "List projects with their own retention per signal ('-': the server's --retention-<signal>)");
   list->add_option("--data", args->data, "Data directory")->envname("SIGHTLINE_DATA")->capture_default_str();
+  AddStateOption(list, &args->state);
   list->callback([args] {
-    auto state = OpenOrFail("list", args->data);
+    auto state = OpenOrFail("list", *args);
     auto projects = state->ListProjects();
     if (!projects.ok()) Fail("list", projects.status());
     auto overrides = state->ListRetention();
@@ -72,6 +75,7 @@ void AddProjectCommands(CLI::App* app) {
       ->check(CLI::IsMember({"spans", "logs", "metrics"}));
   retention->add_option("duration", args->retention, "A duration such as 7d, 12h or 30m; forever; default")->required();
   retention->add_option("--data", args->data, "Data directory")->envname("SIGHTLINE_DATA")->capture_default_str();
+  AddStateOption(retention, &args->state);
   retention->callback([args] {
     std::optional<int64_t> seconds;
     if (args->retention == "forever") {
@@ -84,7 +88,7 @@ void AddProjectCommands(CLI::App* app) {
                                                   "to keep data forever, say 'forever'"));
       seconds = *parsed;
     }
-    auto state = OpenOrFail("retention", args->data);
+    auto state = OpenOrFail("retention", *args);
     Status set_status = state->SetRetention(args->project, args->signal, seconds);
     if (!set_status.ok()) Fail("retention", set_status);
     if (!seconds) {

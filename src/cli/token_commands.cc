@@ -6,6 +6,7 @@
 #include <string>
 
 #include "auth/tokens.h"
+#include "cli/state_option.h"
 #include "state/state_store.h"
 
 namespace sightline {
@@ -16,6 +17,7 @@ struct TokenArgs {
   std::string project = "default";
   std::string scope = "ingest";
   std::string data = "./data";
+  std::string state;
   std::string id;
 };
 
@@ -24,8 +26,8 @@ struct TokenArgs {
   throw CLI::RuntimeError(1);
 }
 
-std::unique_ptr<StateStore> OpenOrFail(const char* command, const std::string& data) {
-  auto state = OpenStateStore(data);
+std::unique_ptr<StateStore> OpenOrFail(const char* command, const TokenArgs& args) {
+  auto state = OpenStateStore(args.state.empty() ? args.data : args.state);
   if (!state.ok()) Fail(command, state.status());
   return std::move(state.value());
 }
@@ -41,6 +43,7 @@ std::string UtcTime(int64_t unix_seconds) {
 
 void AddDataOption(CLI::App* cmd, TokenArgs* args) {
   cmd->add_option("--data", args->data, "Data directory")->envname("SIGHTLINE_DATA")->capture_default_str();
+  AddStateOption(cmd, &args->state);
 }
 
 }  // namespace
@@ -59,7 +62,7 @@ void AddTokenCommands(CLI::App* app) {
       ->capture_default_str();
   AddDataOption(create, args.get());
   create->callback([args] {
-    auto state = OpenOrFail("create", args->data);
+    auto state = OpenOrFail("create", *args);
     auto t = MintToken(state.get(), args->project, ParseTokenScope(args->scope).value_or(TokenScope::kIngest));
     if (!t.ok()) Fail("create", t.status());
     std::printf("%s\n", t->c_str());
@@ -69,7 +72,7 @@ void AddTokenCommands(CLI::App* app) {
   list->add_option("--project", args->project, "Project name")->capture_default_str();
   AddDataOption(list, args.get());
   list->callback([args] {
-    auto state = OpenOrFail("list", args->data);
+    auto state = OpenOrFail("list", *args);
     // A mistyped project would otherwise look like one without tokens.
     auto project = state->FindProject(args->project);
     if (!project.ok()) Fail("list", project.status());
@@ -87,7 +90,7 @@ void AddTokenCommands(CLI::App* app) {
   revoke->add_option("id", args->id, "Token id from `sightline token list`")->required();
   AddDataOption(revoke, args.get());
   revoke->callback([args] {
-    auto state = OpenOrFail("revoke", args->data);
+    auto state = OpenOrFail("revoke", *args);
     auto revoked = RevokeToken(state.get(), args->id);
     if (!revoked.ok()) Fail("revoke", revoked.status());
     std::printf("revoked token %s of project '%s'\n", revoked->id.c_str(), revoked->project.c_str());

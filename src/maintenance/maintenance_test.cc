@@ -396,7 +396,7 @@ TEST_F(MaintenanceTest, WithoutTheOverridesRetentionWaitsButTheBudgetStillRuns) 
   options.retention_seconds = {0, 3600, 0};
   options.max_disk_bytes = 5 * SizedStore::kRowBytes;
   state_.reset();
-  auto broken = OpenSqliteStateStore(dir_.str() + "/other", SqliteStateMigrations().subspan(0, 2));  // no table
+  auto broken = OpenSqliteStateStore(dir_.str() + "/other", StateMigrations().subspan(0, 2));  // no table
   ASSERT_TRUE(broken.ok());
   MaintenanceService service(options, &store_, broken->get(), nullptr, [] { return kNow; });
   MaintenanceReport r = service.RunOnce();

@@ -170,6 +170,42 @@ Result<std::vector<AttrFilter>> AttrFilters(const ApiParams& p, const std::strin
   return out;
 }
 
+Result<std::vector<AttrFilter>> AttrConditions(const ApiParams& p, const std::string& name) {
+  std::vector<AttrFilter> out;
+  for (const auto& v : p.GetAll(name)) {
+    size_t op_at = std::string::npos;
+    for (size_t i = 0; i < v.size() && op_at == std::string::npos; ++i) {
+      if (v[i] == '=' || v[i] == '<' || v[i] == '>' || (v[i] == '!' && i + 1 < v.size() && v[i + 1] == '=')) op_at = i;
+    }
+    AttrFilter f;
+    if (op_at == std::string::npos) {
+      f.key = v;
+      f.op = AttrOp::kExists;
+    } else {
+      f.key = v.substr(0, op_at);
+      const char c = v[op_at];
+      f.op = c == '=' ? AttrOp::kEq : c == '!' ? AttrOp::kNe : c == '>' ? AttrOp::kGt : AttrOp::kLt;
+      f.value = v.substr(op_at + (c == '!' ? 2 : 1));
+    }
+    if (f.key.empty()) {
+      return Status::InvalidArgument("parameter '" + name +
+                                     "' must be key=value, key!=value, key>number, key<number or key, got '" + v + "'");
+    }
+    if (f.op == AttrOp::kGt || f.op == AttrOp::kLt) {
+      double number = 0;
+      auto r = std::from_chars(f.value.data(), f.value.data() + f.value.size(), number);
+      if (f.value.empty() || r.ec != std::errc() || r.ptr != f.value.data() + f.value.size() ||
+          !std::isfinite(number)) {
+        return Status::InvalidArgument("parameter '" + name + "': '" + f.value + "' in '" + v + "' is not a number");
+      }
+      f.number = number;
+      f.value.clear();
+    }
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
 Result<TraceId> ParseTraceId(const std::string& name, const std::string& hex) {
   TraceId id;
   // 16 hex characters are a 64-bit id (Zipkin, Jaeger, B3), stored as OTLP

@@ -56,8 +56,13 @@ Result<int64_t> ParseStep(const ApiParams& p, const MsRange& r);
 MsRange AlignToStep(const MsRange& r, int64_t step_ms);
 //! Buckets of step_ms over the range, starting at its start.
 Buckets BucketsOf(const MsRange& r, int64_t step_ms);
-//! Every `name=key=value` parameter as an attribute filter.
+//! Every `name=key=value` parameter as an attribute filter (kEq only).
 Result<std::vector<AttrFilter>> AttrFilters(const ApiParams& p, const std::string& name);
+//! Every `name` parameter as an attribute condition: `key=value`,
+//! `key!=value`, `key>number`, `key<number`, or a bare `key` (exists). The
+//! operator is the first `=`, `!=`, `>` or `<` in the text; a number is a
+//! finite decimal (`-1.5`, `2e3`).
+Result<std::vector<AttrFilter>> AttrConditions(const ApiParams& p, const std::string& name);
 //! A 32-hex trace id (either case).
 Result<TraceId> ParseTraceId(const std::string& name, const std::string& hex);
 

@@ -23,7 +23,7 @@ Result<LogFilter> ParseLogFilter(const Call& call, const MsRange& range) {
     if (!id.ok()) return id.status();
     f.trace_id = *id;
   }
-  auto attrs = AttrFilters(p, "attr");
+  auto attrs = AttrConditions(p, "attr");
   if (!attrs.ok()) return attrs.status();
   f.attributes = std::move(attrs.value());
   return f;

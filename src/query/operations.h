@@ -37,6 +37,8 @@ Result<std::string> Services(const Call& call);
 Result<std::string> Endpoints(const Call& call);
 Result<std::string> EndpointSeries(const Call& call);
 Result<std::string> Traces(const Call& call);
+Result<std::string> TraceDurations(const Call& call);
+Result<std::string> TraceAttributes(const Call& call);
 Result<std::string> TraceDetail(const Call& call);
 Result<std::string> Exceptions(const Call& call);
 Result<std::string> ExceptionSpans(const Call& call);

@@ -20,6 +20,8 @@ constexpr OperationEntry kOperations[] = {
     {"endpoints", api::Endpoints},
     {"endpoints/series", api::EndpointSeries},
     {"traces", api::Traces},
+    {"traces/durations", api::TraceDurations},
+    {"traces/attributes", api::TraceAttributes},
     {"exceptions", api::Exceptions},
     {"exceptions/spans", api::ExceptionSpans},
     {"service_map", api::ServiceMap},
@@ -58,11 +60,12 @@ int QueryService::OperationIndex(std::string_view op) {
 
 Result<std::string> QueryService::Run(std::string_view op, const ApiParams& params, int64_t project_id,
                                       TelemetryReader* reader) const {
-  if (IsTracePath(op)) {
-    return api::TraceDetail(api::Call{project_id, params, *reader, limits_, op.substr(kTracePrefix.size())});
-  }
+  // The named operations first: traces/durations is not a trace id.
   for (const auto& e : kOperations) {
     if (e.name == op) return e.run(api::Call{project_id, params, *reader, limits_});
+  }
+  if (IsTracePath(op)) {
+    return api::TraceDetail(api::Call{project_id, params, *reader, limits_, op.substr(kTracePrefix.size())});
   }
   return Status::NotFound("no such query: " + std::string(op));
 }

@@ -53,6 +53,12 @@ class NoQueries final : public TelemetryReader {
   Result<ExceptionGroups> GroupExceptions(const ExceptionQuery&) override { return Fail<ExceptionGroups>(); }
   Result<SpanRefs> ExceptionSpans(const ExceptionSpansQuery&) override { return Fail<SpanRefs>(); }
   Result<ServiceCalls> GroupServiceCalls(const ServiceCallQuery&) override { return Fail<ServiceCalls>(); }
+  Result<DurationHistogram> HistogramDurations(const DurationHistogramQuery&) override {
+    return Fail<DurationHistogram>();
+  }
+  Result<AttributeSuggestions> SuggestAttributes(const AttributeSuggestionQuery&) override {
+    return Fail<AttributeSuggestions>();
+  }
   Result<LogPage> Logs(const LogPageQuery&) override { return Fail<LogPage>(); }
   Result<LogVolume> CountLogs(const LogVolumeQuery&) override { return Fail<LogVolume>(); }
   Result<LogFacets> FacetLogs(const LogFacetsQuery&) override { return Fail<LogFacets>(); }
@@ -80,7 +86,21 @@ TEST(QueryServiceTest, BadParametersAreRefusedBeforeAnyQuery) {
       {"endpoints/series", "metric=p42", "metric must be one of"},
       {"endpoints/series", "from=0&to=100000&step_ms=1", "more than 2000 buckets"},
       {"traces", "status=broken", "status must be"},
-      {"traces", "attr=novalue", "'attr' must be key=value"},
+      {"traces", "attr==v", "'attr' must be key=value, key!=value, key>number, key<number or key"},
+      {"traces", "attr=code>abc", "'abc' in 'code>abc' is not a number"},
+      {"traces", "attr=code<inf", "is not a number"},
+      {"traces", "attr=code>=5", "is not a number"},
+      {"traces", "resource_attr=>1", "'resource_attr' must be"},
+      {"traces", "sort=latency", "sort must be start or duration"},
+      {"traces", "sort=start&order=asc", "newest first only"},
+      {"traces", "sort=duration&order=up", "order must be desc or asc"},
+      {"traces", "offset=-1", "'offset'"},
+      {"traces/durations", "status=broken", "status must be"},
+      {"traces/durations", "attr=k<x", "is not a number"},
+      {"traces/attributes", "key=k&map=scope", "map must be span or resource"},
+      {"traces/attributes", "map=span", "map needs a key"},
+      {"traces/attributes", "sample=0", "'sample'"},
+      {"logs", "attr=k>x", "is not a number"},
       {"traces", "min_duration_ms=-1", "'min_duration_ms'"},
       {"traces/xyz", "", "trace id must be 32 hex characters"},
       {"exceptions/spans", "", "give 'type' and/or 'message'"},
@@ -100,8 +120,45 @@ TEST(QueryServiceTest, BadParametersAreRefusedBeforeAnyQuery) {
         << c.op << "?" << c.query << ": " << r.status().message();
   }
   EXPECT_TRUE(QueryService::Knows("traces/0af7651916cd43dd8448eb211c80319c"));
+  EXPECT_TRUE(QueryService::Knows("traces/durations"));
+  EXPECT_TRUE(QueryService::Knows("traces/attributes"));
   EXPECT_FALSE(QueryService::Knows("traces/a/b"));
   EXPECT_FALSE(QueryService::Knows("spans"));
+}
+
+// The operator is the first =, !=, > or <; a bare key asks for the key; the
+// old key=value form keeps its meaning, value and all.
+TEST(QueryServiceTest, AttributeConditionsParseEveryOperator) {
+  ApiParams p = Params(
+      "attr=a%3Db&attr=a%21%3Db&attr=n%3E5&attr=n%3C-1.5&attr=db.system&attr=a%3Db%3Dc&attr=a%21b%3Dc&attr=x%3E2e3"
+      "&attr=e%3D");
+  auto filters = api::AttrConditions(p, "attr");
+  ASSERT_TRUE(filters.ok()) << filters.status().ToString();
+  struct Want {
+    std::string key;
+    AttrOp op;
+    std::string value;
+    double number;
+  };
+  const std::vector<Want> want = {
+      {"a", AttrOp::kEq, "b", 0},
+      {"a", AttrOp::kNe, "b", 0},
+      {"n", AttrOp::kGt, "", 5},
+      {"n", AttrOp::kLt, "", -1.5},
+      {"db.system", AttrOp::kExists, "", 0},
+      {"a", AttrOp::kEq, "b=c", 0},
+      {"a!b", AttrOp::kEq, "c", 0},
+      {"x", AttrOp::kGt, "", 2000},
+      {"e", AttrOp::kEq, "", 0},
+  };
+  ASSERT_EQ(filters->size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    const AttrFilter& f = (*filters)[i];
+    EXPECT_EQ(f.key, want[i].key) << i;
+    EXPECT_EQ(f.op, want[i].op) << i;
+    EXPECT_EQ(f.value, want[i].value) << i;
+    EXPECT_EQ(f.number, want[i].number) << i;
+  }
 }
 
 //! The dataset in one engine, and the service over a reader of it.
@@ -319,6 +376,122 @@ TEST(QueryServiceTest, EndpointPagesAreSlicesOfTheWholeSortedList) {
   }
 }
 
+//! The trace ids of a traces answer, in order.
+std::vector<std::string> TraceIdsOf(simdjson::dom::element doc) {
+  std::vector<std::string> out;
+  for (auto t : doc["traces"].get_array()) out.emplace_back(std::string_view(t["trace_id"].get_string()));
+  return out;
+}
+
+std::string HexId(const TraceId& t) {
+  char buf[33];
+  std::snprintf(buf, sizeof(buf), "%016llx%016llx", static_cast<unsigned long long>(t.high),
+                static_cast<unsigned long long>(t.low));
+  return buf;
+}
+
+// Pages of the trace list by duration (kTrace4 45 ms, kTrace3 30, kTrace2 20,
+// kTrace6 15, kTrace1 12, kTrace5 7 over their spans in the range): each page
+// asks the engine for one more trace than it shows, and says whether more follow.
+TEST(QueryServiceTest, TracePagesBySortOrderSayWhetherMoreFollow) {
+  QueryOnEngine q("memory");
+  const std::string range = "&from=" + kFrom + "&to=" + kTo;
+  auto first = q.Json("traces", "sort=duration&limit=2" + range);
+  EXPECT_EQ(TraceIdsOf(first), (std::vector<std::string>{HexId(kTrace4), HexId(kTrace3)}));
+  EXPECT_TRUE(first["has_more"].get_bool().value());
+  auto last = q.Json("traces", "sort=duration&limit=2&offset=4" + range);
+  EXPECT_EQ(TraceIdsOf(last), (std::vector<std::string>{HexId(kTrace1), HexId(kTrace5)}));
+  EXPECT_FALSE(last["has_more"].get_bool().value());
+  EXPECT_EQ(last["offset"].get_int64().value(), 4);
+  auto asc = q.Json("traces", "sort=duration&order=asc&limit=3" + range);
+  EXPECT_EQ(TraceIdsOf(asc), (std::vector<std::string>{HexId(kTrace5), HexId(kTrace1), HexId(kTrace6)}));
+  auto newest = q.Json("traces", "limit=6" + range);
+  EXPECT_EQ(TraceIdsOf(newest).size(), 6u);
+  EXPECT_FALSE(newest["has_more"].get_bool().value());
+  EXPECT_TRUE(TraceIdsOf(q.Json("traces", "offset=6" + range)).empty());
+}
+
+// The API's operators reach the engine: != , >, <, exists and resource attributes.
+TEST(QueryServiceTest, TraceFiltersWithOperators) {
+  QueryOnEngine q("memory");
+  const std::string range = "&from=" + kFrom + "&to=" + kTo;
+  auto ids = [&](const std::string& filter) { return TraceIdsOf(q.Json("traces", filter + range)); };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(ids("attr=http.response.status_code%21%3D200"), V{HexId(kTrace2)});
+  EXPECT_EQ(ids("attr=http.response.status_code%3E200"), V{HexId(kTrace2)});
+  EXPECT_EQ(ids("attr=amount%3C12.5"), V{HexId(kTrace3)});
+  EXPECT_EQ(ids("attr=db.system"), V{HexId(kTrace2)});
+  EXPECT_EQ(ids("attr=http.response.status_code%3D200&attr=retry"), V{HexId(kTrace1)});
+  EXPECT_EQ(ids("resource_attr=r%C3%A9gion"), V{HexId(kTrace6)});
+  EXPECT_EQ(ids("resource_attr=host.name%3Dweb-1&attr=db.system"), V{HexId(kTrace2)});
+  auto logs = q.Json("logs", "attr=n%3C0" + range);
+  EXPECT_EQ(logs["logs"].get_array().size(), 1u);
+}
+
+// Project A's 15 spans in the range last 2 ms (c4) to 40 ms (d1, d2); the
+// buckets are the log-scale bounds 1, 1.5, 2, 3, 5, 7 x 10^k from 1 us.
+TEST(QueryServiceTest, TraceDurationsCountEverySpanOnLogScaleBuckets) {
+  QueryOnEngine q("memory");
+  const std::string range = "&from=" + kFrom + "&to=" + kTo;
+  auto d = q.Json("traces/durations", range.substr(1));
+  EXPECT_EQ(d["total"].get_int64().value(), 15);
+  EXPECT_EQ(d["min_ms"].get_double().value(), 2);
+  EXPECT_EQ(d["max_ms"].get_double().value(), 40);
+  std::map<std::pair<double, double>, int64_t> counts;
+  int64_t sum = 0;
+  double previous_to = 0;
+  for (auto b : d["buckets"].get_array()) {
+    const double from = b["from_ms"].get_double().value();
+    EXPECT_EQ(from, previous_to);
+    double to = INFINITY;
+    if (!b["to_ms"].is_null()) to = b["to_ms"].get_double().value();
+    previous_to = to;
+    const int64_t n = b["count"].get_int64().value();
+    sum += n;
+    if (n) counts[{from, to}] = n;
+  }
+  EXPECT_EQ(sum, 15);
+  // 2: c4 | 3: b2 | 5: e2, b3 | 6: a2 | 7: e1 | 10: a1, a3 | 15: f1 | 20: b1, c2 | 30: c1, d3 | 40: d1, d2
+  const std::map<std::pair<double, double>, int64_t> want = {
+      {{2, 3}, 1}, {{3, 5}, 1}, {{5, 7}, 3}, {{7, 10}, 1}, {{10, 15}, 2}, {{15, 20}, 1}, {{20, 30}, 2}, {{30, 50}, 4},
+  };
+  EXPECT_EQ(counts, want);
+  auto narrowed = q.Json("traces/durations", "service=checkout" + range);
+  EXPECT_EQ(narrowed["total"].get_int64().value(), 4);
+  auto none = q.Json("traces/durations", "service=nobody" + range);
+  EXPECT_EQ(none["total"].get_int64().value(), 0);
+  EXPECT_TRUE(none["min_ms"].is_null());
+}
+
+// Keys of span and resource attributes from the newest spans; with a key,
+// the values of that key among the spans that have it.
+TEST(QueryServiceTest, TraceAttributeSuggestionsComeFromTheData) {
+  QueryOnEngine q("memory");
+  const std::string range = "&from=" + kFrom + "&to=" + kTo;
+  auto all = q.Json("traces/attributes", range.substr(1));
+  EXPECT_EQ(all["sampled"].get_int64().value(), 15);
+  std::vector<std::string> span_keys, resource_keys;
+  for (auto k : all["span"]["keys"].get_array()) span_keys.emplace_back(std::string_view(k["key"].get_string()));
+  for (auto k : all["resource"]["keys"].get_array()) {
+    resource_keys.emplace_back(std::string_view(k["key"].get_string()));
+  }
+  ASSERT_FALSE(span_keys.empty());
+  EXPECT_EQ(span_keys[0], "http.response.status_code");  // on 4 spans, the most
+  EXPECT_EQ(resource_keys, (std::vector<std::string>{"service.name", "host.name", "région"}));
+  auto values = q.Json("traces/attributes", "key=http.response.status_code&sample=3" + range);
+  // The newest 3 spans that have the key: d1 (200), b1 (504), c1 (200).
+  EXPECT_EQ(values["sampled"].get_int64().value(), 3);
+  auto key = values["span"]["keys"].at(0);
+  EXPECT_EQ(key["count"].get_int64().value(), 3);
+  EXPECT_EQ(std::string_view(key["values"].at(0)["value"].get_string()), "200");
+  EXPECT_EQ(key["values"].at(0)["count"].get_int64().value(), 2);
+  EXPECT_EQ(std::string_view(key["values"].at(1)["value"].get_string()), "504");
+  EXPECT_EQ(values["resource"]["keys"].get_array().size(), 0u);
+  auto host = q.Json("traces/attributes", "key=host.name&map=resource" + range);
+  EXPECT_EQ(host["span"]["keys"].get_array().size(), 0u);
+  EXPECT_EQ(std::string_view(host["resource"]["keys"].at(0)["values"].at(0)["value"].get_string()), "web-1");
+}
+
 //! Pages through logs with `limit` and returns every record's time_ns and body.
 std::vector<std::string> AllLogs(QueryOnEngine& q, int limit) {
   std::vector<std::string> out;
@@ -457,6 +630,12 @@ class InterruptedAfterTheEngine final : public TelemetryReader {
   Result<ServiceCalls> GroupServiceCalls(const ServiceCallQuery& q) override {
     return Then(inner_->GroupServiceCalls(q));
   }
+  Result<DurationHistogram> HistogramDurations(const DurationHistogramQuery& q) override {
+    return Then(inner_->HistogramDurations(q));
+  }
+  Result<AttributeSuggestions> SuggestAttributes(const AttributeSuggestionQuery& q) override {
+    return Then(inner_->SuggestAttributes(q));
+  }
   Result<LogPage> Logs(const LogPageQuery& q) override { return Then(inner_->Logs(q)); }
   Result<LogVolume> CountLogs(const LogVolumeQuery& q) override { return Then(inner_->CountLogs(q)); }
   Result<LogFacets> FacetLogs(const LogFacetsQuery& q) override { return Then(inner_->FacetLogs(q)); }
@@ -565,6 +744,18 @@ TEST_P(QueryEnginesTest, EveryCallAnswersAsTheReference) {
       {"traces", range + "&status=error"},
       {"traces", range + "&min_duration_ms=5&max_duration_ms=30"},
       {"traces", range + "&limit=2"},
+      {"traces", range + "&sort=duration&limit=2&offset=1"},
+      {"traces", range + "&sort=duration&order=asc"},
+      {"traces", range + "&attr=http.response.status_code%3E200"},
+      {"traces", range + "&attr=vip%21%3Dtrue&attr=currency"},
+      {"traces", range + "&resource_attr=host.name%3Dweb-1"},
+      {"traces/durations", range},
+      {"traces/durations", range + "&service=checkout&attr=amount%3C100"},
+      {"traces/attributes", range},
+      {"traces/attributes", range + "&sample=5"},
+      {"traces/attributes", range + "&key=http.response.status_code"},
+      {"traces/attributes", range + "&key=service.name&map=resource"},
+      {"logs", range + "&attr=lang%21%3Dfr"},
       {"traces/0af7651916cd43dd8448eb211c80319c", ""},
       {"traces/00000000000000001111111111111111", ""},
       {"exceptions", range},

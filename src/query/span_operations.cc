@@ -224,17 +224,15 @@ Result<std::string> EndpointSeries(const Call& call) {
   return out;
 }
 
-Result<std::string> Traces(const Call& call) {
+namespace {
+
+//! The span filter of the traces calls (traces, traces/durations,
+//! traces/attributes): service, endpoint, status, durations, attributes.
+Result<SpanFilter> TraceSpanFilter(const Call& call, const MsRange& range) {
   const ApiParams& p = call.params;
-  auto range = ParseRange(p);
-  if (!range.ok()) return range.status();
-  TraceSearchQuery q;
-  auto limit = IntParam(p, "limit", 50, 1, 500);
-  if (!limit.ok()) return limit.status();
-  q.limit = *limit;
-  SpanFilter& f = q.filter;
+  SpanFilter f;
   f.project_id = call.project_id;
-  f.range = range->ns();
+  f.range = range.ns();
   f.service = p.Get("service");
   f.endpoint = p.Get("endpoint");
   if (auto v = p.Get("status")) {
@@ -250,11 +248,59 @@ Result<std::string> Traces(const Call& call) {
       *bound = static_cast<int64_t>(*d * 1e6);
     }
   }
-  auto attrs = AttrFilters(p, "attr");
+  auto attrs = AttrConditions(p, "attr");
   if (!attrs.ok()) return attrs.status();
   f.attributes = std::move(attrs.value());
+  auto resource = AttrConditions(p, "resource_attr");
+  if (!resource.ok()) return resource.status();
+  f.resource_attributes = std::move(resource.value());
+  return f;
+}
+
+//! Log-scale duration bounds: 1, 1.5, 2, 3, 5 and 7 times each power of ten
+//! from 1 us to 1000 s (in ns), so a bucket is 1.33-1.67 times as wide as the
+//! one before it and its edges are round numbers of ms.
+std::vector<int64_t> DurationBounds() {
+  std::vector<int64_t> out;
+  for (int64_t decade = 1000; decade < 1'000'000'000'000; decade *= 10) {
+    for (int64_t tenths : {10, 15, 20, 30, 50, 70}) out.push_back(decade * tenths / 10);
+  }
+  out.push_back(1'000'000'000'000);
+  return out;
+}
+
+}  // namespace
+
+Result<std::string> Traces(const Call& call) {
+  const ApiParams& p = call.params;
+  auto range = ParseRange(p);
+  if (!range.ok()) return range.status();
+  TraceSearchQuery q;
+  auto limit = IntParam(p, "limit", 50, 1, 500);
+  if (!limit.ok()) return limit.status();
+  auto offset = IntParam(p, "offset", 0, 0, 1'000'000);
+  if (!offset.ok()) return offset.status();
+  const std::string sort = p.Get("sort").value_or("start");
+  const std::string order = p.Get("order").value_or("desc");
+  if (order != "desc" && order != "asc") return Status::InvalidArgument("order must be desc or asc");
+  if (sort == "start") {
+    if (order != "desc") return Status::InvalidArgument("sort=start is newest first only (order=desc)");
+    q.order = TraceOrder::kStartDesc;
+  } else if (sort == "duration") {
+    q.order = order == "desc" ? TraceOrder::kDurationDesc : TraceOrder::kDurationAsc;
+  } else {
+    return Status::InvalidArgument("sort must be start or duration");
+  }
+  // One more than the page says whether another page follows.
+  q.limit = *limit + 1;
+  q.offset = *offset;
+  auto filter = TraceSpanFilter(call, *range);
+  if (!filter.ok()) return filter.status();
+  q.filter = std::move(filter.value());
   auto traces = call.reader.SearchTraces(q);
   if (!traces.ok()) return traces.status();
+  const bool more = static_cast<int64_t>(traces->size()) > *limit;
+  if (more) traces->resize(static_cast<size_t>(*limit));
   std::string out;
   JsonWriter w(&out);
   w.BeginObject();
@@ -279,6 +325,130 @@ Result<std::string> Traces(const Call& call) {
     w.EndObject();
   }
   w.EndArray();
+  w.Key("offset");
+  w.Int(*offset);
+  w.Key("has_more");
+  w.Bool(more);
+  w.EndObject();
+  return out;
+}
+
+Result<std::string> TraceDurations(const Call& call) {
+  auto range = ParseRange(call.params);
+  if (!range.ok()) return range.status();
+  DurationHistogramQuery q;
+  auto filter = TraceSpanFilter(call, *range);
+  if (!filter.ok()) return filter.status();
+  q.filter = std::move(filter.value());
+  q.bounds_ns = DurationBounds();
+  auto h = call.reader.HistogramDurations(q);
+  if (!h.ok()) return h.status();
+  std::string out;
+  JsonWriter w(&out);
+  w.BeginObject();
+  w.Key("total");
+  w.Int(h->total);
+  w.Key("min_ms");
+  if (h->total) w.Double(NsToMs(static_cast<double>(h->min_ns)));
+  else w.Null();
+  w.Key("max_ms");
+  if (h->total) w.Double(NsToMs(static_cast<double>(h->max_ns)));
+  else w.Null();
+  w.Key("buckets");
+  w.BeginArray();
+  for (size_t i = 0; i < h->counts.size(); ++i) {
+    w.BeginObject();
+    w.Key("from_ms");
+    w.Double(i == 0 ? 0 : NsToMs(static_cast<double>(q.bounds_ns[i - 1])));
+    w.Key("to_ms");
+    if (i < q.bounds_ns.size()) w.Double(NsToMs(static_cast<double>(q.bounds_ns[i])));
+    else w.Null();
+    w.Key("count");
+    w.Int(h->counts[i]);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  return out;
+}
+
+namespace {
+
+constexpr int64_t kSuggestedKeys = 20;
+constexpr int64_t kSuggestedValues = 10;
+
+void WriteSuggestions(JsonWriter* w, const std::vector<AttributeFacet>& facets) {
+  w->BeginObject();
+  w->Key("keys_truncated");
+  w->Bool(static_cast<int64_t>(facets.size()) > kSuggestedKeys);
+  w->Key("keys");
+  w->BeginArray();
+  for (size_t i = 0; i < facets.size() && static_cast<int64_t>(i) < kSuggestedKeys; ++i) {
+    const AttributeFacet& a = facets[i];
+    w->BeginObject();
+    w->Key("key");
+    w->String(a.key);
+    w->Key("count");
+    w->Int(a.count);
+    w->Key("values");
+    w->BeginArray();
+    for (size_t j = 0; j < a.values.size() && static_cast<int64_t>(j) < kSuggestedValues; ++j) {
+      w->BeginObject();
+      w->Key("value");
+      w->String(a.values[j].value);
+      w->Key("count");
+      w->Int(a.values[j].count);
+      w->EndObject();
+    }
+    w->EndArray();
+    w->Key("values_truncated");
+    w->Bool(static_cast<int64_t>(a.values.size()) > kSuggestedValues);
+    w->EndObject();
+  }
+  w->EndArray();
+  w->EndObject();
+}
+
+}  // namespace
+
+// The keys (and their top values) of the newest `sample` matching spans; with
+// `key`, the values of that key among the newest spans that have it.
+Result<std::string> TraceAttributes(const Call& call) {
+  const ApiParams& p = call.params;
+  auto range = ParseRange(p);
+  if (!range.ok()) return range.status();
+  AttributeSuggestionQuery q;
+  auto sample = IntParam(p, "sample", std::min<int64_t>(1000, call.limits.max_log_facet_sample), 1,
+                         call.limits.max_log_facet_sample);
+  if (!sample.ok()) return sample.status();
+  q.sample = *sample;
+  q.max_keys = kSuggestedKeys;
+  q.max_values = kSuggestedValues;
+  auto filter = TraceSpanFilter(call, *range);
+  if (!filter.ok()) return filter.status();
+  q.filter = std::move(filter.value());
+  const std::string map = p.Get("map").value_or("span");
+  if (map != "span" && map != "resource") return Status::InvalidArgument("map must be span or resource");
+  if (auto key = p.Get("key")) {
+    q.key = *key;
+    AttrFilter has{*key, "", AttrOp::kExists};
+    (map == "span" ? q.filter.attributes : q.filter.resource_attributes).push_back(std::move(has));
+  } else if (p.Get("map")) {
+    return Status::InvalidArgument("map needs a key");
+  }
+  auto s = call.reader.SuggestAttributes(q);
+  if (!s.ok()) return s.status();
+  std::string out;
+  JsonWriter w(&out);
+  w.BeginObject();
+  w.Key("sample");
+  w.Int(q.sample);
+  w.Key("sampled");
+  w.Int(s->sampled);
+  w.Key("span");
+  WriteSuggestions(&w, q.key && map == "resource" ? std::vector<AttributeFacet>{} : s->span);
+  w.Key("resource");
+  WriteSuggestions(&w, q.key && map == "span" ? std::vector<AttributeFacet>{} : s->resource);
   w.EndObject();
   return out;
 }

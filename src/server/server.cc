@@ -125,7 +125,7 @@ Status Server::Open() {
         "-Hn) or lower --max-connections",
         open_files, wanted_files, options_.http.max_connections);
   }
-  auto state = OpenStateStore(options_.data_dir);
+  auto state = OpenStateStore(options_.state.empty() ? options_.data_dir : options_.state);
   if (!state.ok()) return state.status();
   state_ = std::move(state.value());
   auth_ = std::make_unique<Authenticator>(options_.auth, state_.get());

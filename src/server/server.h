@@ -38,6 +38,10 @@ namespace sightline {
 
 struct ServerOptions {
   std::string data_dir = "./data";
+  //! Where projects, tokens, users and sessions live (state/state_store.h):
+  //! "" = state.sqlite in data_dir; `postgres://...` = a PostgreSQL database
+  //! that several nodes share.
+  std::string state;
   std::string otlp_http = "0.0.0.0:4318";
   std::string otlp_grpc = "0.0.0.0:4317";  // "" = no OTLP/gRPC listener
   //! Metric series a project may hold; points of new series past it are

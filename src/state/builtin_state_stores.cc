@@ -1,5 +1,6 @@
 #include <mutex>
 
+#include "state/postgres/postgres_state_store.h"
 #include "state/sqlite/sqlite_state_store.h"
 #include "state/state_store.h"
 
@@ -11,6 +12,11 @@ void RegisterBuiltinStateStores() {
     // The location is the data directory: `sqlite:///var/lib/sightline` or just the path.
     StateStoreRegistry::Instance().Register("sqlite",
                                             [](const std::string& data_dir) { return OpenSqliteStateStore(data_dir); });
+    // libpq takes the whole URL (postgres:// and postgresql:// alike), so the scheme goes back on.
+    for (std::string scheme : {"postgres", "postgresql"}) {
+      StateStoreRegistry::Instance().Register(
+          scheme, [scheme](const std::string& rest) { return OpenPostgresStateStore(scheme + "://" + rest); });
+    }
   });
 }
 

@@ -5,11 +5,12 @@
 // already hashed by auth/, so no store sees a plaintext token, password or
 // session id, and none holds crypto policy.
 //
-// Implementations register by URL scheme in StateStoreRegistry ("sqlite" now;
-// "postgres" is planned beside it). Each one records its schema version in its
-// own database and, at open, applies its ordered forward migrations up to
-// kStateSchemaVersion in one transaction; a database written by a newer binary
-// is refused, never downgraded.
+// Implementations register by URL scheme in StateStoreRegistry: "sqlite" (a
+// file in the data directory) and "postgres"/"postgresql" (a libpq URL, for
+// several nodes sharing their state). Each one records its schema version in
+// its own database and, at open, applies the shared forward migrations
+// (state/state_migrations.h) up to kStateSchemaVersion in one transaction; a
+// database written by a newer binary is refused, never downgraded.
 
 #include <cstdint>
 #include <functional>
@@ -152,7 +153,7 @@ class StateStoreRegistry {
   std::map<std::string, StateStoreFactory> factories_;
 };
 
-//! Registers sqlite. Idempotent.
+//! Registers sqlite, postgres and postgresql. Idempotent.
 void RegisterBuiltinStateStores();
 
 //! RegisterBuiltinStateStores, then StateStoreRegistry::Instance().Open(location).

@@ -227,6 +227,11 @@ Row ToRow(const ServiceCall& c) {
           {"p50", c.percentiles_ns[0]}, {"p95", c.percentiles_ns[1]}, {"p99", c.percentiles_ns[2]}};
 }
 
+Row ToRow(const DurationHistogram& h) {
+  std::vector<double> counts(h.counts.begin(), h.counts.end());
+  return {{"counts", counts}, {"total", h.total}, {"min", h.min_ns}, {"max", h.max_ns}};
+}
+
 Row ToRow(const LogVolumeRow& v) { return {{"bucket", v.bucket}, {"level", int64_t{v.level}}, {"count", v.count}}; }
 
 Row ToRow(const MetricCatalogRow& m) {
@@ -298,6 +303,25 @@ std::vector<Row> Rows(const LogFacets& f) {
     out.push_back({{"key", a.key}, {"count", a.count}});
     for (const FacetCount& v : a.values) out.push_back({{"key", a.key}, {"value", v.value}, {"count", v.count}});
   }
+  return out;
+}
+
+std::vector<Row> Rows(const DurationHistogram& h) { return {ToRow(h)}; }
+
+//! Attribute facets in the answer's order: each key, then its values.
+void AppendFacetRows(const char* map, const std::vector<AttributeFacet>& facets, std::vector<Row>* out) {
+  for (const AttributeFacet& a : facets) {
+    out->push_back({{"map", std::string(map)}, {"key", a.key}, {"count", a.count}});
+    for (const FacetCount& v : a.values) {
+      out->push_back({{"map", std::string(map)}, {"key", a.key}, {"value", v.value}, {"count", v.count}});
+    }
+  }
+}
+
+std::vector<Row> Rows(const AttributeSuggestions& s) {
+  std::vector<Row> out = {{{"sampled", s.sampled}}};
+  AppendFacetRows("span", s.span, &out);
+  AppendFacetRows("resource", s.resource, &out);
   return out;
 }
 
@@ -453,6 +477,55 @@ std::vector<Named<SpanGroupQuery>> GroupSpanQueries() {
   return out;
 }
 
+AttrFilter Attr(std::string key, AttrOp op, std::string value = "") { return {std::move(key), std::move(value), op}; }
+AttrFilter Number(std::string key, AttrOp op, double number) { return {std::move(key), "", op, number}; }
+
+//! Every operator on span attributes, on values of every type (AttrFilter's
+//! rules for absent keys, nulls, strings of digits and booleans).
+std::vector<Named<std::vector<AttrFilter>>> OperatorFilters() {
+  using O = AttrOp;
+  return {
+      {"!= integer", {Attr("http.response.status_code", O::kNe, "200")}},
+      {"!= boolean", {Attr("vip", O::kNe, "true")}},
+      {"!= on a null value", {Attr("k", O::kNe, "x")}},
+      {"!= on an absent key", {Attr("no.such.key", O::kNe, "x")}},
+      {"!= decimal as text", {Attr("ratio", O::kNe, "2.50")}},
+      {"> integer", {Number("http.response.status_code", O::kGt, 200)}},
+      {"> decimal", {Number("amount", O::kGt, 7)}},
+      {"> just below an integer", {Number("amount", O::kGt, 6.99)}},
+      {"< decimal", {Number("amount", O::kLt, 12.5)}},
+      {"< negative", {Number("n", O::kLt, 0)}},
+      {"> decimal with a trailing zero", {Number("ratio", O::kGt, 2.4)}},
+      {"> exponent", {Number("big", O::kGt, 1e20)}},
+      {"> on a string", {Number("currency", O::kGt, -1e300)}},
+      {"< on a string of letters", {Number("user.name", O::kLt, 1e300)}},
+      {"> on a boolean", {Number("vip", O::kGt, -1)}},
+      {"> on a null value", {Number("k", O::kGt, -1)}},
+      {"exists", {Attr("db.system", O::kExists)}},
+      {"exists, boolean false", {Attr("retry", O::kExists)}},
+      {"exists on a null value", {Attr("k", O::kExists)}},
+      {"exists on an absent key", {Attr("no.such.key", O::kExists)}},
+      {"exists and <",
+       {Attr("http.response.status_code", O::kExists), Number("http.response.status_code", O::kLt, 300)}},
+      {"= and !=", {Attr("currency", O::kEq, "EUR"), Attr("vip", O::kNe, "false")}},
+  };
+}
+
+//! Conditions on the spans' resources (resource 101 was written twice: the
+//! first content stays).
+std::vector<Named<std::vector<AttrFilter>>> ResourceFilters() {
+  using O = AttrOp;
+  return {
+      {"resource =", {Attr("host.name", O::kEq, "web-1")}},
+      {"resource = the overwritten value", {Attr("host.name", O::kEq, "CHANGED")}},
+      {"resource !=", {Attr("service.name", O::kNe, "frontend")}},
+      {"resource exists", {Attr("région", O::kExists)}},
+      {"resource exists, absent", {Attr("no.such.key", O::kExists)}},
+      {"resource > on a string", {Number("service.name", O::kGt, 0)}},
+      {"resource = and exists", {Attr("service.name", O::kEq, "checkout"), Attr("service.name", O::kExists)}},
+  };
+}
+
 TraceSearchQuery Search(SpanFilter filter, int64_t limit = 50) {
   TraceSearchQuery q;
   q.filter = std::move(filter);
@@ -464,6 +537,30 @@ TraceSearchQuery SearchWithAttribute(std::string key, std::string value) {
   TraceSearchQuery q = Search(Spans());
   q.filter.attributes = {{std::move(key), std::move(value)}};
   return q;
+}
+
+std::vector<Named<TraceSearchQuery>> OrderedSearchQueries() {
+  std::vector<Named<TraceSearchQuery>> out;
+  for (auto [order_name, order] :
+       {std::pair{"start", TraceOrder::kStartDesc}, std::pair{"duration desc", TraceOrder::kDurationDesc},
+        std::pair{"duration asc", TraceOrder::kDurationAsc}}) {
+    for (auto [project_name, project] : {std::pair{"", kProjectA}, std::pair{", map", kProjectMap}}) {
+      for (auto [offset, limit] :
+           {std::pair{0, 50}, std::pair{0, 2}, std::pair{2, 2}, std::pair{5, 3}, std::pair{7, 1}, std::pair{100, 5}}) {
+        TraceSearchQuery q = Search(Spans(project), limit);
+        q.order = order;
+        q.offset = offset;
+        out.push_back({std::string(order_name) + project_name + ", offset " + std::to_string(offset) + ", limit " +
+                           std::to_string(limit),
+                       q});
+      }
+    }
+    TraceSearchQuery q = Search(Spans());
+    q.order = order;
+    q.filter.service = "checkout";
+    out.push_back({std::string(order_name) + ", one service", q});
+  }
+  return out;
 }
 
 std::vector<Named<TraceSearchQuery>> SearchQueries() {
@@ -509,6 +606,102 @@ std::vector<Named<TraceSearchQuery>> SearchQueries() {
   q = Search(Spans());
   q.filter.attributes = {{"http.response.status_code", "200"}, {"retry", "false"}};
   out.push_back({"two attributes", q});
+  for (auto& [name, filters] : OperatorFilters()) {
+    q = Search(Spans());
+    q.filter.attributes = filters;
+    out.push_back({"attribute " + name, q});
+  }
+  for (auto& [name, filters] : ResourceFilters()) {
+    q = Search(Spans());
+    q.filter.resource_attributes = filters;
+    out.push_back({name, q});
+  }
+  q = Search(Spans());
+  q.filter.resource_attributes = {Attr("service.name", AttrOp::kEq, "checkout")};
+  q.filter.attributes = {Attr("vip", AttrOp::kExists)};
+  out.push_back({"resource and span attribute", q});
+  for (auto& named : OrderedSearchQueries()) out.push_back(std::move(named));
+  return out;
+}
+
+DurationHistogramQuery Histogram(SpanFilter filter, std::vector<int64_t> bounds = {Ms(5), Ms(10), Ms(20), Ms(40)}) {
+  DurationHistogramQuery q;
+  q.filter = std::move(filter);
+  q.bounds_ns = std::move(bounds);
+  return q;
+}
+
+std::vector<Named<DurationHistogramQuery>> HistogramQueries() {
+  std::vector<Named<DurationHistogramQuery>> out = {
+      {"every span: durations on the bounds", Histogram(Spans())},
+      {"one bound", Histogram(Spans(), {Ms(10)})},
+      {"log-scale bounds", Histogram(Spans(), {1000, 10'000, 100'000, Ms(1), Ms(10), Ms(100), Ms(1000)})},
+      {"entry spans", Histogram(EntrySpans())},
+      {"empty range", Histogram(Spans(kProjectA, kEmptyRange))},
+      {"project B", Histogram(Spans(kProjectB))},
+      {"project without data", Histogram(Spans(kProjectEmpty))},
+      {"map project", Histogram(Spans(kProjectMap))},
+  };
+  DurationHistogramQuery q = Histogram(Spans());
+  q.filter.service = "checkout";
+  out.push_back({"one service", q});
+  q = Histogram(Spans());
+  q.filter.min_duration_ns = Ms(6);
+  q.filter.max_duration_ns = Ms(30);
+  out.push_back({"6 to 30 ms", q});
+  q = Histogram(Spans());
+  q.filter.attributes = {Number("http.response.status_code", AttrOp::kLt, 300)};
+  out.push_back({"attribute <", q});
+  q = Histogram(Spans());
+  q.filter.resource_attributes = {Attr("host.name", AttrOp::kEq, "web-1")};
+  out.push_back({"resource attribute", q});
+  return out;
+}
+
+AttributeSuggestionQuery Suggest(SpanFilter filter, int64_t sample = 1000, int64_t max_keys = 20,
+                                 int64_t max_values = 10) {
+  AttributeSuggestionQuery q;
+  q.filter = std::move(filter);
+  q.sample = sample;
+  q.max_keys = max_keys;
+  q.max_values = max_values;
+  return q;
+}
+
+std::vector<Named<AttributeSuggestionQuery>> SuggestionQueries() {
+  // Newest first: f1, e2/e1 (one start, by span id), d3, d2, d1, c2, b3,
+  // b2/c4 and b1/c1 (one start, by trace id), a2/a3 (by span id), a1.
+  std::vector<Named<AttributeSuggestionQuery>> out = {
+      {"every span", Suggest(Spans())},
+      {"sample of 1", Suggest(Spans(), 1)},
+      {"sample of 2: cuts a tie by span id", Suggest(Spans(), 2)},
+      {"sample of 3", Suggest(Spans(), 3)},
+      {"sample of 9: cuts a tie by trace id", Suggest(Spans(), 9)},
+      {"sample of 11: cuts a tie by trace id", Suggest(Spans(), 11)},
+      {"sample of 13: cuts a tie by span id, top bit set", Suggest(Spans(), 13)},
+      {"caps of 1", Suggest(Spans(), 1000, 1, 1)},
+      {"caps of 2", Suggest(Spans(), 1000, 2, 2)},
+      {"entry spans", Suggest(EntrySpans())},
+      {"empty range", Suggest(Spans(kProjectA, kEmptyRange))},
+      {"project B", Suggest(Spans(kProjectB))},
+      {"project without data", Suggest(Spans(kProjectEmpty))},
+  };
+  AttributeSuggestionQuery q = Suggest(Spans());
+  q.filter.service = "worker";
+  out.push_back({"one service", q});
+  q = Suggest(Spans(), 3);
+  q.key = "http.response.status_code";
+  q.filter.attributes = {Attr("http.response.status_code", AttrOp::kExists)};
+  out.push_back({"values of one key", q});
+  q = Suggest(Spans());
+  q.key = "service.name";
+  out.push_back({"values of a resource key", q});
+  q = Suggest(Spans());
+  q.key = "no.such.key";
+  out.push_back({"values of an absent key", q});
+  q = Suggest(Spans());
+  q.filter.resource_attributes = {Attr("service.name", AttrOp::kNe, "frontend")};
+  out.push_back({"resource filter", q});
   return out;
 }
 
@@ -648,6 +841,18 @@ std::vector<Named<LogPageQuery>> LogQueries() {
   out.push_back({"attribute: negative integer", Page(f)});
   f.attributes = {{"k", "null"}};
   out.push_back({"attribute: null matches nothing", Page(f)});
+  f.attributes = {Attr("lang", AttrOp::kNe, "fr")};
+  out.push_back({"attribute !=", Page(f)});
+  f.attributes = {Attr("amount", AttrOp::kExists)};
+  out.push_back({"attribute exists", Page(f)});
+  f.attributes = {Attr("k", AttrOp::kExists)};
+  out.push_back({"attribute exists on a null value", Page(f)});
+  f.attributes = {Number("amount", AttrOp::kGt, 10)};
+  out.push_back({"attribute >", Page(f)});
+  f.attributes = {Number("n", AttrOp::kLt, 0)};
+  out.push_back({"attribute <", Page(f)});
+  f.attributes = {Number("order.id", AttrOp::kGt, -1)};
+  out.push_back({"attribute > on a string", Page(f)});
   f = Logs(kProjectA, {kT0 - 1, At(1001)});
   out.push_back({"a range starting 1 ns earlier", Page(f, 2)});
   return out;
@@ -808,6 +1013,8 @@ std::vector<EngineSpec> Engines() {
   };
 }
 
+Status WriteServiceMapSpans(TelemetryStore* store);
+
 class ReadConformanceTest : public ::testing::TestWithParam<EngineSpec> {
  protected:
   void SetUp() override {
@@ -818,6 +1025,9 @@ class ReadConformanceTest : public ::testing::TestWithParam<EngineSpec> {
     Status written = WriteReadDataset(dataset, store_.get());
     ASSERT_TRUE(written.ok()) << written.ToString();
     ASSERT_TRUE(WriteReadDataset(dataset, &reference_store_).ok());
+    // The service map's projects: its calls, and traces whose durations tie.
+    ASSERT_TRUE(WriteServiceMapSpans(store_.get()).ok());
+    ASSERT_TRUE(WriteServiceMapSpans(&reference_store_).ok());
     Result<std::unique_ptr<TelemetryReader>> reader = store_->AcquireReader(10'000);
     ASSERT_TRUE(reader.ok()) << reader.status().ToString();
     reader_ = std::move(reader).value();
@@ -848,6 +1058,29 @@ TEST_P(ReadConformanceTest, SearchTracesMatchesTheReference) {
   for (const auto& [name, q] : SearchQueries()) {
     EXPECT_TRUE(SameAnswer(reference_->SearchTraces(q), reader_->SearchTraces(q))) << "query: " << name;
   }
+}
+
+TEST_P(ReadConformanceTest, HistogramDurationsMatchesTheReference) {
+  for (const auto& [name, q] : HistogramQueries()) {
+    EXPECT_TRUE(SameAnswer(reference_->HistogramDurations(q), reader_->HistogramDurations(q))) << "query: " << name;
+  }
+  for (std::vector<int64_t> bad : {std::vector<int64_t>{}, {Ms(2), Ms(1)}, {Ms(1), Ms(1)}}) {
+    EXPECT_EQ(reader_->HistogramDurations(Histogram(Spans(), bad)).status().code(), StatusCode::kInvalidArgument);
+  }
+}
+
+TEST_P(ReadConformanceTest, SuggestAttributesMatchesTheReference) {
+  for (const auto& [name, q] : SuggestionQueries()) {
+    EXPECT_TRUE(SameAnswer(reference_->SuggestAttributes(q), reader_->SuggestAttributes(q))) << "query: " << name;
+  }
+  EXPECT_EQ(reader_->SuggestAttributes(Suggest(Spans(), 0)).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(reader_->SuggestAttributes(Suggest(Spans(), 10, 0)).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_P(ReadConformanceTest, SearchTracesRefusesANegativeOffset) {
+  TraceSearchQuery q = Search(Spans());
+  q.offset = -1;
+  EXPECT_EQ(reader_->SearchTraces(q).status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST_P(ReadConformanceTest, GetTraceMatchesTheReference) {
@@ -991,6 +1224,12 @@ TEST_P(ReadConformanceTest, EveryAnswerMatchesAfterRetentionDeletes) {
   for (const auto& [name, q] : TraceQueries()) {
     EXPECT_TRUE(SameAnswer(reference_->GetTrace(q), reader_->GetTrace(q))) << "query: " << name;
   }
+  for (const auto& [name, q] : HistogramQueries()) {
+    EXPECT_TRUE(SameAnswer(reference_->HistogramDurations(q), reader_->HistogramDurations(q))) << "query: " << name;
+  }
+  for (const auto& [name, q] : SuggestionQueries()) {
+    EXPECT_TRUE(SameAnswer(reference_->SuggestAttributes(q), reader_->SuggestAttributes(q))) << "query: " << name;
+  }
   for (const auto& [name, q] : ExceptionQueries()) {
     EXPECT_TRUE(SameAnswer(reference_->GroupExceptions(q), reader_->GroupExceptions(q))) << "query: " << name;
   }
@@ -1062,8 +1301,6 @@ std::vector<Named<ServiceCallQuery>> ServiceCallQueries() {
 }
 
 TEST_P(ReadConformanceTest, GroupServiceCallsMatchesTheReference) {
-  ASSERT_TRUE(WriteServiceMapSpans(store_.get()).ok());
-  ASSERT_TRUE(WriteServiceMapSpans(&reference_store_).ok());
   for (const auto& [name, q] : ServiceCallQueries()) {
     EXPECT_TRUE(SameAnswer(reference_->GroupServiceCalls(q), reader_->GroupServiceCalls(q))) << "query: " << name;
   }
@@ -1262,6 +1499,111 @@ TEST_F(ReadReferenceTest, SearchTracesFilters) {
   EXPECT_THAT(search([](SpanFilter& f) { f.max_duration_ns = Ms(5); }),
               ElementsAre(Hex(kTrace5), Hex(kTrace2), Hex(kTrace3)));
   EXPECT_THAT(search([](SpanFilter& f) { f.endpoint = "cron tick"; }), ElementsAre(Hex(kTrace5)));
+}
+
+// Operators: != needs the key with another value; > and < compare JSON
+// numbers only (not strings, booleans or nulls); exists needs a non-null value.
+TEST_F(ReadReferenceTest, AttributeOperators) {
+  auto traces = [&](std::vector<AttrFilter> filters, bool resource = false) {
+    TraceSearchQuery q = Search(Spans());
+    (resource ? q.filter.resource_attributes : q.filter.attributes) = std::move(filters);
+    return TraceIds(Ok(reader_->SearchTraces(q)));
+  };
+  using O = AttrOp;
+  EXPECT_THAT(traces({Attr("http.response.status_code", O::kNe, "200")}), ElementsAre(Hex(kTrace2)));
+  EXPECT_THAT(traces({Attr("vip", O::kNe, "true")}), ElementsAre(Hex(kTrace3)));
+  EXPECT_THAT(traces({Attr("k", O::kNe, "x")}), IsEmpty());
+  EXPECT_THAT(traces({Attr("no.such.key", O::kNe, "x")}), IsEmpty());
+  EXPECT_THAT(traces({Number("http.response.status_code", O::kGt, 200)}), ElementsAre(Hex(kTrace2)));
+  EXPECT_THAT(traces({Number("amount", O::kGt, 7)}), ElementsAre(Hex(kTrace1)));
+  EXPECT_THAT(traces({Number("amount", O::kGt, 6.99)}), ElementsAre(Hex(kTrace3), Hex(kTrace1)));
+  EXPECT_THAT(traces({Number("amount", O::kLt, 12.5)}), ElementsAre(Hex(kTrace3)));
+  EXPECT_THAT(traces({Number("n", O::kLt, 0)}), ElementsAre(Hex(kTrace6)));
+  EXPECT_THAT(traces({Number("big", O::kGt, 1e20)}), ElementsAre(Hex(kTrace2)));
+  EXPECT_THAT(traces({Number("currency", O::kGt, -1e300)}), IsEmpty());
+  EXPECT_THAT(traces({Number("vip", O::kGt, -1)}), IsEmpty());
+  EXPECT_THAT(traces({Attr("db.system", O::kExists)}), ElementsAre(Hex(kTrace2)));
+  EXPECT_THAT(traces({Attr("k", O::kExists)}), IsEmpty());
+  EXPECT_THAT(traces({Attr("http.response.status_code", O::kExists), Number("http.response.status_code", O::kLt, 300)}),
+              ElementsAre(Hex(kTrace4), Hex(kTrace3), Hex(kTrace1)));
+  // Resources: 101 (frontend) keeps its first content, web-1.
+  EXPECT_THAT(traces({Attr("host.name", O::kEq, "web-1")}, true),
+              ElementsAre(Hex(kTrace4), Hex(kTrace2), Hex(kTrace3), Hex(kTrace1)));
+  EXPECT_THAT(traces({Attr("host.name", O::kEq, "CHANGED")}, true), IsEmpty());
+  EXPECT_THAT(traces({Attr("région", O::kExists)}, true), ElementsAre(Hex(kTrace6)));
+  EXPECT_THAT(traces({Attr("service.name", O::kNe, "frontend")}, true),
+              ElementsAre(Hex(kTrace6), Hex(kTrace5), Hex(kTrace4), Hex(kTrace2), Hex(kTrace3), Hex(kTrace1)));
+}
+
+// Durations over the spans in the range: kTrace4 45 ms, kTrace3 30 (c0 and c5
+// before the range do not count), kTrace2 20, kTrace6 15, kTrace1 12,
+// kTrace5 7. In the map project kTraceM0, kTraceM6 and kTraceM7 tie at 5 ms
+// (M6's and M7's other span lies outside the range; M0 is written last),
+// ascending by trace id either way.
+TEST_F(ReadReferenceTest, SearchTracesByDurationAndPages) {
+  auto search = [&](int64_t project, TraceOrder order, int64_t offset = 0, int64_t limit = 50) {
+    TraceSearchQuery q = Search(Spans(project), limit);
+    q.order = order;
+    q.offset = offset;
+    return TraceIds(Ok(reader_->SearchTraces(q)));
+  };
+  EXPECT_THAT(search(kProjectA, TraceOrder::kDurationDesc),
+              ElementsAre(Hex(kTrace4), Hex(kTrace3), Hex(kTrace2), Hex(kTrace6), Hex(kTrace1), Hex(kTrace5)));
+  EXPECT_THAT(search(kProjectA, TraceOrder::kDurationAsc),
+              ElementsAre(Hex(kTrace5), Hex(kTrace1), Hex(kTrace6), Hex(kTrace2), Hex(kTrace3), Hex(kTrace4)));
+  EXPECT_THAT(search(kProjectA, TraceOrder::kDurationDesc, 2, 2), ElementsAre(Hex(kTrace2), Hex(kTrace6)));
+  EXPECT_THAT(search(kProjectA, TraceOrder::kStartDesc, 2, 2), ElementsAre(Hex(kTrace4), Hex(kTrace2)));
+  EXPECT_THAT(search(kProjectA, TraceOrder::kStartDesc, 5, 2), ElementsAre(Hex(kTrace1)));
+  EXPECT_THAT(search(kProjectA, TraceOrder::kStartDesc, 6, 2), IsEmpty());
+  ASSERT_TRUE(WriteServiceMapSpans(&store_).ok());
+  EXPECT_THAT(search(kProjectMap, TraceOrder::kDurationDesc),
+              ElementsAre(Hex(kTraceM1), Hex(kTraceM5), Hex(kTraceM4), Hex(kTraceM2), Hex(kTraceM3), Hex(kTraceM0),
+                          Hex(kTraceM6), Hex(kTraceM7)));
+  EXPECT_THAT(search(kProjectMap, TraceOrder::kDurationAsc),
+              ElementsAre(Hex(kTraceM0), Hex(kTraceM6), Hex(kTraceM7), Hex(kTraceM3), Hex(kTraceM2), Hex(kTraceM4),
+                          Hex(kTraceM5), Hex(kTraceM1)));
+}
+
+// Project A's 15 spans in the range, by duration: c4 2, b2 3 | e2 5, b3 5,
+// a2 6, e1 7 | a1 10, a3 10, f1 15 | b1 20, c2 20, c1 30, d3 30 | d1 40, d2 40.
+TEST_F(ReadReferenceTest, HistogramDurations) {
+  DurationHistogram h = Ok(reader_->HistogramDurations(Histogram(Spans())));
+  EXPECT_THAT(h.counts, ElementsAre(2, 4, 3, 4, 2));
+  EXPECT_EQ(h.total, 15);
+  EXPECT_EQ(h.min_ns, Ms(2));
+  EXPECT_EQ(h.max_ns, Ms(40));
+  DurationHistogram none = Ok(reader_->HistogramDurations(Histogram(Spans(kProjectA, kEmptyRange))));
+  EXPECT_THAT(none.counts, ElementsAre(0, 0, 0, 0, 0));
+  EXPECT_EQ(none.total, 0);
+  EXPECT_EQ(none.max_ns, 0);
+}
+
+// The newest two spans are f1 and e2 (e1 starts with e2, with a greater id).
+TEST_F(ReadReferenceTest, SuggestAttributes) {
+  AttributeSuggestions two = Ok(reader_->SuggestAttributes(Suggest(Spans(), 2)));
+  EXPECT_EQ(two.sampled, 2);
+  std::vector<std::string> keys;
+  for (const AttributeFacet& a : two.span) keys.push_back(a.key + "=" + std::to_string(a.count));
+  EXPECT_THAT(keys, ElementsAre("n=1", "note=1"));
+  ASSERT_EQ(two.resource.size(), 2u);
+  EXPECT_EQ(two.resource[0].key, "service.name");
+  EXPECT_EQ(two.resource[0].count, 2);
+  ASSERT_EQ(two.resource[0].values.size(), 2u);
+  EXPECT_EQ(two.resource[0].values[0].value, "naïve-svc");
+  EXPECT_EQ(two.resource[0].values[1].value, "worker");
+  EXPECT_EQ(two.resource[1].key, "région");
+  // Every span: http.response.status_code on a1, c1, d1 (200) and b1 (504).
+  AttributeSuggestionQuery q = Suggest(Spans());
+  q.key = "http.response.status_code";
+  AttributeSuggestions one = Ok(reader_->SuggestAttributes(q));
+  EXPECT_EQ(one.sampled, 15);
+  ASSERT_EQ(one.span.size(), 1u);
+  EXPECT_EQ(one.span[0].count, 4);
+  ASSERT_EQ(one.span[0].values.size(), 2u);
+  EXPECT_EQ(one.span[0].values[0].value, "200");
+  EXPECT_EQ(one.span[0].values[0].count, 3);
+  EXPECT_EQ(one.span[0].values[1].value, "504");
+  EXPECT_THAT(one.resource, IsEmpty());
 }
 
 // Spans by start, then span id unsigned: a2 (0xa2) before a3 (0xf0...a3),

@@ -56,18 +56,48 @@ struct TraceId {
   auto operator<=>(const TraceId&) const = default;
 };
 
-//! key = value on an attribute map (the JSON column); the value is compared
-//! as text: strings as they are, true/false as "true"/"false", numbers as
-//! the stored JSON writes them (integers and plain decimals; exponent forms
-//! such as 1e+21 are rendered differently by each engine and are not part of
-//! the contract). null never matches; arrays and objects are not part of the
-//! contract.
+//! A condition on one key of an attribute map (a JSON object column). Every
+//! engine answers each operator alike:
+//! - kEq: the key holds a string, boolean or number whose text equals
+//!   `value`: strings as they are, true/false as "true"/"false", numbers as
+//!   the stored JSON writes them (integers and plain decimals; exponent forms
+//!   such as 1e+21 are rendered differently by each engine and are not part
+//!   of the contract).
+//! - kNe: the key holds a string, boolean or number whose text (as for kEq)
+//!   differs from `value`. An absent key or a null value does not match: "!="
+//!   says "has the key, with another value" (as TraceQL's != does).
+//! - kGt, kLt: the key holds a JSON number (integer or decimal, not a string
+//!   of digits, not a boolean) greater (less) than `number`, both compared as
+//!   IEEE doubles (integers past 2^53 are rounded first, alike everywhere).
+//!   `value` is not read; `number` is finite (the caller parsed it).
+//! - kExists: the key is present with a non-null value of any type.
+//! For every operator: an absent key, a null value, or a column that is not
+//! a JSON object matches nothing; an array or object value matches kExists
+//! and never kGt/kLt (how kEq/kNe compare it as text is not part of the
+//! contract); of a key repeated in one object, the first is read.
+enum class AttrOp { kEq, kNe, kGt, kLt, kExists };
+
 struct AttrFilter {
   std::string key;
-  std::string value;
+  std::string value;  // kEq, kNe
+  AttrOp op = AttrOp::kEq;
+  double number = 0;  // kGt, kLt
 };
 
 // ------------------------------------------------------------------- spans
+
+struct FacetCount {
+  std::string value;
+  int64_t count = 0;
+};
+
+//! One attribute key of a sample (log facets, attribute suggestions). Only string, boolean and number values
+//! count (null, arrays and objects do not), as text as AttrFilter compares it.
+struct AttributeFacet {
+  std::string key;
+  int64_t count = 0;               // sampled records where the key has such a value
+  std::vector<FacetCount> values;  // by count descending, then value ascending (bytes)
+};
 
 //! The spans an operation reads.
 struct SpanFilter {
@@ -80,6 +110,10 @@ struct SpanFilter {
   std::optional<int64_t> min_duration_ns;  // duration_ns >=
   std::optional<int64_t> max_duration_ns;  // duration_ns <=
   std::vector<AttrFilter> attributes;      // span attributes, all must match
+  //! The attributes of the span's resource (its span_resources row, the one
+  //! first written for its resource id), all must match; a span whose
+  //! resource row is missing matches none.
+  std::vector<AttrFilter> resource_attributes;
 };
 
 //! What a span group is keyed by, in key order.
@@ -117,10 +151,25 @@ struct SpanGroup {
 //! (no dimensions and no matching span: no group).
 using SpanGroups = std::vector<SpanGroup>;
 
-//! Traces with at least one span matching `filter`, newest first.
+//! How SearchTraces orders traces. A trace's start is the earliest start of
+//! its spans in the filter's range; its duration is the latest end minus that
+//! start over the same spans (for a trace wholly inside the range: its
+//! TraceSummary's end_ns - start_ns). Both are taken over all of the trace's
+//! spans in the range, whichever of them matched.
+enum class TraceOrder {
+  kStartDesc,     // start descending (newest first), then trace id ascending
+  kDurationDesc,  // duration descending, then trace id ascending
+  kDurationAsc,   // duration ascending, then trace id ascending
+};
+
+//! Traces with at least one span matching `filter`, in `order`: the `limit`
+//! traces after the first `offset` of them (a page). To say whether more
+//! follow, the caller asks for one more than it shows.
 struct TraceSearchQuery {
   SpanFilter filter;
-  int64_t limit = 50;
+  int64_t limit = 50;  // at least 1
+  TraceOrder order = TraceOrder::kStartDesc;
+  int64_t offset = 0;  // at least 0
 };
 
 struct TraceSummary {
@@ -136,9 +185,50 @@ struct TraceSummary {
   int64_t span_count = 0;
   bool error = false;
 };
-//! Ordered by the trace's earliest start among the spans in the filter's range
-//! (descending), then trace id (ascending, unsigned).
+//! In the query's TraceOrder (trace ids ascending as unsigned).
 using TraceSummaries = std::vector<TraceSummary>;
+
+//! How the durations of the spans matching `filter` spread (the Traces page's
+//! distribution chart): a count per duration bucket. Bucket 0 holds durations
+//! below bounds_ns[0], bucket i holds [bounds_ns[i-1], bounds_ns[i]), the
+//! last one (index bounds_ns.size()) those at or above bounds_ns.back().
+struct DurationHistogramQuery {
+  SpanFilter filter;
+  std::vector<int64_t> bounds_ns;  // strictly ascending, not empty; else InvalidArgument
+};
+
+struct DurationHistogram {
+  std::vector<int64_t> counts;  // bounds_ns.size() + 1 counts, every bucket
+  int64_t total = 0;            // matching spans (the sum of counts)
+  int64_t min_ns = 0;           // shortest and longest duration; 0 when total is 0
+  int64_t max_ns = 0;
+};
+
+//! The attribute keys and values of the spans matching `filter`, for
+//! suggestions: over the newest `sample` of them (by start_time_ns
+//! descending, then trace id and span id ascending as unsigned; of two stored
+//! copies of one span, which is read is unspecified), the keys of their own
+//! attributes and of their resource's attributes (as resource_attributes
+//! filters read them), each with its most frequent values. Values and keys
+//! count as in LogFacets (AttributeFacet): only string, boolean and number
+//! values, as text as AttrFilter's kEq compares it.
+struct AttributeSuggestionQuery {
+  SpanFilter filter;
+  int64_t sample = 1000;
+  //! Only this key (in both maps): for the values of one key, the caller adds
+  //! a kExists filter on it so the sample holds spans that have it.
+  std::optional<std::string> key;
+  //! At most max_keys + 1 keys per map, each with at most max_values + 1
+  //! values (more says there are others); InvalidArgument below 1.
+  int64_t max_keys = 20;
+  int64_t max_values = 10;
+};
+
+struct AttributeSuggestions {
+  int64_t sampled = 0;                   // min(matching spans, sample)
+  std::vector<AttributeFacet> span;      // by count descending, then key ascending (bytes)
+  std::vector<AttributeFacet> resource;  // the same, of the resources' attributes
+};
 
 //! Every span and log record of one trace, at any time.
 struct TraceQuery {
@@ -275,7 +365,7 @@ struct LogFilter {
   //! Body contains this text, case-insensitively (SQLite folds ASCII only).
   std::optional<std::string> text;
   std::optional<TraceId> trace_id;
-  std::vector<AttrFilter> attributes;
+  std::vector<AttrFilter> attributes;  // every operator, as on spans
 };
 
 //! One page of log records, newest first.
@@ -325,19 +415,6 @@ struct LogFacetsQuery {
   //! At most max_keys + 1 keys, each with at most max_values + 1 values.
   int64_t max_keys = 8;
   int64_t max_values = 5;
-};
-
-struct FacetCount {
-  std::string value;
-  int64_t count = 0;
-};
-
-//! One attribute key of the sample. Only string, boolean and number values
-//! count (null, arrays and objects do not), as text as AttrFilter compares it.
-struct AttributeFacet {
-  std::string key;
-  int64_t count = 0;               // sampled records where the key has such a value
-  std::vector<FacetCount> values;  // by count descending, then value ascending (bytes)
 };
 
 struct LogFacets {
@@ -464,6 +541,8 @@ class TelemetryReader {
   virtual Result<SpanRefs> ExceptionSpans(const ExceptionSpansQuery& q) = 0;
   //! The service map's edges.
   virtual Result<ServiceCalls> GroupServiceCalls(const ServiceCallQuery& q) = 0;
+  virtual Result<DurationHistogram> HistogramDurations(const DurationHistogramQuery& q) = 0;
+  virtual Result<AttributeSuggestions> SuggestAttributes(const AttributeSuggestionQuery& q) = 0;
 
   virtual Result<LogPage> Logs(const LogPageQuery& q) = 0;
   virtual Result<LogVolume> CountLogs(const LogVolumeQuery& q) = 0;

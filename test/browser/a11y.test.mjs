@@ -186,12 +186,13 @@ test('traces: an invalid attribute filter or min above max is shown and not appl
   await page.goto(url('/traces'));
   await page.locator(tid('trace-row')).first().waitFor();
   const before = page.url();
-  await page.fill(tid('traces-attr'), 'foo');
+  // A bare key is a filter now ("has the key"); a comparison needs a number.
+  await page.fill(tid('traces-attr'), 'foo>bar');
   assert.equal(await page.locator(tid('traces-attr')).getAttribute('aria-invalid'), 'true');
   await page.click(tid('traces-search'));
   const errs = page.locator(tid('traces-form-errors'));
   await errs.waitFor();
-  assert.match(await errs.innerText(), /"foo" is not key=value/);
+  assert.match(await errs.innerText(), /"foo>bar" is not key=value, key!=value, key>number/);
   assert.equal(page.url(), before, 'nothing applied');
   await axeCheck('traces-invalid-filter');
 
@@ -213,10 +214,10 @@ test('traces: an invalid attribute filter or min above max is shown and not appl
 });
 
 test('traces: an invalid filter in the URL is not searched without it; it says why', async () => {
-  await page.goto(url('/traces?attr=foo'));
+  await page.goto(url('/traces?attr=%3Dfoo'));
   const err = page.locator(tid('error'));
   await err.waitFor();
-  assert.match(await err.innerText(), /"foo" is not key=value/);
+  assert.match(await err.innerText(), /"=foo" is not key=value/);
   assert.equal(await page.locator(tid('trace-row')).count(), 0, 'no unfiltered results');
 
   await page.goto(url('/traces?min_duration_ms=500&max_duration_ms=10'));
@@ -229,20 +230,20 @@ test('logs: an invalid attribute filter or trace id is shown and not applied', a
   await page.goto(url('/logs'));
   await page.locator(tid('log-row')).first().waitFor();
   const before = page.url();
-  await page.fill(tid('logs-attr'), 'foo');
+  await page.fill(tid('logs-attr'), 'foo<');
   await page.fill(tid('logs-trace-id'), 'xyz');
   await page.click(tid('logs-search'));
   const errs = page.locator(tid('logs-form-errors'));
   await errs.waitFor();
   const text = await errs.innerText();
-  assert.match(text, /"foo" is not key=value/);
+  assert.match(text, /"foo<" is not key=value/);
   assert.match(text, /Trace ID "xyz" is not 32 or 16 hex digits/);
   assert.equal(page.url(), before, 'nothing applied');
 
-  await page.goto(url('/logs?attr=nokey'));
+  await page.goto(url('/logs?attr=%3Dnokey'));
   const err = page.locator(tid('error'));
   await err.waitFor();
-  assert.match(await err.innerText(), /"nokey" is not key=value/);
+  assert.match(await err.innerText(), /"=nokey" is not key=value/);
   assert.equal(await page.locator(tid('log-row')).count(), 0, 'no unfiltered lines');
 });
 

@@ -529,8 +529,25 @@ function traceSummary(traceId) {
 
 const attrText = (v) => (v === undefined ? undefined : String(v));
 
+// An `attr` condition as docs/API.md ("Attribute filters") defines it: the
+// first =, !=, > or < is the operator, a bare key means "has the key";
+// != needs the key, > and < a number.
+function attrCondition(a) {
+  const m = /=|!=|>|</.exec(a);
+  if (!m) return [a, (v) => v !== undefined && v !== null];
+  const arg = a.slice(m.index + m[0].length);
+  const scalar = (v) => v !== undefined && v !== null && typeof v !== 'object';
+  const pred = {
+    '=': (v) => scalar(v) && attrText(v) === arg,
+    '!=': (v) => scalar(v) && attrText(v) !== arg,
+    '>': (v) => typeof v === 'number' && v > Number(arg),
+    '<': (v) => typeof v === 'number' && v < Number(arg),
+  }[m[0]];
+  return [a.slice(0, m.index), pred];
+}
+
 function expectedTraces(r, f) {
-  const attrs = [].concat(f.attr ?? []).map((a) => [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)]);
+  const attrs = [].concat(f.attr ?? []).map(attrCondition);
   const code = { error: 2, ok: 1, unset: 0 }[f.status];
   const match = (s) => inRange(s.start, r)
     && (!f.service || s.service === f.service)
@@ -538,10 +555,30 @@ function expectedTraces(r, f) {
     && (f.status === undefined || s.statusCode === code)
     && (f.min_duration_ms === undefined || s.durNs >= f.min_duration_ms * 1e6)
     && (f.max_duration_ms === undefined || s.durNs <= f.max_duration_ms * 1e6)
-    && attrs.every(([k, v]) => attrText(s.attributes[k]) === v);
+    && attrs.every(([k, pred]) => pred(s.attributes[k]));
   const ids = new Set(DATA.spans.filter(match).map((s) => s.traceId));
-  const all = [...ids].map(traceSummary).sort((a, b) => (a.startNs < b.startNs ? 1 : a.startNs > b.startNs ? -1 : 0));
-  return { total: all.length, traces: all.slice(0, f.limit ?? 50) };
+  // Sorted by the trace's spans in the range: the earliest start, or the
+  // latest end minus it; ties by trace id (32 hex digits sort as unsigned).
+  const inRangeSpans = new Map();
+  for (const s of DATA.spans) {
+    if (!ids.has(s.traceId) || !inRange(s.start, r)) continue;
+    const t = inRangeSpans.get(s.traceId) ?? { start: s.start, end: s.end };
+    if (s.start < t.start) t.start = s.start;
+    if (s.end > t.end) t.end = s.end;
+    inRangeSpans.set(s.traceId, t);
+  }
+  const key = (id) => {
+    const t = inRangeSpans.get(id);
+    return f.sort === 'duration' ? t.end - t.start : t.start;
+  };
+  const desc = f.order !== 'asc';
+  const all = [...ids].sort((a, b) => {
+    const ka = key(a), kb = key(b);
+    if (ka !== kb) return (ka < kb) === desc ? 1 : -1;
+    return a < b ? -1 : a > b ? 1 : 0;
+  }).map(traceSummary);
+  const offset = f.offset ?? 0;
+  return { total: all.length, traces: all.slice(offset, offset + (f.limit ?? 50)) };
 }
 
 // The exception group's message, written again from the rules in docs/API.md
@@ -1093,7 +1130,7 @@ for (const engine of ENGINES) {
       }
     });
 
-    it('traces: each filter, limit, newest first, summaries', async () => {
+    it('traces: each filter and operator, limit, offset, newest first or by duration, summaries', async () => {
       const cases = [
         { limit: 20 },
         {},                                                   // default limit 50
@@ -1114,14 +1151,23 @@ for (const engine of ENGINES) {
         { service: 'checkout', status: 'error', attr: 'customer.tier=free', limit: 100 },
         { service: 'billing-worker', endpoint: 'cron reconcile', limit: 500 },
         { endpoint: 'no such endpoint' },
+        { attr: 'customer.tier!=free', limit: 100 },
+        { attr: 'http.response.status_code>499', limit: 100 },
+        { attr: ['http.response.status_code<500', 'customer.tier'], limit: 100 },
+        { attr: 'retry', limit: 100 },
+        { sort: 'duration', limit: 30 },
+        { sort: 'duration', order: 'asc', limit: 30, offset: 10 },
+        { sort: 'duration', service: 'checkout', limit: 20, offset: 5 },
+        { limit: 25, offset: 25 },
       ];
       await eachCase(cases.flatMap((c) => [[c, RANGE], [c, WIN]]), async ([c, r]) => {
         const params = { ...r, ...c };
         const got = await get('traces', params);
         const exp = expectedTraces(r, c);
-        const matching = new Map(expectedTraces(r, { ...c, limit: Infinity }).traces.map((t) => [t.trace_id, t]));
+        const matching = new Map(expectedTraces(r, { ...c, limit: Infinity, offset: 0 }).traces.map((t) => [t.trace_id, t]));
         assert.ok(exp.total > 0 || c.endpoint === 'no such endpoint', `fixture has matches for ${pretty(c)}`);
         assert.equal(got.traces.length, exp.traces.length, `number of traces for ${pretty(params)} (${exp.total} match)`);
+        assert.equal(got.has_more, exp.total > (c.offset ?? 0) + (c.limit ?? 50), `has_more for ${pretty(params)}`);
         got.traces.forEach((g, i) => {
           const e = matching.get(g.trace_id);
           const what = `traces ${pretty(params)} [${i}] ${g.trace_id}`;
@@ -1133,13 +1179,13 @@ for (const engine of ENGINES) {
           assert.equal(g.span_count, e.span_count, `${what}.span_count`);
           assert.equal(g.error, e.error, `${what}.error`);
         });
-        for (let i = 1; i < got.traces.length; i++) {
+        for (let i = 1; i < got.traces.length && !c.sort; i++) {
           const [a, b] = [got.traces[i - 1], got.traces[i]];
           assert.ok(a.start_ms >= b.start_ms, `traces ${pretty(params)}: not newest first: [${i - 1}] ${a.trace_id} `
             + `starts at ${a.start_ms} (${a.service} '${a.name}', ${a.duration_ms} ms), before [${i}] ${b.trace_id} at ${b.start_ms}`);
         }
         assert.deepEqual(got.traces.map((t) => t.trace_id), exp.traces.map((t) => t.trace_id),
-          `trace ids: the ${exp.traces.length} newest of ${exp.total} matching traces, newest first, for ${pretty(params)}`);
+          `trace ids: ${exp.traces.length} of ${exp.total} matching traces, in the order asked (newest first by default), for ${pretty(params)}`);
         if (c.status === 'error' && r === RANGE) snap.traces = got;
       });
     });
@@ -1487,8 +1533,13 @@ for (const engine of ENGINES) {
         ['traces', { limit: 501 }],
         ['traces', { min_duration_ms: 'slow' }],
         ['traces', { max_duration_ms: -1 }],
-        ['traces', { attr: 'customer.tier' }],
+        ['traces', { attr: 'customer.tier>free' }],  // a bare key is "exists"; > needs a number
         ['traces', { attr: '=free' }],
+        ['traces', { sort: 'latency' }],
+        ['traces', { sort: 'start', order: 'asc' }],
+        ['traces', { offset: -1 }],
+        ['traces/durations', { status: 'failed' }],
+        ['traces/attributes', { sample: 0 }],
         ['exceptions', { limit: 'ten' }],
         ['exceptions/spans', {}],
         ['exceptions/spans', { type: 'ValueError', limit: 0 }],
@@ -1499,7 +1550,7 @@ for (const engine of ENGINES) {
         ['logs', { severity_min: 'warn' }],
         ['logs', { trace_id: 'xyz' }],
         ['logs', { trace_id: 'g'.repeat(32) }],
-        ['logs', { attr: 'log.source' }],
+        ['logs', { attr: 'log.source<' }],
         ['logs', { limit: 1001 }],
         ['logs/volume', { step_ms: -60 }],
         ['logs/volume', { severity_min: 99 }],

@@ -4,7 +4,6 @@
 
 #include <chrono>
 #include <filesystem>
-#include <iterator>
 #include <string>
 
 #include "common/mutex.h"
@@ -16,37 +15,8 @@ namespace {
 
 // The statements below keep to SQL that PostgreSQL runs as written (ON
 // CONFLICT, excluded.*, bound times instead of unixepoch()), so the two stores
-// differ in their driver and their DDL, not in their queries.
-constexpr SqliteStateMigration kMigrations[] = {
-    {1, "projects, tokens, users, sessions",
-     // The schema of the releases before versioning, verbatim: on their
-     // databases this step finds every table present and changes nothing.
-     "CREATE TABLE IF NOT EXISTS projects(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,"
-     "  created_at INTEGER NOT NULL DEFAULT (unixepoch()));"
-     "CREATE TABLE IF NOT EXISTS tokens(hash TEXT PRIMARY KEY, project_id INTEGER NOT NULL REFERENCES projects(id),"
-     "  created_at INTEGER NOT NULL DEFAULT (unixepoch()));"
-     "CREATE TABLE IF NOT EXISTS users(username TEXT PRIMARY KEY, salt TEXT NOT NULL, password_hash TEXT NOT NULL,"
-     "  created_at INTEGER NOT NULL DEFAULT (unixepoch()));"
-     "CREATE TABLE IF NOT EXISTS sessions(hash TEXT PRIMARY KEY, username TEXT NOT NULL REFERENCES users(username),"
-     "  expires_at INTEGER NOT NULL);"},
-    {2, "password cost per user; tokens by project; sessions by expiry",
-     // Every stored hash so far was computed with 100k iterations; recording
-     // the count per user lets a later release raise it without locking
-     // anyone out.
-     "ALTER TABLE users ADD COLUMN pbkdf2_iterations INTEGER NOT NULL DEFAULT 100000;"
-     "CREATE INDEX tokens_by_project ON tokens(project_id);"
-     "CREATE INDEX sessions_by_expiry ON sessions(expires_at);"},
-    {3, "token scopes",
-     // Every token so far was handed to exporters to send with, so each
-     // becomes an ingest token; reading now needs a read token or a session.
-     "ALTER TABLE tokens ADD COLUMN scope TEXT NOT NULL DEFAULT 'ingest' CHECK (scope IN ('ingest', 'read'));"},
-    {4, "per-project retention",
-     "CREATE TABLE project_retention(project_id INTEGER NOT NULL REFERENCES projects(id),"
-     "  signal TEXT NOT NULL CHECK (signal IN ('spans', 'logs', 'metrics')),"
-     "  retention_seconds INTEGER NOT NULL CHECK (retention_seconds >= 0),"
-     "  PRIMARY KEY (project_id, signal));"},
-};
-static_assert(std::size(kMigrations) == kStateSchemaVersion, "one migration per schema version");
+// differ in their driver and their placeholders, not in their queries; the
+// schema itself is state/state_migrations.h, shared by both.
 
 //! The tokens query with its columns in the order ReadToken takes them, then `rest`.
 std::string TokenQuery(const char* rest) {
@@ -112,7 +82,7 @@ Status Exec(sqlite3* db, const char* sql, const std::string& what) {
 }
 
 //! Brings the database to the last migration's version in one transaction.
-Status Migrate(sqlite3* db, const std::string& path, std::span<const SqliteStateMigration> migrations) {
+Status Migrate(sqlite3* db, const std::string& path, std::span<const StateMigration> migrations) {
   const int latest = migrations.empty() ? 0 : migrations.back().version;
   SL_RETURN_IF_ERROR(Exec(db, "BEGIN IMMEDIATE", "begin migration of " + path));
   auto fail = [&](Status st) {
@@ -134,9 +104,9 @@ Status Migrate(sqlite3* db, const std::string& path, std::span<const SqliteState
         ": it was written by a newer release. Run that release (or newer) on it; downgrades are not supported"));
   }
   if (current == latest) return Exec(db, "COMMIT", "commit");
-  for (const SqliteStateMigration& m : migrations) {
+  for (const StateMigration& m : migrations) {
     if (m.version <= current) continue;
-    st = Exec(db, m.sql,
+    st = Exec(db, SpellMigration(m, kSqliteStateDialect).c_str(),
               "migrating " + path + " from schema version " + std::to_string(current) + " to " +
                   std::to_string(m.version) + " (" + m.what + ")");
     if (!st.ok()) return fail(st);
@@ -386,14 +356,12 @@ class SqliteStateStore final : public StateStore {
 
 }  // namespace
 
-std::span<const SqliteStateMigration> SqliteStateMigrations() { return kMigrations; }
-
 Result<std::unique_ptr<StateStore>> OpenSqliteStateStore(const std::string& data_dir) {
-  return OpenSqliteStateStore(data_dir, kMigrations);
+  return OpenSqliteStateStore(data_dir, StateMigrations());
 }
 
 Result<std::unique_ptr<StateStore>> OpenSqliteStateStore(const std::string& data_dir,
-                                                         std::span<const SqliteStateMigration> migrations) {
+                                                         std::span<const StateMigration> migrations) {
   std::error_code ec;
   std::filesystem::create_directories(data_dir, ec);
   if (ec) return Status::IoError("cannot create data directory " + data_dir + ": " + ec.message());

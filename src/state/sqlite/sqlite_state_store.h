@@ -11,26 +11,18 @@
 // one transaction: a failed migration leaves the database as it was. A
 // database from before versioning has no schema_version table and counts as
 // version 0; migration 1 creates the original tables only where missing, so it
-// adopts them unchanged.
+// adopts them unchanged. The migrations are state/state_migrations.h, the same
+// list the PostgreSQL store runs, spelt in SQLite's types.
 
 #include <memory>
 #include <span>
 #include <string>
 
 #include "common/status.h"
+#include "state/state_migrations.h"
 #include "state/state_store.h"
 
 namespace sightline {
-
-//! One forward step of the schema.
-struct SqliteStateMigration {
-  int version;       // what the database is at once this step ran
-  const char* what;  // a few words, for messages
-  const char* sql;   // one or more statements
-};
-
-//! The migrations in order, 1..kStateSchemaVersion.
-std::span<const SqliteStateMigration> SqliteStateMigrations();
 
 //! Opens (creating the directory, the database and its tables as needed)
 //! data_dir/state.sqlite and migrates it. IoError when it cannot be opened or
@@ -41,6 +33,6 @@ Result<std::unique_ptr<StateStore>> OpenSqliteStateStore(const std::string& data
 //! The same with another list of migrations, whose last version is the one
 //! this open migrates to. For tests (a failing step, a future version).
 Result<std::unique_ptr<StateStore>> OpenSqliteStateStore(const std::string& data_dir,
-                                                         std::span<const SqliteStateMigration> migrations);
+                                                         std::span<const StateMigration> migrations);
 
 }  // namespace sightline

@@ -5,7 +5,9 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <map>
+#include <optional>
 #include <random>
 #include <string_view>
 #include <utility>
@@ -80,13 +82,31 @@ std::string BucketExpr(const char* time_col, const Buckets& b) {
   return std::string("intDiv(") + time_col + " - (" + Int(b.origin_ns) + "), " + Int(b.step_ns) + ")";
 }
 
-//! " AND <attribute at key> = value": the key/value arrays hold each key's
-//! first scalar value (clickhouse_schema.h, AttributeArrays).
+//! A finite double as a ClickHouse Float64 literal that reads back the same.
+std::string Float(double v) {
+  char buf[32];
+  auto r = std::to_chars(buf, buf + sizeof(buf), v);
+  return "toFloat64(" + std::string(buf, r.ptr) + ")";
+}
+
+//! " AND <condition>" per filter, on the attribute arrays of the row
+//! (clickhouse_schema.h, AttributeArrays): attr_keys/attr_values hold each
+//! key's first scalar value as text, attr_numbers its number (NaN, which
+//! compares false, for strings and booleans), attr_other the keys whose
+//! first value is an array or an object.
 std::string AttrFilters(const std::vector<AttrFilter>& filters) {
   std::string w;
   for (const AttrFilter& a : filters) {
     const std::string key = Quote(a.key);
-    w += " AND has(attr_keys, " + key + ") AND attr_values[indexOf(attr_keys, " + key + ")] = " + Quote(a.value);
+    const std::string has = "has(attr_keys, " + key + ")";
+    const std::string at = "[indexOf(attr_keys, " + key + ")]";
+    switch (a.op) {
+      case AttrOp::kEq: w += " AND " + has + " AND attr_values" + at + " = " + Quote(a.value); break;
+      case AttrOp::kNe: w += " AND " + has + " AND attr_values" + at + " != " + Quote(a.value); break;
+      case AttrOp::kGt: w += " AND " + has + " AND attr_numbers" + at + " > " + Float(a.number); break;
+      case AttrOp::kLt: w += " AND " + has + " AND attr_numbers" + at + " < " + Float(a.number); break;
+      case AttrOp::kExists: w += " AND (" + has + " OR has(attr_other, " + key + "))"; break;
+    }
   }
   return w;
 }
@@ -100,7 +120,14 @@ std::string SpanWhere(const SpanFilter& f) {
   if (f.status_code) w += " AND status_code = " + Int(*f.status_code);
   if (f.min_duration_ns) w += " AND duration_ns >= " + Int(*f.min_duration_ns);
   if (f.max_duration_ns) w += " AND duration_ns <= " + Int(*f.max_duration_ns);
-  return w + AttrFilters(f.attributes);
+  w += AttrFilters(f.attributes);
+  // The resource's attribute arrays are on its span_resources row; a span
+  // whose resource row is missing matches none.
+  if (!f.resource_attributes.empty()) {
+    w += " AND resource_id IN (SELECT resource_id FROM span_resources WHERE project_id = " + Int(f.project_id) +
+         AttrFilters(f.resource_attributes) + ")";
+  }
+  return w;
 }
 
 std::string TraceIdWhere(const TraceId& id) {
@@ -217,6 +244,8 @@ class ClickHouseReader final : public TelemetryReader {
   Result<ExceptionGroups> GroupExceptions(const ExceptionQuery& q) override;
   Result<SpanRefs> ExceptionSpans(const ExceptionSpansQuery& q) override;
   Result<ServiceCalls> GroupServiceCalls(const ServiceCallQuery& q) override;
+  Result<DurationHistogram> HistogramDurations(const DurationHistogramQuery& q) override;
+  Result<AttributeSuggestions> SuggestAttributes(const AttributeSuggestionQuery& q) override;
   Result<LogPage> Logs(const LogPageQuery& q) override;
   Result<LogVolume> CountLogs(const LogVolumeQuery& q) override;
   Result<LogFacets> FacetLogs(const LogFacetsQuery& q) override;
@@ -232,6 +261,11 @@ class ClickHouseReader final : public TelemetryReader {
  private:
   //! Runs one statement (its own query id) and calls on_row per answer row.
   Status Run(const std::string& sql, const std::function<void(const TsvRowView&)>& on_row) EXCLUDES(mu_);
+  //! The top attribute keys of the rows of `sample` (a subquery with
+  //! attr_keys and attr_values; `only`: that key alone), each with its top
+  //! values, counted by the server.
+  Status TopAttributes(const std::string& sample, const std::optional<std::string>& only, int64_t max_keys,
+                       int64_t max_values, std::vector<AttributeFacet>* out);
   Status CheckInterrupted() const {
     return interrupted() ? Status::Cancelled("the query was interrupted") : Status::Ok();
   }
@@ -358,16 +392,21 @@ Result<SpanGroups> ClickHouseReader::GroupSpans(const SpanGroupQuery& q) {
 
 Result<TraceSummaries> ClickHouseReader::SearchTraces(const TraceSearchQuery& q) {
   SL_RETURN_IF_ERROR(CheckLimit(q.limit));
+  if (q.offset < 0) return Status::InvalidArgument("offset must not be negative");
   SpanFilter range_only;
   range_only.project_id = q.filter.project_id;
   range_only.range = q.filter.range;
-  // Matching traces, newest trace start (within the range) first.
+  // Matching traces in the query's order, over their spans in the range:
+  // the earliest start, or the latest end less it; a page of them.
+  const char* order = q.order == TraceOrder::kStartDesc      ? "min(start_time_ns) DESC"
+                      : q.order == TraceOrder::kDurationDesc ? "max(end_time_ns) - min(start_time_ns) DESC"
+                                                             : "max(end_time_ns) - min(start_time_ns)";
   const std::string ids = "SELECT trace_id_high, trace_id_low FROM spans" + SpanWhere(range_only) +
                           " AND (trace_id_high, trace_id_low) IN (SELECT trace_id_high, trace_id_low FROM spans" +
                           SpanWhere(q.filter) +
                           " AND NOT (trace_id_high = 0 AND trace_id_low = 0)) GROUP BY trace_id_high, trace_id_low "
-                          "ORDER BY min(start_time_ns) DESC, trace_id_high, trace_id_low LIMIT " +
-                          Int(std::max<int64_t>(q.limit, 0));
+                          "ORDER BY " +
+                          order + ", trace_id_high, trace_id_low LIMIT " + Int(q.offset) + ", " + Int(q.limit);
   TraceSummaries out;
   std::string wanted;
   SL_RETURN_IF_ERROR(Run(ids, [&](const TsvRowView& r) {
@@ -641,26 +680,83 @@ Result<LogFacets> ClickHouseReader::FacetLogs(const LogFacetsQuery& q) {
   // server: the top keys, then the top values of each of them.
   const std::string sample = "(SELECT attr_keys, attr_values FROM logs" + where +
                              " ORDER BY time_ns DESC, seq DESC LIMIT " + Int(q.sample) + ")";
+  SL_RETURN_IF_ERROR(TopAttributes(sample, std::nullopt, q.max_keys, q.max_values, &out.attributes));
+  return out;
+}
+
+Status ClickHouseReader::TopAttributes(const std::string& sample, const std::optional<std::string>& only,
+                                       int64_t max_keys, int64_t max_values, std::vector<AttributeFacet>* out) {
+  const std::string key_where = only ? " WHERE k = " + Quote(*only) : "";
   std::vector<std::string> keys;
-  SL_RETURN_IF_ERROR(Run("SELECT k, count() AS n FROM " + sample +
-                             " ARRAY JOIN attr_keys AS k GROUP BY k ORDER BY "
-                             "n DESC, k" +
-                             CapLimit(q.max_keys),
+  SL_RETURN_IF_ERROR(Run("SELECT k, count() AS n FROM " + sample + " ARRAY JOIN attr_keys AS k" + key_where +
+                             " GROUP BY k ORDER BY n DESC, k" + CapLimit(max_keys),
                          [&](const TsvRowView& r) {
-                           out.attributes.push_back({r.GetString(0), r.GetInt(1), {}});
+                           out->push_back({r.GetString(0), r.GetInt(1), {}});
                            keys.push_back(Quote(r.GetString(0)));
                          }));
-  if (keys.empty()) return out;
+  if (keys.empty()) return Status::Ok();
   std::string in;
   for (const std::string& k : keys) in += (in.empty() ? "" : ", ") + k;
   std::map<std::string, std::vector<FacetCount>> values;
   SL_RETURN_IF_ERROR(Run("SELECT k, v, count() AS n FROM " + sample +
                              " ARRAY JOIN attr_keys AS k, attr_values AS v WHERE k IN (" + in +
-                             ") GROUP BY k, v ORDER BY k, n DESC, v" + CapLimit(q.max_values) + " BY k",
+                             ") GROUP BY k, v ORDER BY k, n DESC, v" + CapLimit(max_values) + " BY k",
                          [&](const TsvRowView& r) {
                            values[r.GetString(0)].push_back({r.GetString(1), r.GetInt(2)});
                          }));
-  for (AttributeFacet& f : out.attributes) f.values = std::move(values[f.key]);
+  for (AttributeFacet& f : *out) f.values = std::move(values[f.key]);
+  return Status::Ok();
+}
+
+// ------------------------------------------ trace search: distribution, suggestions
+
+Result<DurationHistogram> ClickHouseReader::HistogramDurations(const DurationHistogramQuery& q) {
+  if (q.bounds_ns.empty() ||
+      std::adjacent_find(q.bounds_ns.begin(), q.bounds_ns.end(), std::greater_equal<>()) != q.bounds_ns.end()) {
+    return Status::InvalidArgument("duration bounds must be strictly ascending and not empty");
+  }
+  std::string bounds = "[";
+  for (size_t i = 0; i < q.bounds_ns.size(); ++i) bounds += (i ? ", toInt64(" : "toInt64(") + Int(q.bounds_ns[i]) + ")";
+  bounds += "]";
+  DurationHistogram out;
+  out.counts.assign(q.bounds_ns.size() + 1, 0);
+  // A span's bucket is the number of bounds at or below its duration.
+  const std::string sql = "SELECT arrayCount(b -> b <= duration_ns, " + bounds +
+                          ") AS i, count(), min(duration_ns), max(duration_ns) FROM spans" + SpanWhere(q.filter) +
+                          " GROUP BY i";
+  SL_RETURN_IF_ERROR(Run(sql, [&](const TsvRowView& r) {
+    const int64_t i = r.GetInt(0);
+    if (i < 0 || i >= static_cast<int64_t>(out.counts.size())) return;
+    const int64_t n = r.GetInt(1), lo = r.GetInt(2), hi = r.GetInt(3);
+    out.min_ns = out.total == 0 ? lo : std::min(out.min_ns, lo);
+    out.max_ns = out.total == 0 ? hi : std::max(out.max_ns, hi);
+    out.counts[static_cast<size_t>(i)] += n;
+    out.total += n;
+  }));
+  return out;
+}
+
+Result<AttributeSuggestions> ClickHouseReader::SuggestAttributes(const AttributeSuggestionQuery& q) {
+  if (q.sample < 1 || q.max_keys < 1 || q.max_values < 1) {
+    return Status::InvalidArgument("attribute suggestion caps and sample must be at least 1");
+  }
+  // The newest `sample` matching spans, in the contract's order.
+  const std::string newest = " FROM spans" + SpanWhere(q.filter) +
+                             " ORDER BY start_time_ns DESC, trace_id_high, trace_id_low, span_id LIMIT " +
+                             Int(q.sample);
+  AttributeSuggestions out;
+  SL_RETURN_IF_ERROR(
+      Run("SELECT count() FROM (SELECT 1" + newest + ")", [&](const TsvRowView& r) { out.sampled = r.GetInt(0); }));
+  if (out.sampled == 0) return out;
+  SL_RETURN_IF_ERROR(
+      TopAttributes("(SELECT attr_keys, attr_values" + newest + ")", q.key, q.max_keys, q.max_values, &out.span));
+  // Their resources' arrays, one resource row per span (ANY: a duplicate
+  // key waiting for its merge is the same row).
+  const std::string resources = "(SELECT attr_keys, attr_values FROM (SELECT project_id, resource_id" + newest +
+                                ") ANY INNER JOIN (SELECT project_id, resource_id, attr_keys, attr_values FROM "
+                                "span_resources WHERE project_id = " +
+                                Int(q.filter.project_id) + ") USING (project_id, resource_id))";
+  SL_RETURN_IF_ERROR(TopAttributes(resources, q.key, q.max_keys, q.max_values, &out.resource));
   return out;
 }
 

@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include <charconv>
+#include <limits>
 #include <set>
 #include <string_view>
 
@@ -86,9 +87,13 @@ const char* TypeOf(const schema::Column& c) {
 
 std::vector<ExtraColumn> ExtraColumns(const char* table) {
   std::string_view t = table;
-  if (t == schema::kSpansTable) return {{"attr_keys", "Array(String)"}, {"attr_values", "Array(String)"}};
+  // Spans, logs and span resources: the attribute arrays AttrFilter reads
+  // (AttributeArrays), of their attributes / resource_attributes column.
+  std::vector<ExtraColumn> attrs(std::begin(kAttributeArrayColumns), std::end(kAttributeArrayColumns));
+  if (t == schema::kSpansTable || t == schema::kSpanResourcesTable) return attrs;
   if (t == schema::kLogsTable) {
-    return {{"seq", "UInt64"}, {"attr_keys", "Array(String)"}, {"attr_values", "Array(String)"}};
+    attrs.insert(attrs.begin(), {"seq", "UInt64"});
+    return attrs;
   }
   if (t == schema::kMetricPointsTable) {
     // is_int: whether int_value holds a value (the embedded engines' NULL).
@@ -172,9 +177,11 @@ std::optional<std::string> ScalarText(simdjson::dom::element v) {
 
 }  // namespace
 
-void AttributeArrays(std::string_view json, std::vector<std::string>* keys, std::vector<std::string>* values) {
-  keys->clear();
-  values->clear();
+void AttributeArrays::Parse(std::string_view json) {
+  keys.clear();
+  values.clear();
+  numbers.clear();
+  other.clear();
   if (json.empty() || json == "{}") return;
   thread_local simdjson::dom::parser parser;
   simdjson::dom::element doc;
@@ -186,10 +193,25 @@ void AttributeArrays(std::string_view json, std::vector<std::string>* keys, std:
   std::set<std::string_view> seen;  // a repeated key: its first value, as a filter reads it
   for (auto field : object) {
     if (!seen.insert(field.key).second) continue;
+    const simdjson::dom::element_type type = field.value.type();
+    if (type == simdjson::dom::element_type::ARRAY || type == simdjson::dom::element_type::OBJECT) {
+      other.emplace_back(field.key);
+      continue;
+    }
     std::optional<std::string> text = ScalarText(field.value);
     if (!text) continue;
-    keys->emplace_back(field.key);
-    values->push_back(std::move(*text));
+    keys.emplace_back(field.key);
+    values.push_back(std::move(*text));
+    switch (type) {
+      case simdjson::dom::element_type::INT64:
+        numbers.push_back(static_cast<double>(field.value.get_int64().value_unsafe()));
+        break;
+      case simdjson::dom::element_type::UINT64:
+        numbers.push_back(static_cast<double>(field.value.get_uint64().value_unsafe()));
+        break;
+      case simdjson::dom::element_type::DOUBLE: numbers.push_back(field.value.get_double().value_unsafe()); break;
+      default: numbers.push_back(std::numeric_limits<double>::quiet_NaN()); break;
+    }
   }
 }
 

@@ -53,11 +53,27 @@ std::vector<std::string> CreateTablesSql(const std::string& database, const Serv
 //! The column list of an INSERT into `table` (schema columns, then extras).
 std::string InsertColumns(const char* table);
 
-//! The key/value arrays of a JSON object's scalar attributes, as AttrFilter
-//! compares them (strings as they are, true/false, numbers in their
-//! shortest form); a repeated key keeps its first value; null, arrays and
-//! objects are left out. Text that is not an object gives none.
-void AttributeArrays(std::string_view json, std::vector<std::string>* keys, std::vector<std::string>* values);
+//! The attribute arrays of a JSON object, the columns AttrFilter's operators
+//! read (attr_keys, attr_values, attr_numbers, attr_other): each key's first
+//! value decides (a repeated key keeps its first); a scalar (string,
+//! true/false, number) goes to keys/values as AttrFilter compares it
+//! (numbers in their shortest form), with its number (NaN for strings and
+//! booleans) at the same index in numbers; an array or object value only
+//! puts its key in `other` (it exists, and compares to nothing); null is
+//! left out. Text that is not an object gives none.
+struct AttributeArrays {
+  std::vector<std::string> keys;
+  std::vector<std::string> values;
+  std::vector<double> numbers;
+  std::vector<std::string> other;
+  void Parse(std::string_view json);
+};
+
+//! The engine's extra columns holding AttributeArrays, in order.
+inline constexpr ExtraColumn kAttributeArrayColumns[] = {{"attr_keys", "Array(String)"},
+                                                         {"attr_values", "Array(String)"},
+                                                         {"attr_numbers", "Array(Float64)"},
+                                                         {"attr_other", "Array(String)"}};
 
 //! The numbers of a JSON array (histogram bucket counts and bounds); none
 //! for text that is not an array.

@@ -76,6 +76,14 @@ const StringColumn* TextColumn(std::span<const schema::Column> columns, std::str
   return nullptr;
 }
 
+//! The attribute array columns (kAttributeArrayColumns) of one row.
+void EncodeAttributeArrays(const AttributeArrays& a, RowBinaryWriter* rows) {
+  rows->StringArray(a.keys);
+  rows->StringArray(a.values);
+  rows->Float64Array(a.numbers);
+  rows->StringArray(a.other);
+}
+
 class ClickHouseStore;
 
 //! One signal's writer: its own keep-alive connection. Not thread-safe.
@@ -97,8 +105,8 @@ class ClickHouseSink final : public OneSignalSink<ClickHouseSink> {
   Connection conn_;
   std::string token_prefix_;  // insert_deduplication_token = prefix + write number
   uint64_t writes_ = 0;
-  std::vector<std::string> keys_, values_;  // reused attribute arrays
-  std::vector<double> counts_, bounds_;     // reused histogram arrays
+  AttributeArrays attrs_;                // reused per row
+  std::vector<double> counts_, bounds_;  // reused histogram arrays
 };
 
 //! Lifecycle: Open() connects, detects the version, creates the database and
@@ -227,10 +235,18 @@ Status ClickHouseSink::Write(const std::vector<const Batch*>& batches) {
   }
   for (size_t t = 0; t < tables.keyed.size(); ++t) {
     RowBinaryWriter rows;
+    // Span resources also carry the attribute arrays of their
+    // resource_attributes, which resource filters read.
+    const bool resource_arrays = std::string_view(tables.keyed[t].table) == schema::kSpanResourcesTable;
     for (const schema::BatchWrite<Batch>& w : writes) {
       const std::vector<schema::Column>& columns = w.columns.keyed[t].columns;
+      const StringColumn* resource = resource_arrays ? TextColumn(columns, "resource_attributes") : nullptr;
       for (uint32_t r : w.new_keyed_rows[t]) {
         for (const schema::Column& c : columns) EncodeValue(c, r, &rows);
+        if (resource_arrays) {
+          attrs_.Parse(resource != nullptr ? resource->Get(r) : "");
+          EncodeAttributeArrays(attrs_, &rows);
+        }
       }
     }
     if (!rows.empty()) SL_RETURN_IF_ERROR(Insert(tables.keyed[t].table, rows.Take()));
@@ -253,9 +269,8 @@ Status ClickHouseSink::Write(const std::vector<const Batch*>& batches) {
       for (const schema::Column& c : columns) EncodeValue(c, r, &rows);
       if (logs) rows.UInt64(seq++);
       if (arrays) {
-        AttributeArrays(attributes != nullptr ? attributes->Get(r) : "", &keys_, &values_);
-        rows.StringArray(keys_);
-        rows.StringArray(values_);
+        attrs_.Parse(attributes != nullptr ? attributes->Get(r) : "");
+        EncodeAttributeArrays(attrs_, &rows);
       } else {
         NumberArray(counts != nullptr ? counts->Get(r) : "", &counts_);
         NumberArray(bounds != nullptr ? bounds->Get(r) : "", &bounds_);

@@ -101,13 +101,22 @@ TEST(ClickHouseSchema, ModernDdlUsesLowCardinalityCodecsAndSkipIndexesOldDdlDoes
   }
 }
 
-TEST(ClickHouseSchema, AttributeArraysHoldEachKeysFirstScalarValue) {
-  std::vector<std::string> keys, values;
-  AttributeArrays(R"({"s":"x","b":true,"i":-3,"d":1.5,"n":null,"a":[1],"o":{},"s":"later"})", &keys, &values);
-  EXPECT_EQ(keys, (std::vector<std::string>{"s", "b", "i", "d"}));
-  EXPECT_EQ(values, (std::vector<std::string>{"x", "true", "-3", "1.5"}));
-  AttributeArrays("not json", &keys, &values);
-  EXPECT_TRUE(keys.empty());
+TEST(ClickHouseSchema, AttributeArraysHoldEachKeysFirstValue) {
+  AttributeArrays a;
+  a.Parse(R"({"s":"x","b":true,"i":-3,"d":1.5,"n":null,"a":[1],"o":{},"s":"later","n":1,"a":2})");
+  EXPECT_EQ(a.keys, (std::vector<std::string>{"s", "b", "i", "d"}));
+  EXPECT_EQ(a.values, (std::vector<std::string>{"x", "true", "-3", "1.5"}));
+  ASSERT_EQ(a.numbers.size(), 4u);
+  EXPECT_TRUE(std::isnan(a.numbers[0]));  // a string is no number
+  EXPECT_TRUE(std::isnan(a.numbers[1]));  // nor a boolean
+  EXPECT_EQ(a.numbers[2], -3);
+  EXPECT_EQ(a.numbers[3], 1.5);
+  // Arrays and objects exist and compare to nothing; a null's key is absent,
+  // whatever a repeated key holds later.
+  EXPECT_EQ(a.other, (std::vector<std::string>{"a", "o"}));
+  a.Parse("not json");
+  EXPECT_TRUE(a.keys.empty());
+  EXPECT_TRUE(a.other.empty());
 }
 
 TEST(ClickHouseUrl, ParsesHostAndPort) {

@@ -21,16 +21,29 @@ class DuckDbTelemetryReader final : public SqlReader {
 
  protected:
   std::string IntDiv(const std::string& a, const std::string& b) const override { return "(" + a + " // " + b + ")"; }
-  void AppendJsonText(sql::Sql* sql, const char* column, const std::string& key) const override {
+  //! $."key" with " and \ escaped.
+  static std::string JsonPath(const std::string& key) {
     std::string path = "$.\"";
     for (char c : key) {
       if (c == '"' || c == '\\') path.push_back('\\');
       path.push_back(c);
     }
     path += "\"";
+    return path;
+  }
+  void AppendJsonText(sql::Sql* sql, const char* column, const std::string& key) const override {
     *sql << "json_extract_string(" << column << ", ";
-    sql->Bind(path);
+    sql->Bind(JsonPath(key));
     *sql << ")";
+  }
+  //! DuckDB's json_type names numbers by their parsed type.
+  void AppendJsonNumber(sql::Sql* sql, const char* column, const std::string& key) const override {
+    const std::string path = JsonPath(key);
+    *sql << "(CASE WHEN json_type(" << column << ", ";
+    sql->Bind(path);
+    *sql << ") IN ('BIGINT', 'UBIGINT', 'HUGEINT', 'DOUBLE') THEN TRY_CAST(json_extract_string(" << column << ", ";
+    sql->Bind(path);
+    *sql << ") AS DOUBLE) END)";
   }
   std::string LastOf(const char* column) const override { return std::string("arg_max(") + column + ", time_ns)"; }
   //! ~3x faster than ILIKE ... ESCAPE over a full scan (measured at 1M logs);

@@ -139,21 +139,6 @@ std::optional<std::string> ValueText(simdjson::dom::element value) {
   return std::nullopt;
 }
 
-//! An attribute of a JSON object as AttrFilter compares it: strings as they
-//! are, true/false, numbers in their shortest form (integers in decimal,
-//! others as std::to_chars writes them, which is how the decoders wrote them);
-//! arrays and objects as minified JSON. nullopt when the key is absent, the
-//! value is null or the text is not a JSON object.
-std::optional<std::string> AttributeText(simdjson::dom::parser& parser, std::string_view json, const std::string& key) {
-  simdjson::dom::element doc;
-  if (parser.parse(json.data(), json.size()).get(doc) != simdjson::SUCCESS) return std::nullopt;
-  simdjson::dom::object object;
-  if (doc.get_object().get(object) != simdjson::SUCCESS) return std::nullopt;
-  simdjson::dom::element value;
-  if (object.at_key(key).get(value) != simdjson::SUCCESS) return std::nullopt;
-  return ValueText(value);
-}
-
 //! A JSON array of numbers (histogram bucket counts and bounds).
 Result<std::vector<double>> NumberArray(simdjson::dom::parser& parser, std::string_view json) {
   simdjson::dom::element doc;
@@ -188,6 +173,8 @@ class MemoryReader final : public TelemetryReader {
   Result<ExceptionGroups> GroupExceptions(const ExceptionQuery& q) override;
   Result<SpanRefs> ExceptionSpans(const ExceptionSpansQuery& q) override;
   Result<ServiceCalls> GroupServiceCalls(const ServiceCallQuery& q) override;
+  Result<DurationHistogram> HistogramDurations(const DurationHistogramQuery& q) override;
+  Result<AttributeSuggestions> SuggestAttributes(const AttributeSuggestionQuery& q) override;
   Result<LogPage> Logs(const LogPageQuery& q) override;
   Result<LogVolume> CountLogs(const LogVolumeQuery& q) override;
   Result<LogFacets> FacetLogs(const LogFacetsQuery& q) override;
@@ -206,7 +193,9 @@ class MemoryReader final : public TelemetryReader {
     return Status::Ok();
   }
   bool AttributesMatch(std::string_view json, const std::vector<AttrFilter>& filters);
-  bool Matches(const SpanRow& s, const SpanFilter& f);
+  //! The span matches every part of the filter (its resource looked up in t).
+  bool Matches(const Tables& t, const SpanRow& s, const SpanFilter& f);
+  bool ResourceMatches(const Tables& t, const SpanRow& s, const SpanFilter& f);
   bool Matches(const LogRow& l, const LogFilter& f);
   //! A log-based exception event: an exception type or message.
   static bool IsException(const LogRow& l);
@@ -220,14 +209,53 @@ class MemoryReader final : public TelemetryReader {
 };
 
 bool MemoryReader::AttributesMatch(std::string_view json, const std::vector<AttrFilter>& filters) {
+  if (filters.empty()) return true;
+  simdjson::dom::element doc;
+  simdjson::dom::object object;
+  if (parser_.parse(json.data(), json.size()).get(doc) != simdjson::SUCCESS ||
+      doc.get_object().get(object) != simdjson::SUCCESS) {
+    return false;
+  }
   for (const AttrFilter& f : filters) {
-    std::optional<std::string> text = AttributeText(parser_, json, f.key);
-    if (!text || *text != f.value) return false;
+    simdjson::dom::element value;
+    if (object.at_key(f.key).get(value) != simdjson::SUCCESS) return false;
+    const simdjson::dom::element_type type = value.type();
+    if (type == simdjson::dom::element_type::NULL_VALUE) return false;
+    switch (f.op) {
+      case AttrOp::kExists: break;
+      case AttrOp::kEq:
+      case AttrOp::kNe: {
+        if ((ValueText(value) == f.value) != (f.op == AttrOp::kEq)) return false;
+        break;
+      }
+      case AttrOp::kGt:
+      case AttrOp::kLt: {
+        double number = 0;
+        switch (type) {
+          case simdjson::dom::element_type::INT64:
+            number = static_cast<double>(value.get_int64().value_unsafe());
+            break;
+          case simdjson::dom::element_type::UINT64:
+            number = static_cast<double>(value.get_uint64().value_unsafe());
+            break;
+          case simdjson::dom::element_type::DOUBLE: number = value.get_double().value_unsafe(); break;
+          default: return false;
+        }
+        if (f.op == AttrOp::kGt ? !(number > f.number) : !(number < f.number)) return false;
+        break;
+      }
+    }
   }
   return true;
 }
 
-bool MemoryReader::Matches(const SpanRow& s, const SpanFilter& f) {
+bool MemoryReader::ResourceMatches(const Tables& t, const SpanRow& s, const SpanFilter& f) {
+  if (f.resource_attributes.empty()) return true;
+  auto it = t.span_resources.find({s.project_id, s.resource_id});
+  return it != t.span_resources.end() && AttributesMatch(it->second.resource_attributes, f.resource_attributes);
+}
+
+bool MemoryReader::Matches(const Tables& t, const SpanRow& s, const SpanFilter& f) {
   if (s.project_id != f.project_id || !InRange(s.start_time_ns, f.range)) return false;
   if (f.entry_only && !s.is_entry) return false;
   if (f.service && s.service_name != *f.service) return false;
@@ -235,7 +263,7 @@ bool MemoryReader::Matches(const SpanRow& s, const SpanFilter& f) {
   if (f.status_code && s.status_code != *f.status_code) return false;
   if (f.min_duration_ns && s.duration_ns < *f.min_duration_ns) return false;
   if (f.max_duration_ns && s.duration_ns > *f.max_duration_ns) return false;
-  return AttributesMatch(s.attributes, f.attributes);
+  return AttributesMatch(s.attributes, f.attributes) && ResourceMatches(t, s, f);
 }
 
 bool MemoryReader::IsException(const LogRow& l) { return !l.exception_type.empty() || !l.exception_message.empty(); }
@@ -272,7 +300,7 @@ Result<SpanGroups> MemoryReader::GroupSpans(const SpanGroupQuery& q) {
     std::map<std::vector<std::string>, Group> groups;
     for (const SpanRow& s : t.spans) {
       SL_RETURN_IF_ERROR(Poll());
-      if (!Matches(s, q.filter)) continue;
+      if (!Matches(t, s, q.filter)) continue;
       std::vector<std::string> keys;
       bool in_buckets = true;
       for (SpanDimension d : q.dimensions) {
@@ -319,26 +347,37 @@ Result<SpanGroups> MemoryReader::GroupSpans(const SpanGroupQuery& q) {
 Result<TraceSummaries> MemoryReader::SearchTraces(const TraceSearchQuery& q) {
   SL_RETURN_IF_ERROR(Poll());
   SL_RETURN_IF_ERROR(CheckLimit(q.limit));
+  if (q.offset < 0) return Status::InvalidArgument("offset must not be negative");
   return store_->Read([&](const Tables& t) -> Result<TraceSummaries> {
     const int64_t project = q.filter.project_id;
     std::set<TraceId> matched;
     for (const SpanRow& s : t.spans) {
       SL_RETURN_IF_ERROR(Poll());
-      if (!s.trace_id.empty() && Matches(s, q.filter)) matched.insert(s.trace_id);
+      if (!s.trace_id.empty() && Matches(t, s, q.filter)) matched.insert(s.trace_id);
     }
-    // A trace's place in the list: its earliest start among all its spans in
-    // the range, whichever of them matched.
-    std::map<TraceId, int64_t> first_in_range;
+    // A trace's place in the list: its earliest start and its latest end
+    // among all its spans in the range, whichever of them matched.
+    std::map<TraceId, std::pair<int64_t, int64_t>> span_in_range;
     for (const SpanRow& s : t.spans) {
       if (s.project_id != project || !InRange(s.start_time_ns, q.filter.range) || !matched.count(s.trace_id)) continue;
-      auto [it, inserted] = first_in_range.emplace(s.trace_id, s.start_time_ns);
-      if (!inserted) it->second = std::min(it->second, s.start_time_ns);
+      auto [it, inserted] = span_in_range.emplace(s.trace_id, std::pair{s.start_time_ns, s.end_time_ns});
+      if (!inserted) {
+        it->second.first = std::min(it->second.first, s.start_time_ns);
+        it->second.second = std::max(it->second.second, s.end_time_ns);
+      }
     }
+    // (sort key, trace): the key is the start, or the duration.
     std::vector<std::pair<int64_t, TraceId>> order;
-    for (const auto& [trace, start] : first_in_range) order.emplace_back(start, trace);
-    std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
-      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    for (const auto& [trace, span] : span_in_range) {
+      order.emplace_back(q.order == TraceOrder::kStartDesc ? span.first : span.second - span.first, trace);
+    }
+    const bool ascending = q.order == TraceOrder::kDurationAsc;
+    std::sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
+      if (a.first != b.first) return ascending ? a.first < b.first : a.first > b.first;
+      return a.second < b.second;
     });
+    const size_t skip = std::min(order.size(), static_cast<size_t>(q.offset));
+    order.erase(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(skip));
     if (order.size() > static_cast<size_t>(q.limit)) order.resize(static_cast<size_t>(q.limit));
     TraceSummaries out;
     for (const auto& [unused, trace] : order) {
@@ -450,7 +489,7 @@ Result<ExceptionGroups> MemoryReader::GroupExceptions(const ExceptionQuery& q) {
     };
     for (const SpanRow& s : t.spans) {
       SL_RETURN_IF_ERROR(Poll());
-      if (!s.has_exception || !Matches(s, q.filter)) continue;
+      if (!s.has_exception || !Matches(t, s, q.filter)) continue;
       add(s.exception_type, s.exception_group, s.service_name, s.start_time_ns, s.trace_id, false);
     }
     for (const LogRow& l : t.logs) {
@@ -476,7 +515,7 @@ Result<SpanRefs> MemoryReader::ExceptionSpans(const ExceptionSpansQuery& q) {
     SpanRefs out;
     for (const SpanRow& s : t.spans) {
       SL_RETURN_IF_ERROR(Poll());
-      if (!s.has_exception || !Matches(s, q.filter)) continue;
+      if (!s.has_exception || !Matches(t, s, q.filter)) continue;
       // An absent type or message is stored as "", so "" matches it.
       if (q.type && s.exception_type != *q.type) continue;
       if (q.message && s.exception_group != *q.message) continue;
@@ -714,6 +753,79 @@ Result<LogFacets> MemoryReader::FacetLogs(const LogFacetsQuery& q) {
     for (const FacetCount& k : TopCounts(keys, q.max_keys)) {
       out.attributes.push_back({k.value, k.count, TopCounts(values[k.value], q.max_values)});
     }
+    return out;
+  });
+}
+
+// ------------------------------------------ trace search: distribution, suggestions
+
+Result<DurationHistogram> MemoryReader::HistogramDurations(const DurationHistogramQuery& q) {
+  SL_RETURN_IF_ERROR(Poll());
+  if (q.bounds_ns.empty() ||
+      std::adjacent_find(q.bounds_ns.begin(), q.bounds_ns.end(), std::greater_equal<>()) != q.bounds_ns.end()) {
+    return Status::InvalidArgument("duration bounds must be strictly ascending and not empty");
+  }
+  return store_->Read([&](const Tables& t) -> Result<DurationHistogram> {
+    DurationHistogram out;
+    out.counts.assign(q.bounds_ns.size() + 1, 0);
+    for (const SpanRow& s : t.spans) {
+      SL_RETURN_IF_ERROR(Poll());
+      if (!Matches(t, s, q.filter)) continue;
+      // The first bound above the duration is the bucket's end.
+      const auto above = std::upper_bound(q.bounds_ns.begin(), q.bounds_ns.end(), s.duration_ns);
+      ++out.counts[static_cast<size_t>(above - q.bounds_ns.begin())];
+      out.min_ns = out.total == 0 ? s.duration_ns : std::min(out.min_ns, s.duration_ns);
+      out.max_ns = out.total == 0 ? s.duration_ns : std::max(out.max_ns, s.duration_ns);
+      ++out.total;
+    }
+    return out;
+  });
+}
+
+Result<AttributeSuggestions> MemoryReader::SuggestAttributes(const AttributeSuggestionQuery& q) {
+  SL_RETURN_IF_ERROR(Poll());
+  if (q.sample < 1 || q.max_keys < 1 || q.max_values < 1) {
+    return Status::InvalidArgument("attribute suggestion caps and sample must be at least 1");
+  }
+  return store_->Read([&](const Tables& t) -> Result<AttributeSuggestions> {
+    std::vector<const SpanRow*> rows;
+    for (const SpanRow& s : t.spans) {
+      SL_RETURN_IF_ERROR(Poll());
+      if (Matches(t, s, q.filter)) rows.push_back(&s);
+    }
+    std::stable_sort(rows.begin(), rows.end(), [](const SpanRow* a, const SpanRow* b) {
+      if (a->start_time_ns != b->start_time_ns) return a->start_time_ns > b->start_time_ns;
+      return std::tie(a->trace_id, a->span_id) < std::tie(b->trace_id, b->span_id);
+    });
+    if (static_cast<int64_t>(rows.size()) > q.sample) rows.resize(static_cast<size_t>(q.sample));
+    AttributeSuggestions out;
+    out.sampled = static_cast<int64_t>(rows.size());
+    struct Counts {
+      std::map<std::string, int64_t> keys;
+      std::map<std::string, std::map<std::string, int64_t>> values;
+      void Add(std::vector<std::pair<std::string, std::string>> attributes, const std::optional<std::string>& only) {
+        for (auto& [key, text] : attributes) {
+          if (only && key != *only) continue;
+          ++keys[key];
+          ++values[key][text];
+        }
+      }
+      std::vector<AttributeFacet> Top(int64_t max_keys, int64_t max_values) {
+        std::vector<AttributeFacet> facets;
+        for (const FacetCount& k : TopCounts(keys, max_keys)) {
+          facets.push_back({k.value, k.count, TopCounts(values[k.value], max_values)});
+        }
+        return facets;
+      }
+    } span, resource;
+    for (const SpanRow* s : rows) {
+      SL_RETURN_IF_ERROR(Poll());
+      span.Add(ScalarAttributes(parser_, s->attributes), q.key);
+      auto r = t.span_resources.find({s->project_id, s->resource_id});
+      if (r != t.span_resources.end()) resource.Add(ScalarAttributes(parser_, r->second.resource_attributes), q.key);
+    }
+    out.span = span.Top(q.max_keys, q.max_values);
+    out.resource = resource.Top(q.max_keys, q.max_values);
     return out;
   });
 }

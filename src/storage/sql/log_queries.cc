@@ -135,6 +135,38 @@ std::vector<FacetCount> Top(const std::map<std::string, int64_t>& counts, int64_
 
 }  // namespace
 
+namespace sql {
+
+AttributeCounter::AttributeCounter() : parser_(std::make_unique<simdjson::dom::parser>()) {}
+AttributeCounter::~AttributeCounter() = default;
+
+void AttributeCounter::Add(const std::string& json, const std::optional<std::string>& only) {
+  simdjson::dom::element doc;
+  simdjson::dom::object object;
+  if (parser_->parse(json).get(doc) != simdjson::SUCCESS || doc.get_object().get(object) != simdjson::SUCCESS) return;
+  std::set<std::string_view> seen;
+  for (auto field : object) {
+    if (seen.count(field.key)) continue;  // a repeated key: its first value, as a filter reads it
+    seen.insert(field.key);
+    if (only && field.key != *only) continue;
+    std::optional<std::string> text = ScalarText(field.value);
+    if (!text) continue;
+    std::string key(field.key);
+    ++keys_[key];
+    ++values_[key][*text];
+  }
+}
+
+std::vector<AttributeFacet> AttributeCounter::Top(int64_t max_keys, int64_t max_values) const {
+  std::vector<AttributeFacet> out;
+  for (const FacetCount& k : sightline::Top(keys_, max_keys)) {
+    out.push_back({k.value, k.count, sightline::Top(values_.at(k.value), max_values)});
+  }
+  return out;
+}
+
+}  // namespace sql
+
 // Three statements: levels (the exact total is their sum), the top services
 // (exact counts, LIMIT cap + 1), and the attributes of the newest `sample`
 // records, counted here: their keys are data, which SQL cannot group by
@@ -166,30 +198,13 @@ Result<LogFacets> SqlReader::FacetLogs(const LogFacetsQuery& q) {
   sample.Append(LogWhere(q.filter));
   sample << " ORDER BY time_ns DESC, rowid DESC LIMIT ";
   sample.Bind(q.sample);
-  std::map<std::string, int64_t> keys;
-  std::map<std::string, std::map<std::string, int64_t>> values;
-  simdjson::dom::parser parser;
+  sql::AttributeCounter counter;
   SL_RETURN_IF_ERROR(Rows(sample, [&](const RowView& r) {
     ++out.sampled;
-    if (r.IsNull(0)) return;
-    const std::string json = r.GetString(0);
-    simdjson::dom::element doc;
-    simdjson::dom::object object;
-    if (parser.parse(json).get(doc) != simdjson::SUCCESS || doc.get_object().get(object) != simdjson::SUCCESS) return;
-    std::set<std::string_view> seen;
-    for (auto field : object) {
-      if (seen.count(field.key)) continue;  // a repeated key: its first value, as a filter reads it
-      seen.insert(field.key);
-      std::optional<std::string> text = ScalarText(field.value);
-      if (!text) continue;
-      std::string key(field.key);
-      ++keys[key];
-      ++values[key][*text];
-    }
+    if (!r.IsNull(0)) counter.Add(r.GetString(0));
   }));
   SL_RETURN_IF_ERROR(CheckInterrupted());
-  for (const FacetCount& k : Top(keys, q.max_keys))
-    out.attributes.push_back({k.value, k.count, Top(values[k.value], q.max_values)});
+  out.attributes = counter.Top(q.max_keys, q.max_values);
   return out;
 }
 

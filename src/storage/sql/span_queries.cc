@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <tuple>
 #include <unordered_map>
@@ -125,8 +126,11 @@ Result<SpanGroups> SqlReader::GroupSpans(const SpanGroupQuery& q) {
 }
 
 Result<TraceSummaries> SqlReader::SearchTraces(const TraceSearchQuery& q) {
-  // Matching traces, newest trace start first: a trace starts at its earliest
-  // span in the range, whichever span matched.
+  if (q.limit < 1) return Status::InvalidArgument("limit must be at least 1");
+  if (q.offset < 0) return Status::InvalidArgument("offset must not be negative");
+  // Matching traces in the query's order: a trace starts at its earliest
+  // span in the range and ends at its latest end there, whichever span
+  // matched.
   SpanFilter range_only;
   range_only.project_id = q.filter.project_id;
   range_only.range = q.filter.range;
@@ -135,9 +139,14 @@ Result<TraceSummaries> SqlReader::SearchTraces(const TraceSearchQuery& q) {
   ids.Append(SpanWhere(range_only));
   ids << " AND (trace_id_high, trace_id_low) IN (SELECT trace_id_high, trace_id_low FROM spans";
   ids.Append(SpanWhere(q.filter));
-  ids << ") GROUP BY trace_id_high, trace_id_low ORDER BY min(start_time_ns) DESC, "
-      << sql::UnsignedOrder("trace_id_high") << ", " << sql::UnsignedOrder("trace_id_low") << " LIMIT ";
+  ids << ") GROUP BY trace_id_high, trace_id_low ORDER BY "
+      << (q.order == TraceOrder::kStartDesc      ? "min(start_time_ns) DESC"
+          : q.order == TraceOrder::kDurationDesc ? "max(end_time_ns) - min(start_time_ns) DESC"
+                                                 : "max(end_time_ns) - min(start_time_ns)")
+      << ", " << sql::UnsignedOrder("trace_id_high") << ", " << sql::UnsignedOrder("trace_id_low") << " LIMIT ";
   ids.Bind(q.limit);
+  ids << " OFFSET ";
+  ids.Bind(q.offset);
   TraceSummaries out;
   sql::Sql wanted;  // ((high, low), ...) of the page's traces
   SL_RETURN_IF_ERROR(Rows(ids, [&](const RowView& r) {
@@ -184,6 +193,62 @@ Result<TraceSummaries> SqlReader::SearchTraces(const TraceSearchQuery& q) {
     s.span_count++;
     s.error |= r.GetInt(5) == 2;
   }));
+  return out;
+}
+
+Result<DurationHistogram> SqlReader::HistogramDurations(const DurationHistogramQuery& q) {
+  if (q.bounds_ns.empty() ||
+      std::adjacent_find(q.bounds_ns.begin(), q.bounds_ns.end(), std::greater_equal<>()) != q.bounds_ns.end()) {
+    return Status::InvalidArgument("duration bounds must be strictly ascending and not empty");
+  }
+  sql::Sql sql;
+  sql << "SELECT CASE";
+  for (size_t i = 0; i < q.bounds_ns.size(); ++i) {
+    sql << " WHEN duration_ns < ";
+    sql.Bind(q.bounds_ns[i]);
+    sql << " THEN " << std::to_string(i);
+  }
+  sql << " ELSE " << std::to_string(q.bounds_ns.size())
+      << " END, count(*), min(duration_ns), max(duration_ns) FROM spans";
+  sql.Append(SpanWhere(q.filter));
+  sql << " GROUP BY 1";
+  DurationHistogram out;
+  out.counts.assign(q.bounds_ns.size() + 1, 0);
+  SL_RETURN_IF_ERROR(Rows(sql, [&](const RowView& r) {
+    const int64_t bucket = r.GetInt(0), n = r.GetInt(1);
+    if (bucket < 0 || bucket >= static_cast<int64_t>(out.counts.size()) || n == 0) return;
+    out.counts[static_cast<size_t>(bucket)] += n;
+    out.min_ns = out.total == 0 ? r.GetInt(2) : std::min(out.min_ns, r.GetInt(2));
+    out.max_ns = out.total == 0 ? r.GetInt(3) : std::max(out.max_ns, r.GetInt(3));
+    out.total += n;
+  }));
+  return out;
+}
+
+Result<AttributeSuggestions> SqlReader::SuggestAttributes(const AttributeSuggestionQuery& q) {
+  if (q.sample < 1 || q.max_keys < 1 || q.max_values < 1) {
+    return Status::InvalidArgument("attribute suggestion caps and sample must be at least 1");
+  }
+  // The newest spans first, then their resources joined (the span filter's
+  // bare column names stay unambiguous inside the subquery).
+  sql::Sql sql;
+  sql << "SELECT s.attributes, r.resource_attributes FROM (SELECT project_id AS p, resource_id AS rid, attributes "
+         "FROM spans";
+  sql.Append(SpanWhere(q.filter));
+  sql << " ORDER BY start_time_ns DESC, " << sql::UnsignedOrder("trace_id_high") << ", "
+      << sql::UnsignedOrder("trace_id_low") << ", " << sql::UnsignedOrder("span_id") << " LIMIT ";
+  sql.Bind(q.sample);
+  sql << ") AS s LEFT JOIN span_resources r ON r.project_id = s.p AND r.resource_id = s.rid";
+  AttributeSuggestions out;
+  sql::AttributeCounter span, resource;
+  SL_RETURN_IF_ERROR(Rows(sql, [&](const RowView& r) {
+    ++out.sampled;
+    if (!r.IsNull(0)) span.Add(r.GetString(0), q.key);
+    if (!r.IsNull(1)) resource.Add(r.GetString(1), q.key);
+  }));
+  SL_RETURN_IF_ERROR(CheckInterrupted());
+  out.span = span.Top(q.max_keys, q.max_values);
+  out.resource = resource.Top(q.max_keys, q.max_values);
   return out;
 }
 

@@ -29,6 +29,11 @@ struct Sql {
     params.emplace_back(std::in_place_type<int64_t>, v);
     return *this;
   }
+  Sql& Bind(double v) {
+    text.push_back('?');
+    params.emplace_back(std::in_place_type<double>, v);
+    return *this;
+  }
   Sql& Bind(const std::string& v) {
     text.push_back('?');
     params.emplace_back(std::in_place_type<std::string>, v);

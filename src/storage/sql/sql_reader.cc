@@ -79,12 +79,39 @@ std::string SqlReader::SampleTraceIdHex() const {
   return "max(CASE WHEN trace_id_high IS NULL THEN '' ELSE printf('%016x%016x', trace_id_high, trace_id_low) END)";
 }
 
-void SqlReader::AppendAttrFilters(sql::Sql* w, const std::vector<AttrFilter>& filters) const {
+void SqlReader::AppendJsonNumber(sql::Sql* sql, const char* column, const std::string& key) const {
+  std::string path = JsonPathFor(key);
+  std::string col(column);
+  *sql << "(CASE WHEN json_type(" << col << ", ";
+  sql->Bind(path);
+  *sql << ") IN ('integer', 'real') THEN CAST(json_extract(" << col << ", ";
+  sql->Bind(path);
+  *sql << ") AS REAL) END)";
+}
+
+void SqlReader::AppendAttrFilters(sql::Sql* w, const char* column, const std::vector<AttrFilter>& filters) const {
   for (const AttrFilter& a : filters) {
     *w << " AND ";
-    AppendJsonText(w, "attributes", a.key);
-    *w << " = ";
-    w->Bind(a.value);
+    // A NULL (absent key, JSON null) compares to nothing: = and <> are both
+    // false for it, as the contract says.
+    switch (a.op) {
+      case AttrOp::kEq:
+      case AttrOp::kNe:
+        AppendJsonText(w, column, a.key);
+        *w << (a.op == AttrOp::kEq ? " = " : " <> ");
+        w->Bind(a.value);
+        break;
+      case AttrOp::kExists:
+        AppendJsonText(w, column, a.key);
+        *w << " IS NOT NULL";
+        break;
+      case AttrOp::kGt:
+      case AttrOp::kLt:
+        AppendJsonNumber(w, column, a.key);
+        *w << (a.op == AttrOp::kGt ? " > " : " < ");
+        w->Bind(a.number);
+        break;
+    }
   }
 }
 
@@ -117,7 +144,14 @@ sql::Sql SqlReader::SpanWhere(const SpanFilter& f) const {
     w << " AND duration_ns <= ";
     w.Bind(*f.max_duration_ns);
   }
-  AppendAttrFilters(&w, f.attributes);
+  AppendAttrFilters(&w, "attributes", f.attributes);
+  if (!f.resource_attributes.empty()) {
+    // Inside the subquery the bare names are span_resources' columns.
+    w << " AND resource_id IN (SELECT resource_id FROM span_resources WHERE project_id = ";
+    w.Bind(f.project_id);
+    AppendAttrFilters(&w, "resource_attributes", f.resource_attributes);
+    w << ")";
+  }
   return w;
 }
 
@@ -147,7 +181,7 @@ sql::Sql SqlReader::LogWhere(const LogFilter& f) const {
     w << " AND trace_id_low = ";
     w.Bind(static_cast<int64_t>(f.trace_id->low));
   }
-  AppendAttrFilters(&w, f.attributes);
+  AppendAttrFilters(&w, "attributes", f.attributes);
   return w;
 }
 

@@ -11,13 +11,19 @@
 // Files: sql_reader.cc (spellings, filters), span_queries.cc, log_queries.cc,
 // metric_queries.cc (one per operation family).
 
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "storage/sql/sql_builder.h"
 #include "storage/sql/sql_connection.h"
 #include "storage/telemetry_reader.h"
+
+namespace simdjson::dom {
+class parser;
+}
 
 namespace sightline {
 
@@ -37,6 +43,11 @@ class SqlReader : public TelemetryReader {
   //! Joins each child span to its parent in SQL and streams (caller, callee,
   //! status, duration); groups and computes the percentiles here.
   Result<ServiceCalls> GroupServiceCalls(const ServiceCallQuery& q) override;
+  //! One GROUP BY over a CASE of the bounds.
+  Result<DurationHistogram> HistogramDurations(const DurationHistogramQuery& q) override;
+  //! Reads the newest `sample` spans' attributes and their resources' and
+  //! counts them here, as FacetLogs does.
+  Result<AttributeSuggestions> SuggestAttributes(const AttributeSuggestionQuery& q) override;
   //! Newest first in growing time windows; the cursor is "<time_ns>:<rowid>".
   Result<LogPage> Logs(const LogPageQuery& q) override;
   Result<LogVolume> CountLogs(const LogVolumeQuery& q) override;
@@ -55,6 +66,9 @@ class SqlReader : public TelemetryReader {
   //! Appends the value at `key` of the JSON object column as text, per
   //! AttrFilter's rule (true/false as "true"/"false", numbers shortest).
   virtual void AppendJsonText(sql::Sql* sql, const char* column, const std::string& key) const;
+  //! Appends the value at `key` as a DOUBLE when it is a JSON number (integer
+  //! or decimal), else NULL (AttrFilter's kGt/kLt).
+  virtual void AppendJsonNumber(sql::Sql* sql, const char* column, const std::string& key) const;
   //! The value of `column` at the group's newest point. The default relies on
   //! SQLite's documented bare-column rule: the query selects max(time_ns) and
   //! no other min/max, so the bare column comes from the row holding the max.
@@ -103,8 +117,8 @@ class SqlReader : public TelemetryReader {
 
  private:
   sql::Sql LogWhere(const LogFilter& f) const;
-  //! " AND <attributes at key> = value" for each filter.
-  void AppendAttrFilters(sql::Sql* w, const std::vector<AttrFilter>& filters) const;
+  //! " AND <column at key> <op> value" for each filter.
+  void AppendAttrFilters(sql::Sql* w, const char* column, const std::vector<AttrFilter>& filters) const;
 
   std::unique_ptr<ReadConnection> conn_;
 };
@@ -128,6 +142,26 @@ inline constexpr const char* kLogColumns =
 inline constexpr int kLogColumnCount = 10;
 //! A log record from a row that starts with kLogColumns.
 LogRecord LogRecordOf(const RowView& r);
+
+//! Counts the string, boolean and number attributes of JSON objects by key
+//! and value, as text as AttrFilter's kEq compares them (log facets,
+//! attribute suggestions). Of a repeated key, the first value counts.
+class AttributeCounter {
+ public:
+  AttributeCounter();
+  ~AttributeCounter();
+  //! One object's attributes (only `only` when set); text that is not a JSON
+  //! object counts nothing.
+  void Add(const std::string& json, const std::optional<std::string>& only = std::nullopt);
+  //! The max_keys + 1 keys on the most objects (ties by key), each with its
+  //! max_values + 1 most frequent values (ties by value).
+  std::vector<AttributeFacet> Top(int64_t max_keys, int64_t max_values) const;
+
+ private:
+  std::unique_ptr<simdjson::dom::parser> parser_;
+  std::map<std::string, int64_t> keys_;
+  std::map<std::string, std::map<std::string, int64_t>> values_;
+};
 
 }  // namespace sql
 

@@ -686,7 +686,7 @@ std::vector<SpanBatch> ServiceMapSpans() {
       {kTraceM4, 0x2, 0x1, "api", kServer, 100, 60, 0},     {kTraceM5, 0x1, 0, "web", kServer, -120000, 200000, 0},
       {kTraceM5, 0x2, 0x1, "api", kServer, 500, 70, 0},     {kTraceM6, 0x1, 0, "web", kServer, 59000, 5, 0},
       {kTraceM6, 0x2, 0x1, "api", kServer, 60000, 5, 0},    {kTraceM7, 0x1, 0, "web", kServer, 60010, 5, 0},
-      {kTraceM7, 0x2, 0x1, "api", kServer, 59990, 5, 0},
+      {kTraceM7, 0x2, 0x1, "api", kServer, 59990, 5, 0},    {kTraceM0, 0x1, 0, "web", kServer, 4000, 5, 0},
   };
   for (const Row& r : rows) {
     AddSpan(&b, {.trace = r.trace,

@@ -122,6 +122,8 @@ inline constexpr int64_t kSeriesProjectB = 11;
 // - kTraceM5: web r1 (-120000, 200000) -> api r2 (500, 70): parent 2 min before.
 // - kTraceM6: web s1 (59000, 5) -> api s2 (60000, 5): child at the range's end.
 // - kTraceM7: web t1 (60010, 5) -> api t2 (59990, 5): parent after the range.
+// - kTraceM0: web u1 (4000, 5), a root alone, written last: in the range it
+//   lasts 5 ms, as kTraceM6 and kTraceM7 do, and its id is the smallest.
 // kProjectMapOther: other-svc x1 (1005, 5) whose parent id is m1 of kTraceM1
 // (stored only in kProjectMap).
 inline constexpr int64_t kProjectMap = 4;
@@ -133,6 +135,7 @@ inline constexpr TraceId kTraceM4{0x4d, 4};
 inline constexpr TraceId kTraceM5{0x4d, 5};
 inline constexpr TraceId kTraceM6{0x4d, 6};
 inline constexpr TraceId kTraceM7{0x4d, 7};
+inline constexpr TraceId kTraceM0{0x4d, 0};
 
 //! Two batches: kProjectMap's spans and kProjectMapOther's.
 std::vector<SpanBatch> ServiceMapSpans();

@@ -144,8 +144,9 @@ function tail(file, bytes = 4000) {
  * A running server. Created by startServer(); restart() reuses the data dir.
  */
 export class Server {
-  constructor({ engine, dir, dataDir, args, env, ulimitFiles, softUlimitFiles, tls }) {
+  constructor({ engine, dir, dataDir, args, env, ulimitFiles, softUlimitFiles, tls, state }) {
     this.engine = engine;
+    this.state = state;        // --state URL (a PostgreSQL database), or undefined: state.sqlite in dataDir
     this.dir = dir;            // temp root: data/ and logs live here
     this.dataDir = dataDir;
     this.args = args;
@@ -183,7 +184,7 @@ export class Server {
         await this.#spawnAndWait(readyTimeoutMs);
         // The ingest token cannot read the API: tests read with a read token,
         // minted once per data dir while the server runs.
-        this.readToken ??= await createToken(this.dataDir, { scope: 'read' });
+        this.readToken ??= await createToken(this.dataDir, { scope: 'read', state: this.state });
         return this;
       } catch (err) {
         lastErr = err;
@@ -205,6 +206,7 @@ export class Server {
       '--listen', `${HOST}:${this.apiPort}`,
       '--otlp-grpc', `${HOST}:${this.grpcPort}`,
       '--storage', this.engine,
+      ...(this.state ? ['--state', this.state] : []),
       ...(this.tls ? ['--tls-cert', this.tls.cert, '--tls-key', this.tls.key] : []),
       ...this.args,
     ];
@@ -318,16 +320,18 @@ export class Server {
 /**
  * Starts a server on a fresh temp data dir. `createDataDir: false` leaves the
  * data dir for the server to create; `ulimitFiles` runs it under that
- * open-file limit (soft and hard), `softUlimitFiles` under that soft limit.
+ * open-file limit (soft and hard), `softUlimitFiles` under that soft limit;
+ * `state` is a --state URL (lib/postgres.mjs) instead of state.sqlite.
  */
 export async function startServer({
   engine = 'duckdb', args = [], env = {}, readyTimeoutMs, createDataDir = true, ulimitFiles, softUlimitFiles, tls,
+  state,
 } = {}) {
   requireBinary();
   const dir = await makeTempDir(`sightline-it-${engine}-`);
   const dataDir = path.join(dir, 'data');
   if (createDataDir) await fsp.mkdir(dataDir);
-  const server = new Server({ engine, dir, dataDir, args, env, ulimitFiles, softUlimitFiles, tls });
+  const server = new Server({ engine, dir, dataDir, args, env, ulimitFiles, softUlimitFiles, tls, state });
   try {
     await server.start({ readyTimeoutMs });
   } catch (err) {
@@ -337,11 +341,12 @@ export async function startServer({
   return server;
 }
 
-//! `sightline token create` on a data dir; resolves the printed token.
-export function createToken(dataDir, { project = 'default', scope = 'ingest' } = {}) {
+//! `sightline token create` on a data dir (or the --state URL); resolves the printed token.
+export function createToken(dataDir, { project = 'default', scope = 'ingest', state } = {}) {
   requireBinary();
   return new Promise((resolve, reject) => {
-    execFile(BIN, ['token', 'create', '--project', project, '--scope', scope, '--data', dataDir],
+    execFile(BIN, ['token', 'create', '--project', project, '--scope', scope, '--data', dataDir,
+      ...(state ? ['--state', state] : [])],
       { timeout: 30_000, env: process.env }, (err, stdout, stderr) => {
         if (err) reject(new Error(`sightline token create failed (${err.code ?? err.signal}): ${stderr}`));
         else resolve(stdout.trim());

@@ -156,9 +156,36 @@ export function SortHeader(props: {
   );
 }
 
-export const ATTR_RE = /^[^=\s][^=]*=.*$/;
+export type AttrOp = '=' | '!=' | '>' | '<' | 'exists';
 
-/** Editable list of key=value filters: chips for the set ones plus an input for one more. */
+export interface AttrCondition {
+  key: string;
+  op: AttrOp;
+  value: string;
+}
+
+/** A finite decimal as the server reads one (std::from_chars): -1.5, 2e3, .5; no sign "+", no hex. */
+const NUMBER_RE = /^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/;
+
+/**
+ * An attribute condition as the API parses it (docs/API.md): the operator is
+ * the first `=`, `!=`, `>` or `<`; a bare key means "exists"; `>` and `<`
+ * need a number. null when the text is not one.
+ */
+export function parseAttr(text: string): AttrCondition | null {
+  const t = text.trim();
+  const m = /=|!=|>|</.exec(t);
+  const cond: AttrCondition = m
+    ? { key: t.slice(0, m.index), op: m[0] as AttrOp, value: t.slice(m.index + m[0].length) }
+    : { key: t, op: 'exists', value: '' };
+  if (cond.key === '' || /^\s/.test(cond.key)) return null;
+  if ((cond.op === '>' || cond.op === '<') && !(NUMBER_RE.test(cond.value) && Number.isFinite(Number(cond.value)))) return null;
+  return cond;
+}
+
+export const ATTR_HELP = 'key=value, key!=value, key>number, key<number, or a key alone (has the key)';
+
+/** Editable list of attribute filters: chips for the set ones plus an input for one more. */
 export function AttrInput(props: {
   chips: string[];
   setChips: (v: string[]) => void;
@@ -166,8 +193,10 @@ export function AttrInput(props: {
   setText: (v: string) => void;
   placeholder?: string;
   testid?: string;
+  /** The id of a <datalist> of suggestions for the input. */
+  list?: string;
 }) {
-  const bad = props.text.trim() !== '' && !ATTR_RE.test(props.text.trim());
+  const bad = props.text.trim() !== '' && parseAttr(props.text) === null;
   return (
     <div class="attr-input">
       {props.chips.map((c) => (
@@ -186,10 +215,12 @@ export function AttrInput(props: {
         type="text"
         data-testid={props.testid}
         class={bad ? 'invalid' : ''}
-        placeholder={props.placeholder ?? 'key=value'}
+        placeholder={props.placeholder ?? 'key=value, key!=v, key>5, key'}
         value={props.text}
-        title="An attribute filter: key=value"
-        aria-label="Attribute filter (key=value)"
+        list={props.list}
+        autocomplete="off"
+        title={`An attribute filter: ${ATTR_HELP}`}
+        aria-label={`Attribute filter (${ATTR_HELP})`}
         aria-invalid={bad ? 'true' : undefined}
         onInput={(e) => props.setText(e.currentTarget.value)}
       />
@@ -200,8 +231,8 @@ export function AttrInput(props: {
 /** Why the pending attribute text is not a filter, or null when it is empty or valid. */
 export function attrProblem(text: string): string | null {
   const t = text.trim();
-  if (!t || ATTR_RE.test(t)) return null;
-  return `Attribute filter "${t}" is not key=value`;
+  if (!t || parseAttr(t)) return null;
+  return `Attribute filter "${t}" is not ${ATTR_HELP}`;
 }
 
 /** The reasons a search form cannot be applied, shown above its buttons; nothing when there are none. */
@@ -216,11 +247,11 @@ export function FormErrors({ problems, testid }: { problems: string[]; testid?: 
   );
 }
 
-/** Chips plus the pending text, when it is a valid key=value. */
+/** Chips plus the pending text, when it is a valid filter. */
 export function attrList(chips: string[], text: string): string[] {
   const t = text.trim();
   const out = [...chips];
-  if (t && ATTR_RE.test(t) && !out.includes(t)) out.push(t);
+  if (t && parseAttr(t) && !out.includes(t)) out.push(t);
   return out;
 }
 

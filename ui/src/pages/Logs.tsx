@@ -1,7 +1,7 @@
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { Chart } from '../components/Chart';
 import { LogList, logKey } from '../components/LogList';
-import { Async, AttrInput, attrList, attrProblem, ATTR_RE, Empty, ErrorBox, FormErrors, Loading, Panel } from '../components/ui';
+import { Async, AttrInput, attrList, attrProblem, Empty, ErrorBox, FormErrors, Loading, Panel } from '../components/ui';
 import { api, useApi } from '../lib/api';
 import { useApp, useScope } from '../lib/ctx';
 import { fmtCompact, fmtCount } from '../lib/format';
@@ -187,7 +187,10 @@ export function logsFilterProblems(f: { trace_id: string; attr: string[] }, attr
   const out: string[] = [];
   const t = f.trace_id.trim().toLowerCase();
   if (t && !/^([0-9a-f]{16}){1,2}$/.test(t)) out.push(`Trace ID "${f.trace_id}" is not 32 or 16 hex digits`);
-  for (const a of f.attr) if (!ATTR_RE.test(a.trim())) out.push(`Attribute filter "${a}" is not key=value`);
+  for (const a of f.attr) {
+    const p = attrProblem(a);
+    if (p) out.push(p);
+  }
   const p = attrProblem(attrText);
   if (p) out.push(p);
   return out;

@@ -1,6 +1,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { Async, AttrInput, attrList, attrProblem, ATTR_RE, Empty, ErrorBox, FormErrors, Link, Panel, rowLink } from '../components/ui';
-import { useApi } from '../lib/api';
+import { DurationChart, type DurationBucket } from '../components/DurationChart';
+import { Async, AttrInput, attrList, attrProblem, Empty, ErrorBox, FormErrors, Link, Panel, rowLink } from '../components/ui';
+import { useApi, type Params } from '../lib/api';
 import { useApp, useScope } from '../lib/ctx';
 import { fmtCount, fmtDateTime, fmtMs, fmtTime, shortId } from '../lib/format';
 import { hrefTo, navigate, setParams } from '../lib/router';
@@ -69,10 +70,86 @@ export function tracesFilterProblems(f: { min: string; max: string; attrs: strin
   const min = num('Min', f.min);
   const max = num('Max', f.max);
   if (min !== undefined && max !== undefined && min > max) out.push(`Min duration (${min} ms) is above max duration (${max} ms)`);
-  for (const a of f.attrs) if (!ATTR_RE.test(a.trim())) out.push(`Attribute filter "${a}" is not key=value`);
-  const p = attrProblem(attrText);
+  for (const a of f.attrs) {
+    const p = attrProblem(resourceSplit(a).text);
+    if (p) out.push(p);
+  }
+  const p = attrProblem(resourceSplit(attrText).text);
   if (p) out.push(p);
   return out;
+}
+
+/** A filter chip "resource.<condition>" is on the span's resource attributes (the API's resource_attr). */
+const RESOURCE = 'resource.';
+function resourceSplit(chip: string): { resource: boolean; text: string } {
+  const t = chip.trim();
+  return t.startsWith(RESOURCE) && t.length > RESOURCE.length
+    ? { resource: true, text: t.slice(RESOURCE.length) }
+    : { resource: false, text: t };
+}
+
+function splitAttrs(chips: string[]): { attr: string[]; resource_attr: string[] } {
+  const attr: string[] = [];
+  const resource_attr: string[] = [];
+  for (const c of chips) {
+    const { resource, text } = resourceSplit(c);
+    (resource ? resource_attr : attr).push(text);
+  }
+  return { attr, resource_attr };
+}
+
+const SORTS = [
+  { value: 'start', label: 'Newest first', sort: 'start', order: 'desc' },
+  { value: 'duration-desc', label: 'Slowest first', sort: 'duration', order: 'desc' },
+  { value: 'duration-asc', label: 'Fastest first', sort: 'duration', order: 'asc' },
+];
+
+interface Suggestion {
+  key: string;
+  count: number;
+  values: { value: string; count: number }[];
+}
+interface SuggestionMap {
+  keys: Suggestion[];
+  keys_truncated: boolean;
+}
+interface AttrSuggestions {
+  sampled: number;
+  span: SuggestionMap;
+  resource: SuggestionMap;
+}
+
+/**
+ * Suggestions for the attribute input from the spans the filter matches:
+ * keys of span attributes and of their resources ("resource." keys), with
+ * their most frequent values; once a key and "=" or "!=" are typed, the most
+ * frequent values of that key among the spans that have it.
+ */
+function AttrSuggestionList({ id, filter, text }: { id: string; filter: Params | null; text: string }) {
+  const m = /^(resource\.)?([^=!<>]+?)(!=|=)/.exec(text.trim());
+  const keyed = m ? { key: m[2], map: m[1] ? 'resource' : 'span', op: m[3], prefix: m[1] ?? '' } : null;
+  const all = useApi<AttrSuggestions>(filter ? 'traces/attributes' : null, filter ?? {});
+  const one = useApi<AttrSuggestions>(filter && keyed ? 'traces/attributes' : null, { ...filter, key: keyed?.key, map: keyed?.map });
+  const options: string[] = [];
+  if (keyed && one.data) {
+    for (const k of keyed.map === 'resource' ? one.data.resource.keys : one.data.span.keys) {
+      for (const v of k.values) options.push(`${keyed.prefix}${k.key}${keyed.op}${v.value}`);
+    }
+  } else if (all.data) {
+    for (const [prefix, map] of [['', all.data.span], [RESOURCE, all.data.resource]] as const) {
+      for (const k of map.keys) {
+        options.push(`${prefix}${k.key}`);
+        for (const v of k.values) options.push(`${prefix}${k.key}=${v.value}`);
+      }
+    }
+  }
+  return (
+    <datalist id={id} data-testid="traces-attr-suggestions">
+      {options.map((o) => (
+        <option key={o} value={o} />
+      ))}
+    </datalist>
+  );
 }
 
 export function TracesPage() {
@@ -85,8 +162,12 @@ export function TracesPage() {
     status: q.get('status') ?? '',
     min: q.get('min_duration_ms') ?? '',
     max: q.get('max_duration_ms') ?? '',
-    attrs: q.getAll('attr'),
+    attrs: [...q.getAll('attr'), ...q.getAll('resource_attr').map((a) => RESOURCE + a)],
   };
+  const sortKey = `${q.get('sort') === 'duration' ? 'duration' : 'start'}${q.get('sort') === 'duration' ? (q.get('order') === 'asc' ? '-asc' : '-desc') : ''}`;
+  const sort = SORTS.find((x) => x.value === sortKey) ?? SORTS[0];
+  const pageSize = Math.min(500, Math.max(1, Math.floor(Number(q.get('limit') ?? 50)) || 50));
+  const offset = Math.max(0, Math.floor(Number(q.get('offset') ?? 0)) || 0);
   const [form, setForm] = useState(cur);
   const [attrText, setAttrText] = useState('');
   const key = JSON.stringify(cur);
@@ -104,24 +185,34 @@ export function TracesPage() {
   const urlProblems = tracesFilterProblems(cur);
   const [formProblems, setFormProblems] = useState<string[]>([]);
   useEffect(() => setFormProblems([]), [key]);
-  const st = useApi<{ traces: TraceRow[] }>(
-    urlProblems.length ? null : 'traces',
+  // Every filter but the durations: the distribution shows the whole spread,
+  // with the selected durations highlighted.
+  const spread: Params | null = urlProblems.length
+    ? null
+    : { ...scope, service: cur.service, endpoint: cur.endpoint, status: cur.status, ...splitAttrs(cur.attrs) };
+  const st = useApi<{ traces: TraceRow[]; has_more: boolean; offset: number }>(
+    spread ? 'traces' : null,
     {
-      ...scope,
-      service: cur.service,
-      endpoint: cur.endpoint,
-      status: cur.status,
+      ...spread,
       min_duration_ms: cur.min,
       max_duration_ms: cur.max,
-      attr: cur.attrs,
-      limit: 50,
+      sort: sort.sort === 'start' ? null : sort.sort,
+      order: sort.sort === 'start' ? null : sort.order,
+      offset: offset || null,
+      limit: pageSize,
     },
+    tick,
+  );
+  const dist = useApi<{ total: number; min_ms: number | null; max_ms: number | null; buckets: DurationBucket[] }>(
+    spread ? 'traces/durations' : null,
+    spread ?? {},
     tick,
   );
   // Marked as soon as typed; the message comes with Search.
   const durBad = form.min.trim() !== '' && form.max.trim() !== '' && Number(form.min) > Number(form.max);
   const set = (k: keyof typeof form) => (e: Event) =>
     setForm({ ...form, [k]: (e.currentTarget as HTMLInputElement).value });
+  const num = (v: string) => (v.trim() === '' || !Number.isFinite(Number(v)) ? undefined : Number(v));
   return (
     <div class="page">
       <div class="page-head">
@@ -136,13 +227,16 @@ export function TracesPage() {
           const problems = tracesFilterProblems(form, attrText);
           setFormProblems(problems);
           if (problems.length) return;
+          const attrs = splitAttrs(attrList(form.attrs, attrText));
           setParams({
             service: form.service.trim() || null,
             endpoint: form.endpoint.trim() || null,
             status: form.status || null,
             min_duration_ms: form.min || null,
             max_duration_ms: form.max || null,
-            attr: attrList(form.attrs, attrText),
+            attr: attrs.attr,
+            resource_attr: attrs.resource_attr,
+            offset: null,
           });
         }}
       >
@@ -181,7 +275,10 @@ export function TracesPage() {
             text={attrText}
             setText={setAttrText}
             testid="traces-attr"
+            list="trace-attr-suggestions"
+            placeholder="key=value, key!=v, key>5, key, resource.key=v"
           />
+          <AttrSuggestionList id="trace-attr-suggestions" filter={spread} text={attrText} />
         </div>
         <FormErrors problems={formProblems} testid="traces-form-errors" />
         <div class="form-buttons">
@@ -191,20 +288,70 @@ export function TracesPage() {
           <button
             type="button"
             onClick={() =>
-              setParams({ service: null, endpoint: null, status: null, min_duration_ms: null, max_duration_ms: null, attr: null })
+              setParams({
+                service: null,
+                endpoint: null,
+                status: null,
+                min_duration_ms: null,
+                max_duration_ms: null,
+                attr: null,
+                resource_attr: null,
+                offset: null,
+              })
             }
           >
             Clear
           </button>
         </div>
       </form>
-      <Panel title="Traces, newest first" busy={st.loading}>
+      {spread && (
+        <Panel title="Span durations" busy={dist.loading} testid="duration-panel">
+          <Async state={dist}>
+            {(d) => (
+              <DurationChart
+                buckets={d.buckets}
+                total={d.total}
+                minMs={d.min_ms}
+                maxMs={d.max_ms}
+                min={num(cur.min)}
+                max={num(cur.max)}
+                onSelect={(min, max) =>
+                  setParams({ min_duration_ms: String(min) === '0' ? null : String(min), max_duration_ms: max === null ? null : String(max), offset: null })
+                }
+              />
+            )}
+          </Async>
+        </Panel>
+      )}
+      <Panel
+        title={`Traces, ${sort.label.toLowerCase()}`}
+        busy={st.loading}
+        actions={
+          <label class="inline-field">
+            <span>Sort</span>
+            <select
+              data-testid="traces-sort"
+              value={sort.value}
+              onChange={(e) => {
+                const next = SORTS.find((x) => x.value === e.currentTarget.value) ?? SORTS[0];
+                setParams({ sort: next.sort === 'start' ? null : next.sort, order: next.sort === 'start' ? null : next.order, offset: null });
+              }}
+            >
+              {SORTS.map((x) => (
+                <option key={x.value} value={x.value}>
+                  {x.label}
+                </option>
+              ))}
+            </select>
+          </label>
+        }
+      >
         {urlProblems.length > 0 ? (
           <ErrorBox message={`Not searched, the filter in the address is invalid: ${urlProblems.join('; ')}`} />
         ) : (
         <Async state={st}>
           {(d) => {
-            if (d.traces.length === 0) return <Empty>No traces match in this range.</Empty>;
+            if (d.traces.length === 0 && offset === 0) return <Empty>No traces match in this range.</Empty>;
             const longest = Math.max(...d.traces.map((t) => t.duration_ms), 0.001);
             return (
               <div class="table-wrap">
@@ -245,6 +392,23 @@ export function TracesPage() {
                     })}
                   </tbody>
                 </table>
+                <div class="pager" data-testid="traces-pager">
+                  <span class="muted" data-testid="traces-page-range">
+                    {d.traces.length ? `${fmtCount(offset + 1)}–${fmtCount(offset + d.traces.length)}` : `none past ${fmtCount(offset)}`}
+                    {d.has_more ? ' (more follow)' : ''}
+                  </span>
+                  <button
+                    type="button"
+                    data-testid="traces-prev"
+                    disabled={offset === 0}
+                    onClick={() => setParams({ offset: Math.max(0, offset - pageSize) || null })}
+                  >
+                    ← Previous
+                  </button>
+                  <button type="button" data-testid="traces-next" disabled={!d.has_more} onClick={() => setParams({ offset: offset + pageSize })}>
+                    Next →
+                  </button>
+                </div>
               </div>
             );
           }}
