@@ -34,9 +34,9 @@ void AddStoreOptions(CLI::App* cmd, std::string* data, std::string* storage, Sto
   cmd->add_option("--data", *data, "Data directory (engine files, state.sqlite)")
       ->envname("SIGHTLINE_DATA")
       ->capture_default_str();
-  cmd->add_option("--storage", *storage, "Telemetry engine: duckdb or sqlite")
+  cmd->add_option("--storage", *storage, "Telemetry engine: duckdb, sqlite or clickhouse")
       ->envname("SIGHTLINE_STORAGE")
-      ->check(CLI::IsMember({"duckdb", "sqlite"}))
+      ->check(CLI::IsMember({"duckdb", "sqlite", "clickhouse"}))
       ->capture_default_str();
   cmd->add_option("--duckdb-memory-limit", store->memory_limit,
                   "DuckDB memory_limit, e.g. 2GB (default: DuckDB's, 80% of RAM)")
@@ -49,6 +49,17 @@ void AddStoreOptions(CLI::App* cmd, std::string* data, std::string* storage, Sto
   cmd->add_option("--duckdb-threads", store->threads, "DuckDB worker threads (0 = one per core)")
       ->envname("SIGHTLINE_DUCKDB_THREADS")
       ->capture_default_str();
+  cmd->add_option("--clickhouse-url", store->clickhouse_url, "ClickHouse HTTP interface (--storage clickhouse)")
+      ->envname("SIGHTLINE_CLICKHOUSE_URL")
+      ->capture_default_str();
+  cmd->add_option("--clickhouse-database", store->clickhouse_database,
+                  "ClickHouse database of the telemetry tables (created when missing)")
+      ->envname("SIGHTLINE_CLICKHOUSE_DATABASE")
+      ->capture_default_str();
+  cmd->add_option("--clickhouse-user", store->clickhouse_user, "ClickHouse user (default: the server's default user)")
+      ->envname("SIGHTLINE_CLICKHOUSE_USER");
+  cmd->add_option("--clickhouse-password", store->clickhouse_password, "ClickHouse password")
+      ->envname("SIGHTLINE_CLICKHOUSE_PASSWORD");
 }
 
 int Serve(ServerOptions options) {
@@ -490,7 +501,7 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::from_str(log_level));
 
   if (serve->parsed() && print_config) {
-    std::vector<std::string> secrets = {"admin-password", "ingest-token"};
+    std::vector<std::string> secrets = {"admin-password", "ingest-token", "clickhouse-password"};
     // A PostgreSQL URL may carry a password; then it is left out whole.
     if (RedactDsn(so.state) != so.state) secrets.push_back("state");
     std::cout << ServeConfigText(app, *serve, secrets);

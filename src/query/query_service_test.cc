@@ -19,6 +19,7 @@
 
 #include "common/testing/temp_dir.h"
 #include "query/query_service.h"
+#include "storage/clickhouse/testing/clickhouse_server.h"
 #include "storage/memory/memory_store.h"
 #include "storage/telemetry_store.h"
 #include "storage/testing/read_dataset.h"
@@ -171,6 +172,12 @@ class QueryOnEngine {
     if (engine == "memory") {
       store = OpenMemoryStore(options);
     } else {
+      if (engine == "clickhouse") {
+        // The binary's clickhouse-server, a database of this query's own.
+        const StoreOptions ch = clickhouse::testing::StoreOptionsForTest("query_service");
+        options.clickhouse_url = ch.clickhouse_url;
+        options.clickhouse_database = ch.clickhouse_database;
+      }
       RegisterBuiltinStores();
       store = StoreRegistry::Instance().Open(engine, options);
     }
@@ -809,7 +816,7 @@ TEST_P(QueryEnginesTest, SeriesBucketsLieOnMultiplesOfTheStep) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Engines, QueryEnginesTest, ::testing::Values("memory", "duckdb", "sqlite"),
+INSTANTIATE_TEST_SUITE_P(Engines, QueryEnginesTest, ::testing::Values("memory", "duckdb", "sqlite", "clickhouse"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

@@ -28,6 +28,7 @@
 #include "auth/tokens.h"
 #include "common/testing/temp_dir.h"
 #include "state/state_store.h"
+#include "storage/clickhouse/testing/clickhouse_server.h"
 #include "storage/telemetry_store.h"
 
 namespace sightline {
@@ -187,6 +188,12 @@ TEST_P(ServerIngestTest, ConcurrentIngestAndQueriesCommitEveryAcknowledgedItem) 
   options.read_connections = 2;
   options.store.threads = 2;
   options.api.query_timeout_ms = 120000;  // ThreadSanitizer slows everything down
+  if (options.storage == "clickhouse") {
+    // The binary's clickhouse-server, a database of this test's own.
+    const StoreOptions ch = clickhouse::testing::StoreOptionsForTest("server_ingest");
+    options.store.clickhouse_url = ch.clickhouse_url;
+    options.store.clickhouse_database = ch.clickhouse_database;
+  }
   auto started = Server::Start(options);
   ASSERT_TRUE(started.ok()) << started.status().ToString();
   std::unique_ptr<Server> server = std::move(started).value();
@@ -273,7 +280,7 @@ TEST_P(ServerIngestTest, ConcurrentIngestAndQueriesCommitEveryAcknowledgedItem) 
   server.reset();
 
   // And durable: the reopened store counts the same rows.
-  StoreOptions store_options;
+  StoreOptions store_options = options.store;
   store_options.data_dir = dir.str();
   auto store = StoreRegistry::Instance().Open(GetParam(), store_options);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
@@ -287,7 +294,7 @@ TEST_P(ServerIngestTest, ConcurrentIngestAndQueriesCommitEveryAcknowledgedItem) 
   EXPECT_TRUE((*store)->Close().ok());
 }
 
-INSTANTIATE_TEST_SUITE_P(Engines, ServerIngestTest, ::testing::Values("duckdb", "sqlite"),
+INSTANTIATE_TEST_SUITE_P(Engines, ServerIngestTest, ::testing::Values("duckdb", "sqlite", "clickhouse"),
                          [](const auto& info) { return std::string(info.param); });
 
 }  // namespace

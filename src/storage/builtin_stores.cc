@@ -3,6 +3,7 @@
 
 #include <mutex>
 
+#include "storage/clickhouse/clickhouse_store.h"
 #include "storage/telemetry_store.h"
 
 namespace sightline {
@@ -15,6 +16,7 @@ void RegisterBuiltinStores() {
   std::call_once(once, [] {
     StoreRegistry::Instance().Register("duckdb", OpenDuckDbStore);
     StoreRegistry::Instance().Register("sqlite", OpenSqliteStore);
+    StoreRegistry::Instance().Register("clickhouse", OpenClickHouseStore);
   });
 }
 

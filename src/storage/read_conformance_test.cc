@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "common/testing/temp_dir.h"
+#include "storage/clickhouse/testing/clickhouse_server.h"
 #include "storage/memory/memory_store.h"
 #include "storage/telemetry_reader.h"
 #include "storage/telemetry_store.h"
@@ -990,6 +991,15 @@ std::function<Result<std::unique_ptr<TelemetryStore>>(const std::string&)> Regis
   };
 }
 
+//! The ClickHouse engine on this binary's clickhouse-server, a database of
+//! its own per open (storage/clickhouse/testing/clickhouse_server.h).
+Result<std::unique_ptr<TelemetryStore>> OpenClickHouse(const std::string&) {
+  RegisterBuiltinStores();
+  StoreOptions options = clickhouse::testing::StoreOptionsForTest("read_conformance");
+  options.read_connections = 1;
+  return StoreRegistry::Instance().Open("clickhouse", options);
+}
+
 //! The engines under test. Adding one is one line: its name, its text
 //! folding (DuckDB's lower() folds Unicode, SQLite's LIKE ASCII only) and
 //! how to open it, Registered("duckdb") for an engine of the registry.
@@ -998,6 +1008,8 @@ std::vector<EngineSpec> Engines() {
       {"memory", TextFolding::kAscii, OpenMemory},
       {"duckdb", TextFolding::kSimpleUnicode, Registered("duckdb")},
       {"sqlite", TextFolding::kAscii, Registered("sqlite")},
+      // positionCaseInsensitiveUTF8 folds as DuckDB's lower() does.
+      {"clickhouse", TextFolding::kSimpleUnicode, OpenClickHouse},
   };
 }
 

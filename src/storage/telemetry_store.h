@@ -32,6 +32,12 @@ struct StoreOptions {
   //! Run every schema migration an older database needs, including those
   //! that are not automatic (`sightline migrate`; storage/schema_version.h).
   bool migrate = false;
+  // ClickHouse (storage/clickhouse/): the server's HTTP interface, the
+  // database the tables live in, and optional credentials.
+  std::string clickhouse_url = "http://127.0.0.1:8123";
+  std::string clickhouse_database = "sightline";
+  std::string clickhouse_user;
+  std::string clickhouse_password;
 };
 
 //! What opening did to the database's schema (storage/schema_version.h).
@@ -170,7 +176,7 @@ class StoreRegistry {
   std::map<std::string, StoreFactory> factories_;
 };
 
-//! Registers duckdb and sqlite. Idempotent.
+//! Registers duckdb, sqlite and clickhouse. Idempotent.
 void RegisterBuiltinStores();
 
 //! The library version of each built-in engine, as the library reports it.

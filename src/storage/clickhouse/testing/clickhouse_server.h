@@ -1,0 +1,33 @@
+#pragma once
+
+// Test support: one real clickhouse-server per test binary, started at first
+// use on free loopback ports with a minimal configuration in a temporary
+// directory, and stopped (and the directory removed) when the binary exits.
+// Tests get a database of their own (UniqueDatabase), so they stay
+// independent while sharing the server.
+
+#include <string>
+
+#include "common/status.h"
+#include "storage/telemetry_store.h"
+
+namespace sightline::clickhouse::testing {
+
+//! The running server's HTTP URL, starting it on first call. An error (never
+//! a skip) when the binary is missing or the server does not come up: the
+//! ClickHouse tests must fail then. The binary is $SIGHTLINE_CLICKHOUSE_SERVER,
+//! else /usr/sbin/clickhouse-server, else clickhouse-server on the PATH.
+Result<std::string> ServerUrl();
+
+//! A second user of the server, with a password (the default user has none).
+inline constexpr const char* kTestUser = "sightline_test";
+inline constexpr const char* kTestPassword = "test-password";
+
+//! A database name no other call in this process returns.
+std::string UniqueDatabase(const std::string& hint);
+
+//! Store options for the shared server and a fresh database; when the server
+//! cannot start, a URL nothing listens on (the open then fails).
+StoreOptions StoreOptionsForTest(const std::string& hint);
+
+}  // namespace sightline::clickhouse::testing
