@@ -38,9 +38,16 @@ step "clang -Wthread-safety -Werror build of every target, with ThreadSanitizer"
 cmake --build build-tsan
 
 step "concurrent tests under ThreadSanitizer"
-TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$root/test/tsan/suppressions.txt" \
-  ./build-tsan/unit_tests --gtest_brief=1 \
-  --gtest_filter='CondVar*:SignalWriter*:AdmissionGate*:ReadPool*:TokenCache*:LoginServiceTest.*:IngestService*:Engines/ServerIngestTest.*:MaintenanceTest.TheThreads*:Engines/RetentionStoreTest.DeleteBeside*:DuckDbCheckpoint.*:PostgresStateStoreTest.*:Engines/StateStoreConformanceTest.Concurrent*'
+# Two processes: the tests that fork a server of their own (ClickHouse,
+# PostgreSQL) run in the second, before any DuckDB thread exists. A fork while
+# DuckDB's allocator holds more than 64 locks trips TSan's deadlock detector
+# (a CHECK in TSan itself, not a finding in our code).
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$root/test/tsan/suppressions.txt"
+./build-tsan/unit_tests --gtest_brief=1 \
+  --gtest_filter='CondVar*:SignalWriter*:AdmissionGate*:ReadPool*:TokenCache*:LoginServiceTest.*:IngestService*:Engines/ServerIngestTest.*:MaintenanceTest.TheThreads*:Engines/RetentionStoreTest.DeleteBeside*:DuckDbCheckpoint.*-*/clickhouse'
+./build-tsan/unit_tests --gtest_brief=1 \
+  --gtest_filter='Engines/ServerIngestTest.*/clickhouse:Engines/RetentionStoreTest.DeleteBeside*/clickhouse:PostgresStateStoreTest.*:Engines/StateStoreConformanceTest.Concurrent*'
+unset TSAN_OPTIONS
 
 step "integration tests (OpenTelemetry JS SDK -> sightline serve)"
 test/integration/run.sh
