@@ -7,6 +7,7 @@
 #include <set>
 #include <string_view>
 
+#include "storage/attribute_text.h"
 #include "storage/clickhouse/formats.h"
 
 namespace sightline::clickhouse {
@@ -158,25 +159,6 @@ std::vector<std::string> CreateTablesSql(const std::string& database, const Serv
   return out;
 }
 
-namespace {
-
-std::optional<std::string> ScalarText(simdjson::dom::element v) {
-  switch (v.type()) {
-    case simdjson::dom::element_type::STRING: return std::string(v.get_string().value_unsafe());
-    case simdjson::dom::element_type::BOOL: return std::string(v.get_bool().value_unsafe() ? "true" : "false");
-    case simdjson::dom::element_type::INT64: return std::to_string(v.get_int64().value_unsafe());
-    case simdjson::dom::element_type::UINT64: return std::to_string(v.get_uint64().value_unsafe());
-    case simdjson::dom::element_type::DOUBLE: {
-      char buf[32];
-      auto r = std::to_chars(buf, buf + sizeof(buf), v.get_double().value_unsafe());
-      return std::string(buf, r.ptr);
-    }
-    default: return std::nullopt;
-  }
-}
-
-}  // namespace
-
 void AttributeArrays::Parse(std::string_view json) {
   keys.clear();
   values.clear();
@@ -198,7 +180,7 @@ void AttributeArrays::Parse(std::string_view json) {
       other.emplace_back(field.key);
       continue;
     }
-    std::optional<std::string> text = ScalarText(field.value);
+    std::optional<std::string> text = ScalarAttributeText(field.value);
     if (!text) continue;
     keys.emplace_back(field.key);
     values.push_back(std::move(*text));

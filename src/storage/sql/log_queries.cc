@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "storage/attribute_text.h"
 #include "storage/sql/sql_reader.h"
 
 namespace sightline {
@@ -104,24 +105,6 @@ Result<LogVolume> SqlReader::CountLogs(const LogVolumeQuery& q) {
 
 namespace {
 
-//! A scalar JSON value as AttrFilter compares it (strings as they are,
-//! true/false, integers in decimal, other numbers in their shortest
-//! round-trip form); nullopt for null, arrays and objects.
-std::optional<std::string> ScalarText(simdjson::dom::element v) {
-  switch (v.type()) {
-    case simdjson::dom::element_type::STRING: return std::string(v.get_string().value_unsafe());
-    case simdjson::dom::element_type::BOOL: return std::string(v.get_bool().value_unsafe() ? "true" : "false");
-    case simdjson::dom::element_type::INT64: return std::to_string(v.get_int64().value_unsafe());
-    case simdjson::dom::element_type::UINT64: return std::to_string(v.get_uint64().value_unsafe());
-    case simdjson::dom::element_type::DOUBLE: {
-      char buf[32];
-      auto r = std::to_chars(buf, buf + sizeof(buf), v.get_double().value_unsafe());
-      return std::string(buf, r.ptr);
-    }
-    default: return std::nullopt;
-  }
-}
-
 //! By count descending, then value ascending; the first cap + 1.
 std::vector<FacetCount> Top(const std::map<std::string, int64_t>& counts, int64_t cap) {
   std::vector<FacetCount> out;
@@ -149,7 +132,7 @@ void AttributeCounter::Add(const std::string& json, const std::optional<std::str
     if (seen.count(field.key)) continue;  // a repeated key: its first value, as a filter reads it
     seen.insert(field.key);
     if (only && field.key != *only) continue;
-    std::optional<std::string> text = ScalarText(field.value);
+    std::optional<std::string> text = ScalarAttributeText(field.value);
     if (!text) continue;
     std::string key(field.key);
     ++keys_[key];
