@@ -16,10 +16,9 @@ using ::testing::Not;
 
 // Recorded fixtures: the ingest ones are real `bench ingest` results; ramp,
 // probe and oltp are hand-written to the schemas in bench/README.md.
-std::string FixtureDir() {
-  std::string here = __FILE__;  // [ROOT/]src/bench/report_test.cc, as the compiler was given it
-  return here.substr(0, here.rfind("src/bench/report_test.cc")) + "test/fixtures/bench/";
-}
+// SIGHTLINE_SOURCE_DIR, not __FILE__: ccache's base_dir makes __FILE__
+// relative, and the fixtures must be found from any working directory.
+std::string FixtureDir() { return std::string(SIGHTLINE_SOURCE_DIR) + "/test/fixtures/bench/"; }
 
 ReportInput Fixture(const std::string& name) {
   std::ifstream f(FixtureDir() + name, std::ios::binary);
