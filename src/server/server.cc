@@ -284,16 +284,34 @@ Status Server::Stop() {
   return st;
 }
 
-std::string Server::DeepHealthJson() {
+HttpResponse Server::DeepHealth() {
   StoreStats s = store_->Stats();
   AdmissionGate::Stats g = gate_->GetStats();
   std::string out;
   JsonWriter w(&out);
   w.BeginObject();
   w.Key("status");
-  w.String(ready_ ? "ok" : "stopping");
+  w.String(!ready_ ? "stopping" : s.reachable ? "ok" : "degraded");
   w.Key("storage");
   w.String(store_->name());
+  // The database's server, as it reports itself (the same on every node).
+  w.Key("engine");
+  w.BeginObject();
+  w.Key("reachable");
+  w.Bool(s.reachable);
+  if (!s.engine_version.empty()) {
+    w.Key("version");
+    w.String(s.engine_version);
+  }
+  if (!s.reachable) {
+    w.Key("error");
+    w.String(s.engine_error);
+  }
+  for (const EngineGauge& e : s.engine_gauges) {
+    w.Key(e.name);
+    w.Double(e.value);
+  }
+  w.EndObject();
   w.Key("uptime_seconds");
   w.Double(std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
   w.Key("database_bytes");
@@ -421,7 +439,8 @@ std::string Server::DeepHealthJson() {
   w.Key("rss_bytes");
   w.Uint(ProcessRssBytes());
   w.EndObject();
-  return out;
+  // 503 while the database cannot be reached, so a probe of this node sees it.
+  return HttpResponse{s.reachable ? 200 : 503, "application/json", std::move(out), {}, false};
 }
 
 std::string Server::PrometheusText() {
@@ -434,6 +453,11 @@ std::string Server::PrometheusText() {
   auto gauge = [&out](const char* name, const char* help, uint64_t v, const char* labels = "") {
     out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n{}{} {}\n", name, help, name, name, labels, v);
   };
+  gauge("sightline_engine_up", "1 when the telemetry engine's database answered this scrape.", s.reachable ? 1 : 0);
+  for (const EngineGauge& e : s.engine_gauges) {
+    out += fmt::format("# HELP sightline_engine_{} {}\n# TYPE sightline_engine_{} gauge\nsightline_engine_{} {}\n",
+                       e.name, e.help, e.name, e.name, e.value);
+  }
   gauge("sightline_storage_database_bytes", "Engine database file size.", s.database_bytes);
   gauge("sightline_storage_wal_bytes", "Engine write-ahead log size.", s.wal_bytes);
   out += "# HELP sightline_storage_rows Rows stored per signal.\n# TYPE sightline_storage_rows gauge\n";
@@ -545,7 +569,7 @@ std::optional<HttpResponse> Server::Route(const RouteRequest& request) {
     denied.headers.emplace_back("WWW-Authenticate", "Bearer");
     return denied;
   }
-  if (path == "/api/health/deep") return HttpResponse{200, "application/json", DeepHealthJson(), {}, false};
+  if (path == "/api/health/deep") return DeepHealth();
   if (prometheus) {
     return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", PrometheusText(), {}, false};
   }

@@ -96,7 +96,7 @@ class Server {
   //! The admin password generated at first start (when none was configured), else "".
   const std::string& minted_admin_password() const { return minted_admin_password_; }
 
-  std::string DeepHealthJson();
+  HttpResponse DeepHealth();
   std::string PrometheusText();
 
  private:

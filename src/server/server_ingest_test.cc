@@ -267,6 +267,30 @@ TEST_P(ServerIngestTest, ConcurrentIngestAndQueriesCommitEveryAcknowledgedItem) 
   EXPECT_EQ(DeepHealthRows(health.body, "spans"), acked[0].load());
   EXPECT_EQ(DeepHealthRows(health.body, "logs"), acked[1].load());
   EXPECT_EQ(DeepHealthRows(health.body, "metric_points"), acked[2].load());
+  {
+    // The engine's own gauges: an embedded engine is reachable and has none
+    // of a server's; ClickHouse reports its version and its parts.
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    ASSERT_EQ(parser.parse(health.body).get(doc), simdjson::SUCCESS) << health.body;
+    EXPECT_EQ(std::string_view(doc["status"].get_string().value()), "ok");
+    simdjson::dom::element engine = doc["engine"];
+    EXPECT_TRUE(engine["reachable"].get_bool().value()) << health.body;
+    if (std::string_view(GetParam()) == "clickhouse") {
+      EXPECT_FALSE(engine["version"].get_string().value().empty()) << health.body;
+      EXPECT_GE(engine["active_parts"].get_double().value(), 3) << health.body;  // a part per signal at least
+      EXPECT_GE(engine["max_parts_per_partition"].get_double().value(), 1) << health.body;
+      EXPECT_GE(engine["merges_running"].get_double().value(), 0) << health.body;
+      EXPECT_GE(engine["errors"].get_double().value(), 0) << health.body;
+    } else {
+      EXPECT_TRUE(engine["active_parts"].error()) << health.body;
+    }
+    Reply metrics = Send(api, kReadToken, http::verb::get, "/metrics");
+    ASSERT_EQ(metrics.status, 200) << metrics.body;
+    EXPECT_NE(metrics.body.find("\nsightline_engine_up 1\n"), std::string::npos) << metrics.body;
+    EXPECT_EQ(metrics.body.find("\nsightline_engine_active_parts ") != std::string::npos,
+              std::string_view(GetParam()) == "clickhouse");
+  }
 
   Reply services = Send(api, kReadToken, http::verb::get, "/api/v1/services?" + range);
   ASSERT_EQ(services.status, 200) << services.body;

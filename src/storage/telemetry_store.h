@@ -47,7 +47,18 @@ struct SchemaReport {
   std::vector<std::string> applied;  // the migration steps run, in order
 };
 
-//! Gauges for /api/health/deep and /metrics.
+//! A gauge an engine reports about its own database server (ClickHouse:
+//! parts, merges, pending inserts, disk, errors), read from the server, not
+//! counted in this process.
+struct EngineGauge {
+  const char* name;  // snake_case; /metrics shows it as sightline_engine_<name>
+  const char* help;
+  double value = 0;
+};
+
+//! Gauges for /api/health/deep and /metrics. The database's own (bytes, rows,
+//! series, engine gauges) are the whole database's, whichever node asks; the
+//! read pool is this node's.
 struct StoreStats {
   uint64_t database_bytes = 0;
   uint64_t wal_bytes = 0;
@@ -55,6 +66,12 @@ struct StoreStats {
   uint64_t metric_series = 0;
   int read_connections = 0;         // the read pool's size
   int read_connections_in_use = 0;  // leased to running dashboard queries
+  //! False when the engine's server did not answer (the counts above are then
+  //! zero, not the database's); embedded engines are always reachable.
+  bool reachable = true;
+  std::string engine_version;  // the server's, where the engine has one
+  std::string engine_error;    // why it was not reachable
+  std::vector<EngineGauge> engine_gauges;
 };
 
 //! Where the database's bytes are, for the disk budget (maintenance/).

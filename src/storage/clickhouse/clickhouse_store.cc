@@ -149,6 +149,8 @@ class ClickHouseStore final : public TelemetryStore {
   void ReleaseReader(std::unique_ptr<Connection> conn) EXCLUDES(pool_mu_);
   //! The table's name qualified with the database.
   std::string Table(const char* table) const { return QuoteIdentifier(endpoint_.database) + "." + table; }
+  //! A system table of the server this store writes to.
+  static std::string SystemTable(const char* table) { return std::string("system.") + table; }
   //! Waits until the table's mutations are done (ALTER ... DELETE runs in
   //! the background); IoError when one failed.
   Status WaitForMutations(const char* table) REQUIRES(admin_mu_);
@@ -432,29 +434,79 @@ StoreStats ClickHouseStore::Stats() {
     stats.read_connections = pool_size_;
     stats.read_connections_in_use = pool_size_ - static_cast<int>(free_readers_.size());
   }
+  stats.engine_version = version_.text;
   MutexLock lock(&stats_mu_);
   if (stats_ == nullptr) return stats;
+  auto unreachable = [&stats](const Status& st) {
+    stats.reachable = false;
+    stats.engine_error = st.message();
+    return stats;
+  };
   // The server's own counts: rows of active parts (exact for the append-only
   // tables), distinct series (the keyed table may hold a duplicate until a
   // merge).
-  Result<TsvResult> parts =
-      QueryOn(stats_.get(),
-              "SELECT table, sum(rows), sum(bytes_on_disk) FROM system.parts WHERE active AND database = " +
-                  Quote(endpoint_.database) + " GROUP BY table",
-              false);
-  if (parts.ok()) {
-    for (const auto& row : parts->rows()) {
-      TsvRowView v(&row);
-      const std::string table = v.GetString(0);
-      stats.database_bytes += v.GetUInt(2);
-      for (Signal s : {Signal::kSpans, Signal::kLogs, Signal::kMetrics}) {
-        if (table == sql::MainTable(s)) stats.rows[static_cast<int>(s)] = v.GetUInt(1);
-      }
+  const std::string db = Quote(endpoint_.database);
+  Result<TsvResult> parts = QueryOn(stats_.get(),
+                                    "SELECT table, sum(rows), sum(bytes_on_disk) FROM " + SystemTable("parts") +
+                                        " WHERE active AND database = " + db + " GROUP BY table",
+                                    false);
+  if (!parts.ok()) return unreachable(parts.status());
+  for (const auto& row : parts->rows()) {
+    TsvRowView v(&row);
+    const std::string table = v.GetString(0);
+    stats.database_bytes += v.GetUInt(2);
+    for (Signal s : {Signal::kSpans, Signal::kLogs, Signal::kMetrics}) {
+      if (table == sql::MainTable(s)) stats.rows[static_cast<int>(s)] = v.GetUInt(1);
     }
   }
   Result<TsvResult> series =
       QueryOn(stats_.get(), "SELECT uniqExact(project_id, series_id) FROM " + Table(schema::kMetricSeriesTable), false);
-  if (series.ok() && !series->rows().empty()) stats.metric_series = TsvRowView(&series->rows()[0]).GetUInt(0);
+  if (!series.ok()) return unreachable(series.status());
+  if (!series->rows().empty()) stats.metric_series = TsvRowView(&series->rows()[0]).GetUInt(0);
+
+  // What an operator of ClickHouse watches, each a scalar subquery of one
+  // statement. Parts per partition is what ClickHouse throttles and then
+  // refuses inserts by (parts_to_delay_insert, parts_to_throw_insert: 150
+  // and 300 by default); system.errors and system.disks are 20.1+ (before,
+  // failed queries come from system.events, and the disk is not reported).
+  struct Probe {
+    EngineGauge gauge;
+    std::string sql;
+  };
+  std::vector<Probe> probes = {
+      {{"active_parts", "Active data parts of Sightline's tables."},
+       "SELECT count() FROM " + SystemTable("parts") + " WHERE active AND database = " + db},
+      {{"max_parts_per_partition",
+        "Most active parts in one partition; ClickHouse delays inserts at 150 and refuses them at 300 by default."},
+       "SELECT max(c) FROM (SELECT count() AS c FROM " + SystemTable("parts") + " WHERE active AND database = " + db +
+           " GROUP BY table, partition_id)"},
+      {{"merges_running", "Background merges running on Sightline's tables."},
+       "SELECT count() FROM " + SystemTable("merges") + " WHERE database = " + db},
+      {{"pending_inserts", "Inserts the server holds back or has not yet sent on (delayed, distributed, async)."},
+       "SELECT sum(value) FROM " + SystemTable("metrics") +
+           " WHERE metric IN ('DelayedInserts', 'DistributedFilesToInsert', 'PendingAsyncInsert')"},
+      {{"errors", "Exceptions the server counted since it started (failed queries before 20.1)."},
+       version_.modern() ? "SELECT sum(value) FROM " + SystemTable("errors")
+                         : "SELECT sum(value) FROM " + SystemTable("events") +
+                               " WHERE event IN ('FailedQuery', 'FailedInsertQuery', 'FailedSelectQuery')"},
+  };
+  if (version_.modern()) {
+    probes.push_back({{"disk_free_bytes", "Free bytes on the server's disks."},
+                      "SELECT sum(free_space) FROM " + SystemTable("disks")});
+    probes.push_back(
+        {{"disk_total_bytes", "Size of the server's disks."}, "SELECT sum(total_space) FROM " + SystemTable("disks")});
+  }
+  std::string sql = "SELECT ";
+  for (size_t i = 0; i < probes.size(); ++i) sql += (i ? ", toFloat64((" : "toFloat64((") + probes[i].sql + "))";
+  Result<TsvResult> gauges = QueryOn(stats_.get(), sql, false);
+  if (!gauges.ok()) return unreachable(gauges.status());
+  if (!gauges->rows().empty()) {
+    TsvRowView v(&gauges->rows()[0]);
+    for (size_t i = 0; i < probes.size(); ++i) {
+      probes[i].gauge.value = v.GetDouble(static_cast<int>(i));
+      stats.engine_gauges.push_back(probes[i].gauge);
+    }
+  }
   return stats;
 }
 
