@@ -57,7 +57,10 @@ void AddBenchCommands(CLI::App* app) {
   ingest->add_option("--seed", o->seed, "Random seed of the generated data")->capture_default_str();
   ingest->add_option("--json-out", o->json_out, "Write machine-readable results here");
   ingest->add_option("--spawn", o->spawn, "Start a fresh `sightline serve` with this engine for each run")
-      ->check(CLI::IsMember({"duckdb", "sqlite"}));
+      ->check(CLI::IsMember({"duckdb", "sqlite", "clickhouse"}));
+  ingest->add_option("--clickhouse-url", o->clickhouse_url,
+                     "With --spawn clickhouse: a running ClickHouse server or cluster node to use, in a database of "
+                     "the run's own (default: start a clickhouse-server per run)");
   ingest->add_option("--server-arg", o->server_args,
                      "Extra argument for the spawned server (repeatable), e.g. --server-arg=--duckdb-threads=2");
   ingest->add_flag("--raw", o->raw,

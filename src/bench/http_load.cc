@@ -339,18 +339,21 @@ Result<HttpLoadResult> RunHttpLoad(const HttpLoadOptions& options, const Payload
   return out;
 }
 
-Result<int> HttpGet(const HttpEndpoint& endpoint, const std::string& target, std::string* body, int timeout_ms,
-                    const std::string& token) {
-  // Asynchronous operations on one private io_context: tcp_stream's timeout
-  // applies to them, so a wedged server cannot hang the probe.
+namespace {
+
+//! One request on a fresh connection, on a private io_context: tcp_stream's
+//! timeout applies to its asynchronous operations, so a wedged server cannot
+//! hang the caller.
+template <typename Body>
+Result<int> OneRequest(const HttpEndpoint& endpoint, http::request<Body>* req, std::string* response, int timeout_ms) {
   asio::io_context ioc;
   beast::tcp_stream stream(ioc);
   beast::flat_buffer buffer;
-  http::request<http::empty_body> req{http::verb::get, target, 11};
-  req.set(http::field::host, endpoint.host);
-  req.keep_alive(false);
-  if (!token.empty()) req.set(http::field::authorization, "Bearer " + token);
-  http::response<http::string_body> res;
+  req->set(http::field::host, endpoint.host);
+  req->keep_alive(false);
+  req->prepare_payload();
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(1ull << 30);
   boost::system::error_code error;
   stream.expires_after(std::chrono::milliseconds(timeout_ms));
   stream.async_connect(ToTcp(endpoint), [&](boost::system::error_code ec) {
@@ -358,18 +361,38 @@ Result<int> HttpGet(const HttpEndpoint& endpoint, const std::string& target, std
       error = ec;
       return;
     }
-    http::async_write(stream, req, [&](boost::system::error_code ec2, size_t) {
+    http::async_write(stream, *req, [&](boost::system::error_code ec2, size_t) {
       if (ec2) {
         error = ec2;
         return;
       }
-      http::async_read(stream, buffer, res, [&](boost::system::error_code ec3, size_t) { error = ec3; });
+      http::async_read(stream, buffer, parser, [&](boost::system::error_code ec3, size_t) { error = ec3; });
     });
   });
   ioc.run();
-  if (error) return Status::Unavailable("GET " + target + ": " + error.message());
-  *body = std::move(res.body());
-  return static_cast<int>(res.result_int());
+  if (error) {
+    return Status::Unavailable(std::string(req->method_string()) + " " + std::string(req->target()) + ": " +
+                               error.message());
+  }
+  *response = std::move(parser.get().body());
+  return static_cast<int>(parser.get().result_int());
+}
+
+}  // namespace
+
+Result<int> HttpGet(const HttpEndpoint& endpoint, const std::string& target, std::string* body, int timeout_ms,
+                    const std::string& token) {
+  http::request<http::empty_body> req{http::verb::get, target, 11};
+  if (!token.empty()) req.set(http::field::authorization, "Bearer " + token);
+  return OneRequest(endpoint, &req, body, timeout_ms);
+}
+
+Result<int> HttpPost(const HttpEndpoint& endpoint, const std::string& target, std::string body, std::string* response,
+                     int timeout_ms, const std::string& content_encoding) {
+  http::request<http::string_body> req{http::verb::post, target, 11};
+  if (!content_encoding.empty()) req.set(http::field::content_encoding, content_encoding);
+  req.body() = std::move(body);
+  return OneRequest(endpoint, &req, response, timeout_ms);
 }
 
 }  // namespace sightline::bench

@@ -72,4 +72,9 @@ Result<HttpLoadResult> RunHttpLoad(const HttpLoadOptions& options, const Payload
 Result<int> HttpGet(const HttpEndpoint& endpoint, const std::string& target, std::string* body, int timeout_ms = 5000,
                     const std::string& token = "");
 
+//! One POST of `body` (new connection), with Content-Encoding when
+//! `content_encoding` is set. Returns the status and fills *response.
+Result<int> HttpPost(const HttpEndpoint& endpoint, const std::string& target, std::string body, std::string* response,
+                     int timeout_ms, const std::string& content_encoding = "");
+
 }  // namespace sightline::bench

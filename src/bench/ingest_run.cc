@@ -544,6 +544,16 @@ int RunIngestBench(const IngestBenchOptions& o) {
         return 1;
       }
     }
+    // Declared before the server: it outlives it, and the raw run uses it.
+    std::unique_ptr<BenchClickHouse> clickhouse;
+    if (o.spawn == "clickhouse") {
+      auto opened = BenchClickHouse::Open(o.clickhouse_url, *work, o.keep_data);
+      if (!opened.ok()) {
+        std::fprintf(stderr, "bench ingest: %s\n", opened.status().message().c_str());
+        return 1;
+      }
+      clickhouse = std::move(*opened);
+    }
     std::unique_ptr<ServerProcess> server;
     HttpEndpoint target = endpoint ? *endpoint : HttpEndpoint{};
     std::optional<HttpEndpoint> health = api;
@@ -552,7 +562,8 @@ int RunIngestBench(const IngestBenchOptions& o) {
       so.engine = o.spawn;
       so.work_dir = *work;
       so.token = token;
-      so.extra_args = o.server_args;
+      if (clickhouse) so.extra_args = clickhouse->ServeArgs();
+      so.extra_args.insert(so.extra_args.end(), o.server_args.begin(), o.server_args.end());
       so.grpc = grpc;
       auto started = ServerProcess::Start(so);
       if (!started.ok()) {
@@ -687,6 +698,10 @@ int RunIngestBench(const IngestBenchOptions& o) {
       ro.engine = o.spawn.empty() ? "duckdb" : o.spawn;
       ro.engine_options = EngineSettingsFrom(o.server_args);
       ro.engine_options.data_dir = *work + "/raw";
+      if (clickhouse) {
+        ro.engine_options.clickhouse_url = clickhouse->url();
+        ro.engine_options.clickhouse_database = clickhouse->database() + "_raw";
+      }
       for (Signal s : signals) {
         const SignalRun& x = run.signals[static_cast<int>(s)];
         // Commit exactly as often as the server did for these rows.
@@ -706,6 +721,7 @@ int RunIngestBench(const IngestBenchOptions& o) {
         }
       }
     }
+    clickhouse.reset();  // stopped before its data directory goes
     if (work && !o.keep_data) std::filesystem::remove_all(*work);
     if (work && o.keep_data) std::printf("run %d data kept in %s\n", rep, work->c_str());
     runs.push_back(std::move(run));

@@ -30,7 +30,10 @@ struct IngestBenchOptions {
   int gzip_level = 1;  // 0 = no Content-Encoding (1: cheap to build; inflate costs the same)
   uint64_t seed = 1;
   std::string json_out;
-  std::string spawn;  // "" | duckdb | sqlite
+  std::string spawn;  // "" | duckdb | sqlite | clickhouse
+  //! --spawn clickhouse: a running server or cluster to use ("" = start a
+  //! clickhouse-server per run; server_process.h, BenchClickHouse).
+  std::string clickhouse_url;
   std::vector<std::string> server_args;
   bool raw = false;
   int repeat = 1;

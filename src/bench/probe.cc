@@ -873,6 +873,7 @@ int RunProbeBench(const ProbeBenchOptions& o) {
     run.engine = o.spawn.empty() ? "external" : o.spawn;
     for (const auto& group : groups) {
       Target t = external;
+      std::unique_ptr<BenchClickHouse> clickhouse;  // outlives the server
       std::unique_ptr<ServerProcess> server;
       std::optional<std::string> work;
       if (!o.spawn.empty()) {
@@ -885,7 +886,16 @@ int RunProbeBench(const ProbeBenchOptions& o) {
         so.engine = o.spawn;
         so.work_dir = *work;
         so.token = RandomToken();
-        so.extra_args = server_args;
+        if (o.spawn == "clickhouse") {
+          auto opened = BenchClickHouse::Open(o.clickhouse_url, *work, o.keep_data);
+          if (!opened.ok()) {
+            std::fprintf(stderr, "bench probe: %s\n", opened.status().message().c_str());
+            return 1;
+          }
+          clickhouse = std::move(*opened);
+          so.extra_args = clickhouse->ServeArgs();
+        }
+        so.extra_args.insert(so.extra_args.end(), server_args.begin(), server_args.end());
         auto started = ServerProcess::Start(so);
         if (!started.ok()) {
           std::fprintf(stderr, "bench probe: %s\n", started.status().message().c_str());
@@ -912,6 +922,7 @@ int RunProbeBench(const ProbeBenchOptions& o) {
         Status stopped = server->Stop(120, &shutdown_s);
         if (!stopped.ok()) std::fprintf(stderr, "bench probe: server stop: %s\n", stopped.message().c_str());
       }
+      clickhouse.reset();
       if (work && !o.keep_data) std::filesystem::remove_all(*work);
       if (work && o.keep_data) std::printf("data kept in %s\n", work->c_str());
     }
@@ -946,7 +957,10 @@ void AddProbeCommand(CLI::App* bench) {
       "probe",
       "Read probe ladder: fill to each level, wait for digestion, time the dashboard calls; find the read cliff");
   probe->add_option("--spawn", o->spawn, "Start a fresh `sightline serve` with this engine per signal (per ladder)")
-      ->check(CLI::IsMember({"duckdb", "sqlite"}));
+      ->check(CLI::IsMember({"duckdb", "sqlite", "clickhouse"}));
+  probe->add_option("--clickhouse-url", o->clickhouse_url,
+                    "With --spawn clickhouse: a running ClickHouse server or cluster node to use, in a database of "
+                    "the ladder's own (default: start a clickhouse-server per ladder)");
   probe->add_option("--endpoint", o->endpoint, "OTLP/HTTP base URL of a running server (loopback only)")
       ->capture_default_str();
   probe->add_option("--api", o->api, "API base URL of a running server (loopback only)")->capture_default_str();

@@ -25,9 +25,10 @@ namespace sightline::bench {
 struct ProbeBenchOptions {
   std::string endpoint = "http://127.0.0.1:4318";
   std::string api = "http://127.0.0.1:8080";
-  std::string token;       // "" = $SIGHTLINE_INGEST_TOKEN; spawned servers get a fresh one
-  std::string read_token;  // for the API; spawned servers get a fresh one
-  std::string spawn;       // "" | duckdb | sqlite
+  std::string token;           // "" = $SIGHTLINE_INGEST_TOKEN; spawned servers get a fresh one
+  std::string read_token;      // for the API; spawned servers get a fresh one
+  std::string spawn;           // "" | duckdb | sqlite | clickhouse
+  std::string clickhouse_url;  // --spawn clickhouse: a running server ("" = start one; BenchClickHouse)
   std::vector<std::string> server_args;
   std::string signal = "all";  // spans | logs | metrics | all
   bool mixed = false;          // fill all signals at once (interleaved) on one server

@@ -1,6 +1,7 @@
 #include "bench/raw_engine.h"
 
 #include <duckdb.h>
+#include <libdeflate.h>
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -11,6 +12,8 @@
 #include <map>
 #include <thread>
 
+#include "bench/http_load.h"
+#include "bench/server_process.h"
 #include "common/mutex.h"
 #include "common/sqlite_pragmas.h"
 
@@ -448,6 +451,100 @@ class SqliteEngine final : public RawEngine {
   Mutex write_mu_;  // one write transaction at a time across the writers
 };
 
+// ---- ClickHouse ------------------------------------------------------------------
+
+//! One INSERT per table per Append() in RowBinary, gzip level 1: what the
+//! server's ClickHouse sink sends, without its schema (plain MergeTree
+//! tables in no order, no partitions, no skip indexes) and without its
+//! deduplication of resources and series. NULL is the type's default, as
+//! the engine's non-Nullable columns store it.
+class ClickHouseWriter final : public RawWriter {
+ public:
+  ClickHouseWriter(HttpEndpoint server, std::string database)
+      : server_(std::move(server)), database_(std::move(database)) {}
+
+  Status Append(std::span<const RawRows* const> parts) override {
+    for (const RawRows* rows : parts) {
+      if (rows->rows() == 0) continue;
+      const RawTable& t = rows->table();
+      data_.clear();
+      for (size_t r = 0; r < rows->rows(); ++r) {
+        for (size_t c = 0; c < t.columns.size(); ++c) {
+          const bool null = rows->IsNull(c, r);
+          switch (t.columns[c].type) {
+            case RawType::kInt64: Fixed(null ? int64_t{0} : rows->IntAt(c, r)); break;
+            case RawType::kDouble: Fixed(null ? 0.0 : rows->DoubleAt(c, r)); break;
+            case RawType::kText: {
+              std::string_view v = null ? std::string_view() : rows->TextAt(c, r);
+              for (uint64_t n = v.size();; n >>= 7) {  // LEB128 length
+                data_.push_back(static_cast<char>((n & 0x7f) | (n >= 0x80 ? 0x80 : 0)));
+                if (n < 0x80) break;
+              }
+              data_.append(v);
+              break;
+            }
+          }
+        }
+      }
+      auto done = ClickHouseQuery(server_, database_, std::string("INSERT INTO ") + t.name + " FORMAT RowBinary",
+                                  Gzip(data_), true);
+      if (!done.ok()) return done.status();
+    }
+    return Status::Ok();
+  }
+
+ private:
+  template <typename T>
+  void Fixed(T v) {
+    char b[sizeof(T)];
+    std::memcpy(b, &v, sizeof(T));  // little-endian, as RowBinary is
+    data_.append(b, sizeof(T));
+  }
+  static std::string Gzip(const std::string& in) {
+    libdeflate_compressor* c = libdeflate_alloc_compressor(1);
+    std::string out(libdeflate_gzip_compress_bound(c, in.size()), '\0');
+    out.resize(libdeflate_gzip_compress(c, in.data(), in.size(), out.data(), out.size()));
+    libdeflate_free_compressor(c);
+    return out;
+  }
+
+  const HttpEndpoint server_;
+  const std::string database_;
+  std::string data_;
+};
+
+class ClickHouseEngine final : public RawEngine {
+ public:
+  static Result<std::unique_ptr<RawEngine>> Open(const RawEngineOptions& o, std::span<const RawTable> tables) {
+    if (o.clickhouse_url.empty()) return Status::InvalidArgument("raw engine: clickhouse needs a server URL");
+    SL_ASSIGN_OR_RETURN(HttpEndpoint server, ParseLoopbackUrl(o.clickhouse_url));
+    std::unique_ptr<ClickHouseEngine> engine(new ClickHouseEngine());
+    engine->server_ = server;
+    engine->database_ = o.clickhouse_database;
+    SL_RETURN_IF_ERROR(ClickHouseQuery(server, "", "CREATE DATABASE " + o.clickhouse_database).status());
+    for (const RawTable& t : tables) {
+      SL_RETURN_IF_ERROR(
+          ClickHouseQuery(server, o.clickhouse_database,
+                          CreateTableSql(t, "Int64", "Float64", "String") + " ENGINE = MergeTree ORDER BY tuple()")
+              .status());
+    }
+    return std::unique_ptr<RawEngine>(std::move(engine));
+  }
+
+  Result<std::unique_ptr<RawWriter>> NewWriter() override {
+    return std::unique_ptr<RawWriter>(new ClickHouseWriter(server_, database_));
+  }
+
+  //! Drops the database: the server outlives the raw run (it is the one
+  //! the spawned Sightline used, or a user's).
+  Status Close() override { return ClickHouseQuery(server_, "", "DROP DATABASE " + database_).status(); }
+
+ private:
+  ClickHouseEngine() = default;
+  HttpEndpoint server_;
+  std::string database_;
+};
+
 }  // namespace
 
 Result<std::unique_ptr<RawEngine>> RawEngine::Open(const std::string& engine, const RawEngineOptions& options,
@@ -457,7 +554,8 @@ Result<std::unique_ptr<RawEngine>> RawEngine::Open(const std::string& engine, co
   if (ec) return Status::IoError("cannot create " + options.data_dir + ": " + ec.message());
   if (engine == "duckdb") return DuckDbEngine::Open(options, tables);
   if (engine == "sqlite") return SqliteEngine::Open(options, tables);
-  return Status::InvalidArgument("raw engine: unknown engine '" + engine + "' (duckdb or sqlite)");
+  if (engine == "clickhouse") return ClickHouseEngine::Open(options, tables);
+  return Status::InvalidArgument("raw engine: unknown engine '" + engine + "' (duckdb, sqlite or clickhouse)");
 }
 
 }  // namespace sightline::bench

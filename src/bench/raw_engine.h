@@ -4,7 +4,9 @@
 // APIs and owned by the bench (no Sightline storage code): plain tables
 // without indexes, DuckDB appending data chunks through an appender, SQLite
 // binding prepared INSERTs under the production pragmas
-// (common/sqlite_pragmas.h). One transaction per Append(). What the server
+// (common/sqlite_pragmas.h), ClickHouse taking gzip RowBinary INSERTs over
+// its HTTP interface (plain MergeTree tables). One transaction per Append()
+// (ClickHouse, which has none: one INSERT per table). What the server
 // adds on top — its writer queue, its schema's indexes (SQLite), resource and
 // series deduplication against what is stored — is exactly what the raw
 // figure leaves out.
@@ -81,6 +83,9 @@ struct RawEngineOptions {
   //! Sightline's default (README.md, configuration); "" = DuckDB's 16MB.
   std::string duckdb_checkpoint_threshold = "256MB";
   int duckdb_threads = 0;  // 0 = DuckDB's default
+  // ClickHouse: the server (http://127.0.0.1:PORT) and a database to create.
+  std::string clickhouse_url;
+  std::string clickhouse_database = "sightline_raw";
 };
 
 //! One thread's connection. Not thread-safe.
@@ -93,7 +98,7 @@ class RawWriter {
 
 class RawEngine {
  public:
-  //! engine: "duckdb" or "sqlite"; creates the tables.
+  //! engine: "duckdb", "sqlite" or "clickhouse"; creates the tables.
   static Result<std::unique_ptr<RawEngine>> Open(const std::string& engine, const RawEngineOptions& options,
                                                  std::span<const RawTable> tables);
   virtual ~RawEngine() = default;

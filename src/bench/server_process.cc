@@ -8,13 +8,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
+
+#include "bench/bench_common.h"
 
 extern char** environ;
 
@@ -219,6 +225,152 @@ Status ServerProcess::Stop(double timeout_s, double* shutdown_seconds) {
   *shutdown_seconds = std::chrono::duration<double>(Clock::now() - started).count();
   pid_ = -1;
   return st;
+}
+
+namespace {
+
+std::string UrlEncode(const std::string& s) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::string> ClickHouseQuery(const HttpEndpoint& server, const std::string& database, const std::string& sql,
+                                    std::string data, bool gzip) {
+  std::string target = "/?wait_end_of_query=1";
+  if (!database.empty()) target += "&database=" + UrlEncode(database);
+  std::string body = std::move(data);
+  if (body.empty()) body = sql;
+  else target += "&query=" + UrlEncode(sql);
+  std::string response;
+  SL_ASSIGN_OR_RETURN(int code, HttpPost(server, target, std::move(body), &response, 600000, gzip ? "gzip" : ""));
+  if (code != 200) return Status::IoError("clickhouse: " + response.substr(0, 2000));
+  return response;
+}
+
+Result<std::unique_ptr<BenchClickHouse>> BenchClickHouse::Open(const std::string& url, const std::string& work_dir,
+                                                               bool keep_data) {
+  if (!url.empty()) {
+    SL_ASSIGN_OR_RETURN(HttpEndpoint http, ParseLoopbackUrl(url));
+    std::unique_ptr<BenchClickHouse> server(new BenchClickHouse());
+    server->http_ = http;
+    server->database_ = "sightline_bench_" + RandomToken().substr(6, 12);
+    server->drop_ = !keep_data;
+    SL_RETURN_IF_ERROR(ClickHouseQuery(http, "", "SELECT 1").status());
+    return server;
+  }
+  std::string binary = "/usr/sbin/clickhouse-server";
+  if (const char* env = std::getenv("SIGHTLINE_CLICKHOUSE_SERVER"); env != nullptr && *env != '\0') binary = env;
+  if (::access(binary.c_str(), X_OK) != 0) {
+    return Status::NotFound(binary + " not found (Debian's clickhouse-server, or set SIGHTLINE_CLICKHOUSE_SERVER)");
+  }
+  const std::string dir = work_dir + "/clickhouse";
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::IoError("cannot create " + dir + ": " + ec.message());
+  Status last;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    SL_ASSIGN_OR_RETURN(int http_port, FreeLoopbackPort());
+    SL_ASSIGN_OR_RETURN(int tcp_port, FreeLoopbackPort());
+    SL_ASSIGN_OR_RETURN(int interserver_port, FreeLoopbackPort());
+    if (http_port == tcp_port || tcp_port == interserver_port || http_port == interserver_port) continue;
+    {
+      // The server's defaults otherwise: its caches and merge settings are
+      // what a user's server has.
+      std::ofstream config(dir + "/config.xml");
+      config << "<?xml version=\"1.0\"?>\n<yandex>\n"
+             << "  <logger><level>warning</level><log>" << dir << "/server.log</log><errorlog>" << dir
+             << "/error.log</errorlog><console>0</console></logger>\n"
+             << "  <http_port>" << http_port << "</http_port>\n  <tcp_port>" << tcp_port << "</tcp_port>\n"
+             << "  <interserver_http_port>" << interserver_port << "</interserver_http_port>\n"
+             << "  <listen_host>127.0.0.1</listen_host>\n"
+             << "  <path>" << dir << "/data/</path>\n  <tmp_path>" << dir << "/tmp/</tmp_path>\n"
+             << "  <user_files_path>" << dir << "/user_files/</user_files_path>\n"
+             << "  <format_schema_path>" << dir << "/format_schemas/</format_schema_path>\n"
+             << "  <users_config>" << dir << "/users.xml</users_config>\n"
+             << "  <default_profile>default</default_profile>\n  <default_database>default</default_database>\n"
+             << "  <mark_cache_size>5368709120</mark_cache_size>\n"
+             << "</yandex>\n";
+      std::ofstream users(dir + "/users.xml");
+      users << "<?xml version=\"1.0\"?>\n<yandex>\n  <profiles><default></default></profiles>\n"
+            << "  <users><default><password></password><networks><ip>127.0.0.1</ip></networks>"
+            << "<profile>default</profile><quota>default</quota></default></users>\n"
+            << "  <quotas><default></default></quotas>\n</yandex>\n";
+      if (!config || !users) return Status::IoError("cannot write the clickhouse-server config in " + dir);
+    }
+    const std::string config_arg = "--config-file=" + dir + "/config.xml";
+    const std::string log_path = dir + "/stdout.log";
+    int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (log_fd < 0) return Status::IoError("cannot create " + log_path + ": " + std::strerror(errno));
+    pid_t pid = ::fork();
+    if (pid < 0) {
+      ::close(log_fd);
+      return Status::IoError(std::string("fork: ") + std::strerror(errno));
+    }
+    if (pid == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      ::dup2(log_fd, STDOUT_FILENO);
+      ::dup2(log_fd, STDERR_FILENO);
+      ::execl(binary.c_str(), binary.c_str(), config_arg.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    ::close(log_fd);
+    std::unique_ptr<BenchClickHouse> server(new BenchClickHouse());
+    server->pid_ = pid;
+    server->http_ = HttpEndpoint{"127.0.0.1", http_port};
+    const auto deadline = Clock::now() + std::chrono::seconds(60);
+    bool exited = false;
+    while (Clock::now() < deadline) {
+      int wstatus = 0;
+      if (::waitpid(pid, &wstatus, WNOHANG) == pid) {
+        exited = true;
+        server->pid_ = -1;
+        break;
+      }
+      std::string body;
+      auto code = HttpGet(server->http_, "/ping", &body, 1000);
+      if (code.ok() && *code == 200) return server;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (!exited) return Status::Unavailable("clickhouse-server not answering after 60 s; see " + dir + "/error.log");
+    last = Status::Unavailable("clickhouse-server exited during start; " + dir + "/error.log:\n" +
+                               Tail(dir + "/error.log", 2000));
+  }
+  return last;
+}
+
+std::vector<std::string> BenchClickHouse::ServeArgs() const {
+  return {"--clickhouse-url", url(), "--clickhouse-database", database_};
+}
+
+BenchClickHouse::~BenchClickHouse() {
+  if (drop_) {
+    Result<std::string> dropped = ClickHouseQuery(http_, "", "DROP DATABASE IF EXISTS " + database_);
+    if (!dropped.ok()) std::fprintf(stderr, "bench: %s\n", dropped.status().message().c_str());
+  }
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGTERM);
+  const auto deadline = Clock::now() + std::chrono::seconds(30);
+  int wstatus = 0;
+  while (::waitpid(pid_, &wstatus, WNOHANG) == 0) {
+    if (Clock::now() > deadline) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, &wstatus, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 double ProcessCpuSecondsOf(pid_t pid) {

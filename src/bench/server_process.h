@@ -58,6 +58,40 @@ class ServerProcess {
   std::string log_path_;
 };
 
+//! The ClickHouse database of `--spawn clickhouse`, which the spawned
+//! `sightline serve` and the raw engine both use: a user's server or cluster
+//! (`url`), in a database of the run's own that is dropped at the end unless
+//! kept; or, with no url, a fresh clickhouse-server child (Debian's
+//! /usr/sbin/clickhouse-server; $SIGHTLINE_CLICKHOUSE_SERVER overrides it)
+//! on free loopback ports, its data and logs under <work_dir>/clickhouse,
+//! stopped at the end.
+class BenchClickHouse {
+ public:
+  static Result<std::unique_ptr<BenchClickHouse>> Open(const std::string& url, const std::string& work_dir,
+                                                       bool keep_data);
+  ~BenchClickHouse();
+  const HttpEndpoint& http() const { return http_; }
+  std::string url() const { return "http://" + http_.host + ":" + std::to_string(http_.port); }
+  const std::string& database() const { return database_; }
+  //! --storage clickhouse and where, for the spawned server.
+  std::vector<std::string> ServeArgs() const;
+  pid_t pid() const { return pid_; }  // -1 for a user's server
+
+ private:
+  BenchClickHouse() = default;
+  pid_t pid_ = -1;
+  HttpEndpoint http_;
+  std::string database_ = "sightline";
+  bool drop_ = false;
+};
+
+//! One statement over ClickHouse's HTTP interface; with `data`, the
+//! statement goes in the URL and the data (gzip-compressed by the caller
+//! when `gzip`) in the body. The answer's body; the server's message as the
+//! error otherwise.
+Result<std::string> ClickHouseQuery(const HttpEndpoint& server, const std::string& database, const std::string& sql,
+                                    std::string data = "", bool gzip = false);
+
 //! user + system CPU seconds of a process (utime + stime in /proc/PID/stat); -1 if unknown.
 double ProcessCpuSecondsOf(pid_t pid);
 //! VmHWM (peak resident set) of a live process, bytes; 0 if unknown.
