@@ -8,14 +8,14 @@
 # Every run writes its raw JSON under bench/results/<profile>-<UTC time>/ and
 # `sightline bench report` turns them into REPORT.md + SVG charts there.
 # Copy the tables you keep into docs/BENCHMARKS.md with the machine they ran
-# on. Environment: ENGINES (default "duckdb sqlite"), SIGNALS (default "all").
+# on. Environment: ENGINES (default "duckdb sqlite clickhouse": the last on a clickhouse-server the bench starts), SIGNALS (default "all").
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 profile="${1:-quick}"
 bin=build/sightline
 [[ -x "$bin" ]] || { echo "missing $bin (make build)" >&2; exit 1; }
-engines=${ENGINES:-duckdb sqlite}
+engines=${ENGINES:-duckdb sqlite clickhouse}
 signals=${SIGNALS:-all}
 out="bench/results/$profile-$(date -u +%Y%m%dT%H%M%SZ)"
 mkdir -p "$out"

@@ -544,16 +544,6 @@ int RunIngestBench(const IngestBenchOptions& o) {
         return 1;
       }
     }
-    // Declared before the server: it outlives it, and the raw run uses it.
-    std::unique_ptr<BenchClickHouse> clickhouse;
-    if (o.spawn == "clickhouse") {
-      auto opened = BenchClickHouse::Open(o.clickhouse_url, *work, o.keep_data);
-      if (!opened.ok()) {
-        std::fprintf(stderr, "bench ingest: %s\n", opened.status().message().c_str());
-        return 1;
-      }
-      clickhouse = std::move(*opened);
-    }
     std::unique_ptr<ServerProcess> server;
     HttpEndpoint target = endpoint ? *endpoint : HttpEndpoint{};
     std::optional<HttpEndpoint> health = api;
@@ -562,8 +552,9 @@ int RunIngestBench(const IngestBenchOptions& o) {
       so.engine = o.spawn;
       so.work_dir = *work;
       so.token = token;
-      if (clickhouse) so.extra_args = clickhouse->ServeArgs();
-      so.extra_args.insert(so.extra_args.end(), o.server_args.begin(), o.server_args.end());
+      so.extra_args = o.server_args;
+      so.clickhouse_url = o.clickhouse_url;
+      so.keep_data = o.keep_data;
       so.grpc = grpc;
       auto started = ServerProcess::Start(so);
       if (!started.ok()) {
@@ -649,7 +640,7 @@ int RunIngestBench(const IngestBenchOptions& o) {
       if (server_cpu0 >= 0 && server_cpu1 >= 0) run.server_cpu_s = server_cpu1 - server_cpu0;
       Status stopped = server->Stop(120, &run.shutdown_s);
       if (!stopped.ok()) run.server_error = stopped.message();
-      server.reset();
+      // Kept (stopped) while its ClickHouse serves the raw run below.
     }
     if (!loaded.ok()) {
       std::fprintf(stderr, "bench ingest: %s\n", loaded.status().message().c_str());
@@ -698,9 +689,9 @@ int RunIngestBench(const IngestBenchOptions& o) {
       ro.engine = o.spawn.empty() ? "duckdb" : o.spawn;
       ro.engine_options = EngineSettingsFrom(o.server_args);
       ro.engine_options.data_dir = *work + "/raw";
-      if (clickhouse) {
-        ro.engine_options.clickhouse_url = clickhouse->url();
-        ro.engine_options.clickhouse_database = clickhouse->database() + "_raw";
+      if (server && server->clickhouse() != nullptr) {
+        ro.engine_options.clickhouse_url = server->clickhouse()->url();
+        ro.engine_options.clickhouse_database = server->clickhouse()->database() + "_raw";
       }
       for (Signal s : signals) {
         const SignalRun& x = run.signals[static_cast<int>(s)];
@@ -721,7 +712,7 @@ int RunIngestBench(const IngestBenchOptions& o) {
         }
       }
     }
-    clickhouse.reset();  // stopped before its data directory goes
+    server.reset();  // its ClickHouse stops before the data directory goes
     if (work && !o.keep_data) std::filesystem::remove_all(*work);
     if (work && o.keep_data) std::printf("run %d data kept in %s\n", rep, work->c_str());
     runs.push_back(std::move(run));

@@ -873,7 +873,6 @@ int RunProbeBench(const ProbeBenchOptions& o) {
     run.engine = o.spawn.empty() ? "external" : o.spawn;
     for (const auto& group : groups) {
       Target t = external;
-      std::unique_ptr<BenchClickHouse> clickhouse;  // outlives the server
       std::unique_ptr<ServerProcess> server;
       std::optional<std::string> work;
       if (!o.spawn.empty()) {
@@ -886,16 +885,9 @@ int RunProbeBench(const ProbeBenchOptions& o) {
         so.engine = o.spawn;
         so.work_dir = *work;
         so.token = RandomToken();
-        if (o.spawn == "clickhouse") {
-          auto opened = BenchClickHouse::Open(o.clickhouse_url, *work, o.keep_data);
-          if (!opened.ok()) {
-            std::fprintf(stderr, "bench probe: %s\n", opened.status().message().c_str());
-            return 1;
-          }
-          clickhouse = std::move(*opened);
-          so.extra_args = clickhouse->ServeArgs();
-        }
-        so.extra_args.insert(so.extra_args.end(), server_args.begin(), server_args.end());
+        so.extra_args = server_args;
+        so.clickhouse_url = o.clickhouse_url;
+        so.keep_data = o.keep_data;
         auto started = ServerProcess::Start(so);
         if (!started.ok()) {
           std::fprintf(stderr, "bench probe: %s\n", started.status().message().c_str());
@@ -922,7 +914,7 @@ int RunProbeBench(const ProbeBenchOptions& o) {
         Status stopped = server->Stop(120, &shutdown_s);
         if (!stopped.ok()) std::fprintf(stderr, "bench probe: server stop: %s\n", stopped.message().c_str());
       }
-      clickhouse.reset();
+      server.reset();  // and its ClickHouse
       if (work && !o.keep_data) std::filesystem::remove_all(*work);
       if (work && o.keep_data) std::printf("data kept in %s\n", work->c_str());
     }

@@ -531,6 +531,8 @@ int RunRampBench(const RampBenchOptions& options) {
       so.work_dir = *work;
       so.token = RandomToken();
       so.extra_args = o.server_args;
+      so.clickhouse_url = o.clickhouse_url;
+      so.keep_data = o.keep_data;
       auto started = ServerProcess::Start(so);
       if (!started.ok()) {
         std::fprintf(stderr, "bench ramp: %s\n", started.status().message().c_str());
@@ -581,7 +583,10 @@ void AddRampCommand(CLI::App* bench) {
   ramp->add_option("--api", o->api, "API base URL of an external server, for its RSS (deep health)");
   ramp->add_option("--token", o->token, "Ingest token of an external server (default: $SIGHTLINE_INGEST_TOKEN)");
   ramp->add_option("--spawn", o->spawn, "Start a fresh `sightline serve` with this engine for each signal")
-      ->check(CLI::IsMember({"duckdb", "sqlite"}));
+      ->check(CLI::IsMember({"duckdb", "sqlite", "clickhouse"}));
+  ramp->add_option("--clickhouse-url", o->clickhouse_url,
+                   "With --spawn clickhouse: a running ClickHouse server or cluster node to use, in a database of "
+                   "the signal's own (default: start a clickhouse-server per signal)");
   ramp->add_option("--server-arg", o->server_args, "Extra argument for the spawned server (repeatable)");
   ramp->add_option("--signal", o->signal, "spans, logs, metrics, or all (each in turn, a fresh server each)")
       ->check(CLI::IsMember({"spans", "traces", "logs", "metrics", "all"}))

@@ -26,7 +26,8 @@ struct RampBenchOptions {
   std::string api;               // API base URL for RSS readings of an external server ("" = none)
   std::string token;             // "" = $SIGHTLINE_INGEST_TOKEN; spawned servers get a fresh one
   std::string signal = "spans";  // spans | logs | metrics | all (each in turn)
-  std::string spawn;             // "" | duckdb | sqlite
+  std::string spawn;             // "" | duckdb | sqlite | clickhouse
+  std::string clickhouse_url;    // --spawn clickhouse: a running server ("" = start one; BenchClickHouse)
   std::vector<std::string> server_args;
   std::vector<std::string> phases = {"batch", "rate", "fleet"};
   std::vector<double> batches = {100, 1000, 4096, 16384};

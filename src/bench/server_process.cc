@@ -62,6 +62,12 @@ std::string Tail(const std::string& path, size_t bytes) {
 Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(const SpawnOptions& options) {
   std::string data_dir = options.work_dir + "/data";
   std::string log_path = options.work_dir + "/server.log";
+  std::unique_ptr<BenchClickHouse> clickhouse;
+  std::vector<std::string> engine_args;
+  if (options.engine == "clickhouse") {
+    SL_ASSIGN_OR_RETURN(clickhouse, BenchClickHouse::Open(options.clickhouse_url, options.work_dir, options.keep_data));
+    engine_args = clickhouse->ServeArgs();
+  }
   Status last = Status::Internal("not started");
   // A port found free can be taken before the child binds it: try again with new ones.
   for (int attempt = 0; attempt < 3; ++attempt) {
@@ -85,6 +91,7 @@ Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(const SpawnOptions& 
                                      "--otlp-http", "127.0.0.1:" + std::to_string(*otlp_port),
                                      "--listen",    "127.0.0.1:" + std::to_string(*api_port),
                                      "--otlp-grpc", grpc_port ? "127.0.0.1:" + std::to_string(grpc_port) : ""};
+    args.insert(args.end(), engine_args.begin(), engine_args.end());
     args.insert(args.end(), options.extra_args.begin(), options.extra_args.end());
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
@@ -140,7 +147,10 @@ Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(const SpawnOptions& 
       }
       std::string body;
       auto code = HttpGet(server->api_, "/readyz", &body, 1000);
-      if (code.ok() && *code == 200) return server;
+      if (code.ok() && *code == 200) {
+        server->clickhouse_ = std::move(clickhouse);
+        return server;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     if (!exited) {

@@ -21,45 +21,9 @@
 
 namespace sightline::bench {
 
-struct SpawnOptions {
-  std::string engine = "duckdb";
-  std::string work_dir;  // holds data/ and server.log; must exist
-  std::string token;
-  std::vector<std::string> extra_args;  // appended to `serve ...`
-  double ready_timeout_s = 60;
-  bool grpc = false;  // also listen for OTLP/gRPC (grpc()), else --otlp-grpc ""
-};
-
-//! Not thread-safe; the destructor stops a running child.
-class ServerProcess {
- public:
-  static Result<std::unique_ptr<ServerProcess>> Start(const SpawnOptions& options);
-  ~ServerProcess();
-
-  pid_t pid() const { return pid_; }
-  const HttpEndpoint& otlp() const { return otlp_; }
-  const HttpEndpoint& api() const { return api_; }
-  const HttpEndpoint& grpc() const { return grpc_; }  // port 0 unless SpawnOptions::grpc
-  const std::string& log_path() const { return log_path_; }
-
-  //! A read token of the default project, minted by `sightline token create
-  //! --scope read` on this server's data directory (the ingest token cannot
-  //! read the API).
-  Result<std::string> CreateReadToken() const;
-
-  //! SIGTERM, wait up to timeout_s, then SIGKILL. OK when it exited 0.
-  Status Stop(double timeout_s, double* shutdown_seconds);
-
- private:
-  ServerProcess() = default;
-  pid_t pid_ = -1;
-  HttpEndpoint otlp_, api_, grpc_;
-  std::string data_dir_;
-  std::string log_path_;
-};
-
 //! The ClickHouse database of `--spawn clickhouse`, which the spawned
-//! `sightline serve` and the raw engine both use: a user's server or cluster
+//! `sightline serve` (ServerProcess::Start starts it first) and the raw
+//! engine both use: a user's server or cluster
 //! (`url`), in a database of the run's own that is dropped at the end unless
 //! kept; or, with no url, a fresh clickhouse-server child (Debian's
 //! /usr/sbin/clickhouse-server; $SIGHTLINE_CLICKHOUSE_SERVER overrides it)
@@ -83,6 +47,50 @@ class BenchClickHouse {
   HttpEndpoint http_;
   std::string database_ = "sightline";
   bool drop_ = false;
+};
+
+struct SpawnOptions {
+  std::string engine = "duckdb";
+  std::string work_dir;  // holds data/ and server.log; must exist
+  std::string token;
+  std::vector<std::string> extra_args;  // appended to `serve ...`
+  double ready_timeout_s = 60;
+  bool grpc = false;  // also listen for OTLP/gRPC (grpc()), else --otlp-grpc ""
+  // engine "clickhouse": the database (BenchClickHouse::Open's arguments).
+  std::string clickhouse_url;
+  bool keep_data = false;
+};
+
+//! Not thread-safe; the destructor stops a running child.
+class ServerProcess {
+ public:
+  static Result<std::unique_ptr<ServerProcess>> Start(const SpawnOptions& options);
+  ~ServerProcess();
+
+  pid_t pid() const { return pid_; }
+  const HttpEndpoint& otlp() const { return otlp_; }
+  const HttpEndpoint& api() const { return api_; }
+  const HttpEndpoint& grpc() const { return grpc_; }  // port 0 unless SpawnOptions::grpc
+  const std::string& log_path() const { return log_path_; }
+
+  //! A read token of the default project, minted by `sightline token create
+  //! --scope read` on this server's data directory (the ingest token cannot
+  //! read the API).
+  Result<std::string> CreateReadToken() const;
+
+  //! SIGTERM, wait up to timeout_s, then SIGKILL. OK when it exited 0. The
+  //! engine's database (clickhouse()) keeps running until destruction.
+  Status Stop(double timeout_s, double* shutdown_seconds);
+  //! The ClickHouse the server writes to (engine "clickhouse"), else null.
+  const BenchClickHouse* clickhouse() const { return clickhouse_.get(); }
+
+ private:
+  ServerProcess() = default;
+  std::unique_ptr<BenchClickHouse> clickhouse_;  // destroyed after the server is stopped
+  pid_t pid_ = -1;
+  HttpEndpoint otlp_, api_, grpc_;
+  std::string data_dir_;
+  std::string log_path_;
 };
 
 //! One statement over ClickHouse's HTTP interface; with `data`, the
