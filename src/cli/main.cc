@@ -60,6 +60,11 @@ void AddStoreOptions(CLI::App* cmd, std::string* data, std::string* storage, Sto
       ->envname("SIGHTLINE_CLICKHOUSE_USER");
   cmd->add_option("--clickhouse-password", store->clickhouse_password, "ClickHouse password")
       ->envname("SIGHTLINE_CLICKHOUSE_PASSWORD");
+  cmd->add_option("--clickhouse-timeout-ms", store->clickhouse_timeout_ms,
+                  "Longest wait for ClickHouse's answer to an insert, DDL, retention or gauge statement (then 503)")
+      ->envname("SIGHTLINE_CLICKHOUSE_TIMEOUT_MS")
+      ->check(CLI::Range(int64_t{100}, int64_t{3600000}))
+      ->capture_default_str();
 }
 
 int Serve(ServerOptions options) {

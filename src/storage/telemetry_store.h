@@ -38,6 +38,10 @@ struct StoreOptions {
   std::string clickhouse_database = "sightline";
   std::string clickhouse_user;
   std::string clickhouse_password;
+  //! How long an insert, a schema or retention statement, or a gauge read
+  //! may wait for the server's answer before it fails as Unavailable (the
+  //! OTLP client gets 503); dashboard reads end at their query deadline.
+  int64_t clickhouse_timeout_ms = 60000;
 };
 
 //! What opening did to the database's schema (storage/schema_version.h).

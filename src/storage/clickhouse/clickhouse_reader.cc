@@ -315,7 +315,10 @@ void ClickHouseReader::InterruptEngine() {
   }
   conn_->Abort();
   if (id.empty()) return;
-  Connection killer(conn_->endpoint());
+  // Interrupt() must return promptly even when the server is stuck.
+  Endpoint killer_endpoint = conn_->endpoint();
+  killer_endpoint.timeout = std::chrono::milliseconds(2000);
+  Connection killer(killer_endpoint);
   Request k;
   k.query = "KILL QUERY WHERE query_id = " + Quote(id) + " ASYNC";
   (void)killer.Execute(k);

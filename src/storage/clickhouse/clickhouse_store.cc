@@ -308,9 +308,13 @@ Status ClickHouseStore::Init(const StoreOptions& options) {
   endpoint_.user = options.clickhouse_user;
   endpoint_.password = options.clickhouse_password;
   if (endpoint_.database.empty()) return Status::InvalidArgument("clickhouse: the database name is empty");
+  endpoint_.timeout = std::chrono::milliseconds(std::max<int64_t>(1, options.clickhouse_timeout_ms));
   {
+    // A scrape of /metrics or deep health should not hang on a stuck server.
+    Endpoint stats = endpoint_;
+    stats.timeout = std::min(stats.timeout, std::chrono::milliseconds(5000));
     MutexLock stats_lock(&stats_mu_);
-    stats_ = std::make_unique<Connection>(endpoint_);
+    stats_ = std::make_unique<Connection>(stats);
   }
   MutexLock lock(&admin_mu_);
   admin_ = std::make_unique<Connection>(endpoint_);
@@ -330,7 +334,10 @@ Status ClickHouseStore::Init(const StoreOptions& options) {
   }
   MutexLock pool(&pool_mu_);
   pool_size_ = std::max(1, options.read_connections);
-  for (int i = 0; i < pool_size_; ++i) free_readers_.push_back(std::make_unique<Connection>(endpoint_));
+  // Reads have no timeout of their own: the query deadline interrupts them.
+  Endpoint reads = endpoint_;
+  reads.timeout = std::chrono::milliseconds(0);
+  for (int i = 0; i < pool_size_; ++i) free_readers_.push_back(std::make_unique<Connection>(reads));
   return Status::Ok();
 }
 

@@ -5,6 +5,11 @@
 // engines. Every test that needs a server uses the one clickhouse-server of
 // this binary (testing/clickhouse_server.h) and a database of its own.
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
 #include <string>
@@ -204,6 +209,41 @@ TEST(ClickHouseServer, AbortReturnsAtOnceAndTheConnectionWorksAfterClearAbort) {
   Result<std::string> again = Select(&c, "SELECT 1");
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(*again, "1\n");
+}
+
+TEST(ClickHouseServer, ARequestPastTheTimeoutFailsAsUnavailable) {
+  // A statement the server takes longer over than the timeout allows.
+  Endpoint e = ServerEndpoint();
+  e.timeout = std::chrono::milliseconds(400);
+  Connection c(e);
+  auto start = std::chrono::steady_clock::now();
+  Result<std::string> slow = Select(&c, "SELECT sleep(2)");
+  EXPECT_EQ(slow.status().code(), StatusCode::kUnavailable) << slow.status().ToString();
+  EXPECT_NE(slow.status().message().find("no answer within 400 ms"), std::string::npos) << slow.status().ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1500));
+  Result<std::string> after = Select(&c, "SELECT 3");  // a new connection
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_EQ(*after, "3\n");
+
+  // A server stuck below HTTP: its socket listens (the kernel accepts the
+  // connection) but nothing ever reads or answers.
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(fd, 4), 0);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  Endpoint stuck = e;
+  stuck.port = std::to_string(ntohs(addr.sin_port));
+  Connection hung(stuck);
+  start = std::chrono::steady_clock::now();
+  Result<std::string> never = Select(&hung, "SELECT 1");
+  EXPECT_EQ(never.status().code(), StatusCode::kUnavailable) << never.status().ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1500));
+  ::close(fd);
 }
 
 // The test server's keep_alive_timeout is 1 s; the client replaces a

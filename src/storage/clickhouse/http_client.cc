@@ -30,9 +30,36 @@ bool Contains(std::string_view s, std::string_view what) { return s.find(what) !
 
 struct Connection::Socket {
   asio::io_context io;
-  asio::ip::tcp::socket socket{io};
+  beast::tcp_stream stream{io};
   beast::flat_buffer buffer;
+  asio::ip::tcp::socket& socket() { return stream.socket(); }
 };
+
+namespace {
+
+//! Sets the deadline of the stream's next operations: tcp_stream closes the
+//! socket when it passes, and they fail with beast::error::timeout.
+void SetDeadline(beast::tcp_stream& stream, std::chrono::milliseconds timeout) {
+  if (timeout.count() > 0) stream.expires_after(timeout);
+  else stream.expires_never();
+}
+
+//! Runs one asynchronous operation to completion on the io_context.
+template <typename Start>
+boost::system::error_code Run(asio::io_context& io, Start start) {
+  boost::system::error_code result;
+  start([&result](boost::system::error_code ec, auto&&...) { result = ec; });
+  io.restart();
+  io.run();
+  return result;
+}
+
+std::string Describe(const boost::system::error_code& ec, std::chrono::milliseconds timeout) {
+  if (ec == beast::error::timeout) return "no answer within " + std::to_string(timeout.count()) + " ms";
+  return ec.message();
+}
+
+}  // namespace
 
 Result<Endpoint> ParseUrl(std::string_view url) {
   Endpoint e;
@@ -151,7 +178,7 @@ void Connection::DropSocket() {
 bool Connection::ClosedByPeer() {
   // Idle, a kept-alive socket has nothing to read; readable means the
   // server's FIN (or stray bytes), either way not a socket to send on.
-  pollfd p{socket_->socket.native_handle(), POLLIN, 0};
+  pollfd p{socket_->socket().native_handle(), POLLIN, 0};
   return ::poll(&p, 1, 0) != 0;
 }
 
@@ -204,15 +231,16 @@ Result<std::string> Connection::ExecuteOnce(const Request& request) {
       boost::system::error_code ec;
       auto endpoints = resolver.resolve(endpoint_.host, endpoint_.port, ec);
       if (ec) return Status::Unavailable("clickhouse: cannot resolve " + endpoint_.host + ": " + ec.message());
-      asio::connect(s->socket, endpoints, ec);
+      SetDeadline(s->stream, endpoint_.timeout);
+      ec = Run(s->io, [&](auto done) { s->stream.async_connect(endpoints, std::move(done)); });
       if (ec) {
         return Status::Unavailable("clickhouse: cannot connect to " + endpoint_.host + ":" + endpoint_.port + ": " +
-                                   ec.message());
+                                   Describe(ec, endpoint_.timeout));
       }
-      s->socket.set_option(asio::ip::tcp::no_delay(true));
+      s->socket().set_option(asio::ip::tcp::no_delay(true));
       socket_ = std::move(s);
       MutexLock lock(&mu_);
-      fd_ = socket_->socket.native_handle();
+      fd_ = socket_->socket().native_handle();
       if (aborted_) ::shutdown(fd_, SHUT_RDWR);
     }
     std::string target = "/?";
@@ -243,22 +271,27 @@ Result<std::string> Connection::ExecuteOnce(const Request& request) {
       req.body() = request.query;
     }
     req.prepare_payload();
-    boost::system::error_code ec;
-    http::write(socket_->socket, req, ec);
+    // One timeout for the write and the whole answer: the server answers
+    // a statement once it has run (wait_end_of_query), so a hung server or
+    // network is noticed at the timeout, not never.
+    Socket& sock = *socket_;
+    SetDeadline(sock.stream, endpoint_.timeout);
+    boost::system::error_code ec =
+        Run(sock.io, [&](auto done) { http::async_write(sock.stream, req, std::move(done)); });
     if (ec) {
       DropSocket();
       transport_failed_ = true;
       return Status::Unavailable("clickhouse: sending to " + endpoint_.host + ":" + endpoint_.port + ": " +
-                                 ec.message());
+                                 Describe(ec, endpoint_.timeout));
     }
     http::response_parser<http::string_body> parser;
     parser.body_limit(kMaxResponseBytes);
-    http::read(socket_->socket, socket_->buffer, parser, ec);
+    ec = Run(sock.io, [&](auto done) { http::async_read(sock.stream, sock.buffer, parser, std::move(done)); });
     if (ec) {
       DropSocket();
       transport_failed_ = true;
       return Status::Unavailable("clickhouse: reading from " + endpoint_.host + ":" + endpoint_.port + ": " +
-                                 ec.message());
+                                 Describe(ec, endpoint_.timeout));
     }
     http::response<http::string_body> res = parser.release();
     const bool keep = res.keep_alive();

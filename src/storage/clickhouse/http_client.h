@@ -24,6 +24,10 @@ struct Endpoint {
   std::string database = "sightline";
   std::string user;      // X-ClickHouse-User when set
   std::string password;  // X-ClickHouse-Key when set
+  //! How long one request may go without being sent or answered (connect,
+  //! write, then the whole answer); 0 = no limit (the read connections,
+  //! which the query deadline interrupts instead). Past it: Unavailable.
+  std::chrono::milliseconds timeout{0};
 };
 
 //! Parses "http://host[:port][/]"; InvalidArgument for anything else (https
