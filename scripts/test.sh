@@ -44,9 +44,9 @@ step "concurrent tests under ThreadSanitizer"
 # (a CHECK in TSan itself, not a finding in our code).
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$root/test/tsan/suppressions.txt"
 ./build-tsan/unit_tests --gtest_brief=1 \
-  --gtest_filter='CondVar*:SignalWriter*:AdmissionGate*:ReadPool*:TokenCache*:LoginServiceTest.*:IngestService*:Engines/ServerIngestTest.*:MaintenanceTest.TheThreads*:Engines/RetentionStoreTest.DeleteBeside*:DuckDbCheckpoint.*-*/clickhouse'
+  --gtest_filter='CondVar*:SignalWriter*:AdmissionGate*:ReadPool*:TokenCache*:LoginServiceTest.*:IngestService*:Engines/ServerIngestTest.*:MaintenanceTest.TheThreads*:Engines/RetentionStoreTest.DeleteBeside*:DuckDbCheckpoint.*-*/clickhouse:*/clickhouse_cluster:ClickHouseCluster*'
 ./build-tsan/unit_tests --gtest_brief=1 \
-  --gtest_filter='Engines/ServerIngestTest.*/clickhouse:Engines/RetentionStoreTest.DeleteBeside*/clickhouse:PostgresStateStoreTest.*:Engines/StateStoreConformanceTest.Concurrent*'
+  --gtest_filter='Engines/ServerIngestTest.*/clickhouse:Engines/RetentionStoreTest.DeleteBeside*/clickhouse:PostgresStateStoreTest.*:Engines/StateStoreConformanceTest.Concurrent*:ClickHouseClusterTest.*'
 unset TSAN_OPTIONS
 
 step "integration tests (OpenTelemetry JS SDK -> sightline serve)"

@@ -65,6 +65,19 @@ void AddStoreOptions(CLI::App* cmd, std::string* data, std::string* storage, Sto
       ->envname("SIGHTLINE_CLICKHOUSE_TIMEOUT_MS")
       ->check(CLI::Range(int64_t{100}, int64_t{3600000}))
       ->capture_default_str();
+  cmd->add_option("--clickhouse-cluster", store->clickhouse_cluster,
+                  "ClickHouse cluster (as named in the servers' remote_servers): ON CLUSTER DDL, per-shard tables "
+                  "under Distributed ones, synchronous inserts on every shard")
+      ->envname("SIGHTLINE_CLICKHOUSE_CLUSTER");
+  cmd->add_flag("--clickhouse-replicated", store->clickhouse_replicated,
+                "With --clickhouse-cluster: Replicated*MergeTree tables (needs ZooKeeper and the {shard}/{replica} "
+                "macros on every server)")
+      ->envname("SIGHTLINE_CLICKHOUSE_REPLICATED");
+  cmd->add_option("--clickhouse-insert-quorum", store->clickhouse_insert_quorum,
+                  "insert_quorum of replicated inserts (0: a majority of the smallest shard's replicas)")
+      ->envname("SIGHTLINE_CLICKHOUSE_INSERT_QUORUM")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
 }
 
 int Serve(ServerOptions options) {

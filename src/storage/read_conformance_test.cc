@@ -1000,6 +1000,16 @@ Result<std::unique_ptr<TelemetryStore>> OpenClickHouse(const std::string&) {
   return StoreRegistry::Instance().Open("clickhouse", options);
 }
 
+//! The ClickHouse engine in cluster mode on this binary's two-shard cluster
+//! (replicated tables, Distributed ones over them), reached through the
+//! first shard: every answer must be the one-server answer.
+Result<std::unique_ptr<TelemetryStore>> OpenClickHouseCluster(const std::string&) {
+  RegisterBuiltinStores();
+  StoreOptions options = clickhouse::testing::ClusterStoreOptionsForTest("read_conformance");
+  options.read_connections = 1;
+  return StoreRegistry::Instance().Open("clickhouse", options);
+}
+
 //! The engines under test. Adding one is one line: its name, its text
 //! folding (DuckDB's lower() folds Unicode, SQLite's LIKE ASCII only) and
 //! how to open it, Registered("duckdb") for an engine of the registry.
@@ -1010,6 +1020,7 @@ std::vector<EngineSpec> Engines() {
       {"sqlite", TextFolding::kAscii, Registered("sqlite")},
       // positionCaseInsensitiveUTF8 folds as DuckDB's lower() does.
       {"clickhouse", TextFolding::kSimpleUnicode, OpenClickHouse},
+      {"clickhouse_cluster", TextFolding::kSimpleUnicode, OpenClickHouseCluster},
   };
 }
 
@@ -1207,8 +1218,15 @@ TEST_P(ReadConformanceTest, EveryAnswerMatchesAfterRetentionDeletes) {
   }
   ASSERT_GT(deleted, 0u) << "the deletes must remove something for this test to mean anything";
   StoreStats want_stats = reference_store_.Stats(), got_stats = store_->Stats();
+  // On a cluster Stats() still counts the rows of the parts of the one
+  // server the store is connected to, by the single-server table names
+  // (issue #11 point 5 reworks Stats() for every layout): its row gauges are
+  // not compared there yet; everything the reader answers is.
+  const bool row_stats = GetParam().name != "clickhouse_cluster";
   for (int s = 0; s < kSignalCount; ++s) {
-    EXPECT_EQ(got_stats.rows[s], want_stats.rows[s]) << SignalName(Signal(s));
+    if (row_stats) {
+      EXPECT_EQ(got_stats.rows[s], want_stats.rows[s]) << SignalName(Signal(s));
+    }
     Result<std::optional<int64_t>> want = reference_store_.OldestTime(Signal(s));
     Result<std::optional<int64_t>> got = store_->OldestTime(Signal(s));
     ASSERT_TRUE(want.ok() && got.ok()) << got.status().ToString();

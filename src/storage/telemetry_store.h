@@ -42,6 +42,17 @@ struct StoreOptions {
   //! may wait for the server's answer before it fails as Unavailable (the
   //! OTLP client gets 503); dashboard reads end at their query deadline.
   int64_t clickhouse_timeout_ms = 60000;
+  //! Cluster mode (docs/STORAGE.md, "ClickHouse cluster"): the cluster as
+  //! named in the servers' remote_servers. When set, DDL runs ON CLUSTER,
+  //! each table is a per-shard `<name>_local` under a Distributed table of
+  //! the name the reader uses, and inserts are synchronous on every shard.
+  std::string clickhouse_cluster;
+  //! With a cluster: Replicated*MergeTree local tables (ZooKeeper paths from
+  //! the servers' {shard} and {replica} macros).
+  bool clickhouse_replicated = false;
+  //! insert_quorum of replicated inserts; 0 = a majority of the smallest
+  //! shard's replicas (none when a shard has one).
+  int clickhouse_insert_quorum = 0;
 };
 
 //! What opening did to the database's schema (storage/schema_version.h).

@@ -231,8 +231,8 @@ int64_t SaturatingAdd(int64_t a, int64_t b) { return a > INT64_MAX - b ? INT64_M
 
 class ClickHouseReader final : public TelemetryReader {
  public:
-  ClickHouseReader(std::unique_ptr<Connection> conn, ReleaseFn release)
-      : conn_(std::move(conn)), release_(std::move(release)) {
+  ClickHouseReader(std::unique_ptr<Connection> conn, ReleaseFn release, bool cluster)
+      : conn_(std::move(conn)), release_(std::move(release)), cluster_(cluster) {
     std::random_device rd;
     id_prefix_ = "sightline-" + UInt((static_cast<uint64_t>(rd()) << 32) ^ rd()) + "-";
   }
@@ -272,6 +272,7 @@ class ClickHouseReader final : public TelemetryReader {
 
   std::unique_ptr<Connection> conn_;
   ReleaseFn release_;
+  const bool cluster_;
   std::string id_prefix_;
   uint64_t statements_ = 0;
   Mutex mu_;
@@ -286,6 +287,12 @@ Status ClickHouseReader::Run(const std::string& sql, const std::function<void(co
   // The whole answer is computed before the 200 is sent, so an error
   // mid-query is an error status, not a truncated body.
   r.settings.emplace_back("wait_end_of_query", "1");
+  // On a cluster, an IN subquery or a JOIN on a Distributed table inside a
+  // query on one (the resource filter, the trace search's matching traces,
+  // the log page's keys) is computed once over every shard and its result
+  // sent to each (GLOBAL IN); rewriting it to the local tables would see
+  // only the shard's own rows.
+  if (cluster_) r.settings.emplace_back("distributed_product_mode", "global");
   {
     MutexLock lock(&mu_);
     running_ = r.query_id;
@@ -916,8 +923,8 @@ Result<MetricBuckets> ClickHouseReader::AggregateSeries(const MetricSeriesQuery&
 
 }  // namespace
 
-std::unique_ptr<TelemetryReader> NewReader(std::unique_ptr<Connection> conn, ReleaseFn release) {
-  return std::make_unique<ClickHouseReader>(std::move(conn), std::move(release));
+std::unique_ptr<TelemetryReader> NewReader(std::unique_ptr<Connection> conn, ReleaseFn release, bool cluster) {
+  return std::make_unique<ClickHouseReader>(std::move(conn), std::move(release), cluster);
 }
 
 }  // namespace sightline::clickhouse

@@ -20,7 +20,9 @@ using ReleaseFn = std::function<void(std::unique_ptr<Connection>)>;
 //! A reader on one leased connection; `release` takes it back when the
 //! reader is destroyed. Interrupt() shuts the connection's socket and kills
 //! the running statement by its query id (KILL QUERY on a connection of
-//! its own); the pool's next lease reconnects.
-std::unique_ptr<TelemetryReader> NewReader(std::unique_ptr<Connection> conn, ReleaseFn release);
+//! its own); the pool's next lease reconnects. `cluster`: the tables are
+//! Distributed (clickhouse_schema.h Layout), and a subquery or JOIN on one
+//! runs once on the initiator, its result sent to the shards (GLOBAL).
+std::unique_ptr<TelemetryReader> NewReader(std::unique_ptr<Connection> conn, ReleaseFn release, bool cluster = false);
 
 }  // namespace sightline::clickhouse

@@ -113,15 +113,41 @@ std::string InsertColumns(const char* table) {
   return out + ")";
 }
 
-std::vector<std::string> CreateTablesSql(const std::string& database, const ServerVersion& version) {
+std::string Layout::OnCluster() const { return clustered() ? " ON CLUSTER " + QuoteIdentifier(cluster) : ""; }
+
+std::string Layout::LocalName(const char* table) const {
+  return clustered() ? std::string(table) + "_local" : std::string(table);
+}
+
+std::string ShardingKey(const char* table) {
+  const std::string_view t = table;
+  if (t == schema::kSpansTable) return "cityHash64(trace_id_high, trace_id_low)";
+  if (t == schema::kLogsTable) {
+    return "if(trace_id_high = 0 AND trace_id_low = 0, cityHash64(seq), cityHash64(trace_id_high, trace_id_low))";
+  }
+  if (t == schema::kMetricPointsTable || t == schema::kMetricSeriesTable) return "cityHash64(series_id)";
+  return "cityHash64(resource_id)";
+}
+
+std::vector<std::string> CreateTablesSql(const std::string& database, const ServerVersion& version,
+                                         const Layout& layout) {
   const bool modern = version.modern();
   const std::string db = QuoteIdentifier(database) + ".";
+  const std::string on_cluster = layout.OnCluster();
+  // A Replicated engine's ZooKeeper path per shard and table, its replica
+  // name from the servers' macros.
+  auto engine = [&](const char* base, const std::string& local) {
+    if (!layout.replicated) return std::string(base);
+    return std::string("Replicated") + base + "(" + Quote("/clickhouse/tables/{shard}/" + database + "/" + local) +
+           ", '{replica}')";
+  };
   std::vector<std::string> out;
-  out.push_back("CREATE TABLE IF NOT EXISTS " + db + kVersionTable +
+  out.push_back("CREATE TABLE IF NOT EXISTS " + db + kVersionTable + on_cluster +
                 " (version Int64, written_by String) ENGINE = MergeTree ORDER BY version");
   for (const auto& [table, columns] : schema::AllTableColumns()) {
     const std::string_view t = table;
-    std::string sql = "CREATE TABLE IF NOT EXISTS " + db + table + " (";
+    const std::string local = layout.LocalName(table);
+    std::string sql = "CREATE TABLE IF NOT EXISTS " + db + local + on_cluster + " (";
     for (size_t i = 0; i < columns.size(); ++i) {
       const schema::Column& c = columns[i];
       sql += (i ? ", " : "") + std::string(c.name) + " ";
@@ -140,21 +166,30 @@ std::vector<std::string> CreateTablesSql(const std::string& database, const Serv
     }
     sql += ") ENGINE = ";
     if (t == schema::kSpansTable) {
-      sql += "MergeTree PARTITION BY " + DayOf("start_time_ns") + " ORDER BY (project_id, intDiv(start_time_ns, " +
-             kHourNs + "), service_name, endpoint, start_time_ns)";
+      sql += engine("MergeTree", local) + " PARTITION BY " + DayOf("start_time_ns") +
+             " ORDER BY (project_id, intDiv(start_time_ns, " + kHourNs + "), service_name, endpoint, start_time_ns)";
     } else if (t == schema::kLogsTable) {
-      sql += "MergeTree PARTITION BY " + DayOf("if(time_ns = 0, observed_time_ns, time_ns)") +
+      sql += engine("MergeTree", local) + " PARTITION BY " + DayOf("if(time_ns = 0, observed_time_ns, time_ns)") +
              " ORDER BY (project_id, intDiv(time_ns, " + kHourNs + "), service_name, time_ns, seq)";
     } else if (t == schema::kMetricPointsTable) {
-      sql += "MergeTree PARTITION BY " + DayOf("time_ns") + " ORDER BY (project_id, series_id, time_ns)";
+      sql += engine("MergeTree", local) + " PARTITION BY " + DayOf("time_ns") +
+             " ORDER BY (project_id, series_id, time_ns)";
     } else if (t == schema::kMetricSeriesTable) {
-      sql += "ReplacingMergeTree ORDER BY (project_id, metric_name, series_id)";
+      sql += engine("ReplacingMergeTree", local) + " ORDER BY (project_id, metric_name, series_id)";
     } else {
-      sql += "ReplacingMergeTree ORDER BY (project_id, resource_id)";
+      sql += engine("ReplacingMergeTree", local) + " ORDER BY (project_id, resource_id)";
     }
     const bool big = t == schema::kSpansTable || t == schema::kLogsTable || t == schema::kMetricPointsTable;
-    if (big && version.dedup_token()) sql += " SETTINGS non_replicated_deduplication_window = 1000";
+    // Replicated tables deduplicate inserted blocks by default.
+    if (big && version.dedup_token() && !layout.replicated) {
+      sql += " SETTINGS non_replicated_deduplication_window = 1000";
+    }
     out.push_back(std::move(sql));
+    if (layout.clustered()) {
+      out.push_back("CREATE TABLE IF NOT EXISTS " + db + table + on_cluster + " AS " + db + local +
+                    " ENGINE = Distributed(" + QuoteIdentifier(layout.cluster) + ", " + QuoteIdentifier(database) +
+                    ", " + local + ", " + ShardingKey(table) + ")");
+    }
   }
   return out;
 }

@@ -47,8 +47,30 @@ struct ExtraColumn {
 };
 std::vector<ExtraColumn> ExtraColumns(const char* table);
 
-//! CREATE TABLE IF NOT EXISTS statements for every table, for `version`.
-std::vector<std::string> CreateTablesSql(const std::string& database, const ServerVersion& version);
+//! Where the tables live: one server, or the shards of a cluster
+//! (docs/STORAGE.md, "ClickHouse cluster").
+struct Layout {
+  std::string cluster;      // as named in remote_servers; empty: one server
+  bool replicated = false;  // Replicated*MergeTree local tables (cluster only)
+  bool clustered() const { return !cluster.empty(); }
+  //! " ON CLUSTER <name>" for DDL, "" on one server.
+  std::string OnCluster() const;
+  //! The table holding a table's rows on each server: "<table>_local" on a
+  //! cluster (the Distributed table has the table's own name), else `table`.
+  std::string LocalName(const char* table) const;
+};
+
+//! The sharding key of a table's Distributed table: a trace's spans and
+//! logs on one shard (cityHash64 of the trace id; a log without one by its
+//! seq), a series' points with the series (cityHash64(series_id)), a keyed
+//! row by its key.
+std::string ShardingKey(const char* table);
+
+//! CREATE TABLE IF NOT EXISTS statements for every table, for `version`; on
+//! a cluster each table's local table and then its Distributed table, both
+//! ON CLUSTER. The schema_version table is local to each server.
+std::vector<std::string> CreateTablesSql(const std::string& database, const ServerVersion& version,
+                                         const Layout& layout = Layout());
 
 //! The column list of an INSERT into `table` (schema columns, then extras).
 std::string InsertColumns(const char* table);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <optional>
@@ -30,6 +31,13 @@ int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
+
+//! The low bits of a log record's seq hold the writing store's tag, so
+//! stores writing at once (several Sightline nodes) never number two
+//! records alike; the high bits are the store's counter.
+constexpr int kSeqTagBits = 16;
+constexpr uint64_t kSeqTags = uint64_t{1} << kSeqTagBits;
+uint64_t SeqOf(uint64_t counter, uint64_t tag) { return counter << kSeqTagBits | tag; }
 
 //! Appends the value of schema column `c` at row `r` in its ClickHouse type
 //! (TypeOf): absent ids are 0, absent text '', a NaN stays NaN.
@@ -134,6 +142,7 @@ class ClickHouseStore final : public TelemetryStore {
 
   const ServerVersion& version() const { return version_; }
   const Endpoint& endpoint() const { return endpoint_; }
+  const Layout& layout() const { return layout_; }
 
  private:
   friend class ClickHouseSink;
@@ -147,16 +156,31 @@ class ClickHouseStore final : public TelemetryStore {
   }
   static Result<TsvResult> QueryOn(Connection* conn, const std::string& sql, bool with_names);
   void ReleaseReader(std::unique_ptr<Connection> conn) EXCLUDES(pool_mu_);
-  //! The table's name qualified with the database.
+  //! The table's name qualified with the database (on a cluster, its
+  //! Distributed table: what inserts and reads name).
   std::string Table(const char* table) const { return QuoteIdentifier(endpoint_.database) + "." + table; }
-  //! A system table of the server this store writes to.
-  static std::string SystemTable(const char* table) { return std::string("system.") + table; }
+  //! The table holding the rows on each server (on a cluster "<t>_local"):
+  //! what ALTER names, with layout_.OnCluster().
+  std::string LocalTable(const char* table) const {
+    return QuoteIdentifier(endpoint_.database) + "." + layout_.LocalName(table);
+  }
+  //! A system table of this server, or on a cluster of one replica of every
+  //! shard (the cluster() table function).
+  std::string SystemTable(const char* name) const {
+    if (!layout_.clustered()) return std::string("system.") + name;
+    return "cluster(" + Quote(layout_.cluster) + ", system, " + name + ")";
+  }
+  //! Checks that the cluster is one of the server's and sets the insert
+  //! quorum (options, or a majority of the smallest shard's replicas).
+  Status InitCluster(const StoreOptions& options) REQUIRES(admin_mu_);
   //! Waits until the table's mutations are done (ALTER ... DELETE runs in
-  //! the background); IoError when one failed.
+  //! the background; on a cluster on every shard); IoError when one failed.
   Status WaitForMutations(const char* table) REQUIRES(admin_mu_);
 
   Endpoint endpoint_;
   ServerVersion version_;
+  Layout layout_;
+  int insert_quorum_ = 0;  // insert_quorum of every insert; 0: none
   SchemaReport schema_report_;
 
   //! Schema, retention, footprint, stats and `sightline sql`.
@@ -182,10 +206,12 @@ class ClickHouseStore final : public TelemetryStore {
   };
   KnownKeys known_[kSignalCount];
 
-  //! The next log insertion sequence number: monotonic per store, starting
-  //! above every stored one (and at least at the open time in ns, so a
-  //! store reopened later continues above).
+  //! The next log insertion counter: monotonic per store, starting above
+  //! every stored one (and at least at the open time), so a store reopened
+  //! later continues above. A record's seq is counter << kSeqTagBits | the
+  //! store's tag (SeqOf), distinct between stores writing at once.
   std::atomic<uint64_t> next_seq_{1};
+  uint64_t seq_tag_ = 0;
   std::atomic<int> open_sinks_{0};
 };
 
@@ -206,6 +232,10 @@ Status ClickHouseSink::Insert(const char* table, std::string rows) {
   if (store_->version().dedup_token()) {
     r.settings.emplace_back("insert_deduplication_token", token_prefix_ + std::to_string(++writes_) + "-" + table);
   }
+  // On a cluster the Distributed table writes every shard's rows before it
+  // answers (not from a queue later), so a 200 means stored on every shard.
+  if (store_->layout().clustered()) r.settings.emplace_back("insert_distributed_sync", "1");
+  if (store_->insert_quorum_ > 0) r.settings.emplace_back("insert_quorum", std::to_string(store_->insert_quorum_));
   Result<std::string> answer = conn_.Execute(r);
   // A transport failure after the request was sent leaves the insert's
   // fate unknown: with a deduplication token the same insert is safe to send
@@ -259,6 +289,7 @@ Status ClickHouseSink::Write(const std::vector<const Batch*>& batches) {
   size_t total = 0;
   for (const Batch* b : batches) total += b->rows();
   uint64_t seq = logs ? store_->next_seq_.fetch_add(total) : 0;
+  const uint64_t tag = store_->seq_tag_;
   for (size_t i = 0; i < writes.size(); ++i) {
     const auto& columns = writes[i].columns.main;
     const StringColumn* attributes = arrays ? TextColumn(columns, "attributes") : nullptr;
@@ -269,7 +300,7 @@ Status ClickHouseSink::Write(const std::vector<const Batch*>& batches) {
     const size_t n = batches[i]->rows();
     for (size_t r = 0; r < n; ++r) {
       for (const schema::Column& c : columns) EncodeValue(c, r, &rows);
-      if (logs) rows.UInt64(seq++);
+      if (logs) rows.UInt64(SeqOf(seq++, tag));
       if (arrays) {
         attrs_.Parse(attributes != nullptr ? attributes->Get(r) : "");
         EncodeAttributeArrays(attrs_, &rows);
@@ -325,12 +356,35 @@ Status ClickHouseStore::Init(const StoreOptions& options) {
     SL_ASSIGN_OR_RETURN(std::string text, admin_->Execute(r));
     SL_ASSIGN_OR_RETURN(version_, ParseVersion(text));
   }
+  SL_RETURN_IF_ERROR(InitCluster(options));
   SL_RETURN_IF_ERROR(InitSchema());
   SL_RETURN_IF_ERROR(LoadKnownKeys());
   {
-    SL_ASSIGN_OR_RETURN(TsvResult r, AdminQuery("SELECT max(seq) FROM " + Table(schema::kLogsTable)));
-    uint64_t stored = r.rows().empty() ? 0 : TsvRowView(&r.rows()[0]).GetUInt(0);
-    next_seq_.store(std::max<uint64_t>(stored + 1, static_cast<uint64_t>(std::max<int64_t>(NowNs(), 1))));
+    // The newest records' seqs: the largest, and the tags of the stores that
+    // wrote them (other nodes writing now), which this one does not take.
+    SL_ASSIGN_OR_RETURN(TsvResult r, AdminQuery("SELECT max(seq), groupUniqArray(seq % " + std::to_string(kSeqTags) +
+                                                ") FROM (SELECT seq FROM " + Table(schema::kLogsTable) +
+                                                " ORDER BY seq DESC LIMIT 100000)"));
+    const uint64_t stored = r.rows().empty() ? 0 : TsvRowView(&r.rows()[0]).GetUInt(0);
+    std::vector<uint64_t> taken;
+    if (!r.rows().empty()) {
+      const std::string text = TsvRowView(&r.rows()[0]).GetString(1);  // [1,2,3]
+      for (size_t i = 1; i < text.size();) {
+        uint64_t v = 0;
+        auto [end, ec] = std::from_chars(text.data() + i, text.data() + text.size(), v);
+        if (ec != std::errc()) break;
+        taken.push_back(v);
+        i = static_cast<size_t>(end - text.data()) + 1;
+      }
+    }
+    std::random_device rd;
+    std::mt19937_64 random((static_cast<uint64_t>(rd()) << 32) ^ rd());
+    seq_tag_ = random() % kSeqTags;
+    for (int i = 0; i < 64 && std::find(taken.begin(), taken.end(), seq_tag_) != taken.end(); ++i) {
+      seq_tag_ = random() % kSeqTags;
+    }
+    const uint64_t clock = static_cast<uint64_t>(std::max<int64_t>(NowNs(), 1)) >> kSeqTagBits;
+    next_seq_.store(std::max<uint64_t>((stored >> kSeqTagBits) + 1, clock));
   }
   MutexLock pool(&pool_mu_);
   pool_size_ = std::max(1, options.read_connections);
@@ -341,10 +395,37 @@ Status ClickHouseStore::Init(const StoreOptions& options) {
   return Status::Ok();
 }
 
+Status ClickHouseStore::InitCluster(const StoreOptions& options) {
+  layout_.cluster = options.clickhouse_cluster;
+  layout_.replicated = options.clickhouse_replicated;
+  if (!layout_.clustered()) {
+    if (layout_.replicated) return Status::InvalidArgument("clickhouse: replicated tables need a cluster name");
+    return Status::Ok();
+  }
+  Request r;
+  r.query = "SELECT shard_num, count() FROM system.clusters WHERE cluster = " + Quote(layout_.cluster) +
+            " GROUP BY shard_num";
+  r.use_database = false;  // before the database is created
+  SL_ASSIGN_OR_RETURN(std::string body, admin_->Execute(r));
+  SL_ASSIGN_OR_RETURN(TsvResult shards, TsvResult::Parse(body, false));
+  if (shards.rows().empty()) {
+    return Status::InvalidArgument("clickhouse: the server at " + endpoint_.host + ":" + endpoint_.port +
+                                   " has no cluster named " + layout_.cluster + " in its remote_servers");
+  }
+  int64_t replicas = INT64_MAX;
+  for (const auto& row : shards.rows()) replicas = std::min(replicas, TsvRowView(&row).GetInt(1));
+  if (layout_.replicated) {
+    insert_quorum_ = options.clickhouse_insert_quorum > 0 ? options.clickhouse_insert_quorum
+                     : replicas > 1                       ? static_cast<int>(replicas / 2 + 1)
+                                                          : 0;
+  }
+  return Status::Ok();
+}
+
 Status ClickHouseStore::InitSchema() {
   {
     Request r;
-    r.query = "CREATE DATABASE IF NOT EXISTS " + QuoteIdentifier(endpoint_.database);
+    r.query = "CREATE DATABASE IF NOT EXISTS " + QuoteIdentifier(endpoint_.database) + layout_.OnCluster();
     r.use_database = false;
     SL_RETURN_IF_ERROR(admin_->Execute(r).status());
   }
@@ -361,7 +442,7 @@ Status ClickHouseStore::InitSchema() {
                                      std::to_string(kSchemaVersion) + " (docs/STORAGE.md, ClickHouse)");
     }
   }
-  for (const std::string& sql : CreateTablesSql(endpoint_.database, version_)) {
+  for (const std::string& sql : CreateTablesSql(endpoint_.database, version_, layout_)) {
     SL_RETURN_IF_ERROR(AdminQuery(sql).status());
   }
   // Every table must have exactly this version's columns: a database written
@@ -425,7 +506,8 @@ Result<std::unique_ptr<TelemetryReader>> ClickHouseStore::AcquireReader(int64_t 
     free_readers_.pop_back();
   }
   conn->ClearAbort();
-  return NewReader(std::move(conn), [this](std::unique_ptr<Connection> c) { ReleaseReader(std::move(c)); });
+  return NewReader(
+      std::move(conn), [this](std::unique_ptr<Connection> c) { ReleaseReader(std::move(c)); }, layout_.clustered());
 }
 
 void ClickHouseStore::ReleaseReader(std::unique_ptr<Connection> conn) {
@@ -463,7 +545,7 @@ StoreStats ClickHouseStore::Stats() {
     const std::string table = v.GetString(0);
     stats.database_bytes += v.GetUInt(2);
     for (Signal s : {Signal::kSpans, Signal::kLogs, Signal::kMetrics}) {
-      if (table == sql::MainTable(s)) stats.rows[static_cast<int>(s)] = v.GetUInt(1);
+      if (table == layout_.LocalName(sql::MainTable(s))) stats.rows[static_cast<int>(s)] = v.GetUInt(1);
     }
   }
   Result<TsvResult> series =
@@ -486,7 +568,7 @@ StoreStats ClickHouseStore::Stats() {
       {{"max_parts_per_partition",
         "Most active parts in one partition; ClickHouse delays inserts at 150 and refuses them at 300 by default."},
        "SELECT max(c) FROM (SELECT count() AS c FROM " + SystemTable("parts") + " WHERE active AND database = " + db +
-           " GROUP BY table, partition_id)"},
+           " GROUP BY hostName(), table, partition_id)"},
       {{"merges_running", "Background merges running on Sightline's tables."},
        "SELECT count() FROM " + SystemTable("merges") + " WHERE database = " + db},
       {{"pending_inserts", "Inserts the server holds back or has not yet sent on (delayed, distributed, async)."},
@@ -544,9 +626,9 @@ Status ClickHouseStore::WaitForMutations(const char* table) {
   // one that never finishes.
   const std::string reason = version_.modern() ? "any(latest_fail_reason)" : "''";
   for (int i = 0; i < 6000; ++i) {
-    SL_ASSIGN_OR_RETURN(TsvResult r, AdminQuery("SELECT count(), " + reason +
-                                                " FROM system.mutations WHERE database = " + Quote(endpoint_.database) +
-                                                " AND table = " + Quote(table) + " AND is_done = 0"));
+    SL_ASSIGN_OR_RETURN(TsvResult r, AdminQuery("SELECT count(), " + reason + " FROM " + SystemTable("mutations") +
+                                                " WHERE database = " + Quote(endpoint_.database) + " AND table = " +
+                                                Quote(layout_.LocalName(table)) + " AND is_done = 0"));
     if (r.rows().empty() || TsvRowView(&r.rows()[0]).GetInt(0) == 0) return Status::Ok();
     const std::string failure = TsvRowView(&r.rows()[0]).GetString(1);
     if (!failure.empty()) {
@@ -576,14 +658,15 @@ Result<uint64_t> ClickHouseStore::DeleteBefore(Signal signal, const ProjectSet& 
                         AdminQuery("SELECT " + day + " AS day FROM " + Table(table) + " GROUP BY day HAVING max(" +
                                    age + ") < " + std::to_string(before_ns)));
     for (const auto& row : days.rows()) {
-      SL_RETURN_IF_ERROR(
-          AdminQuery("ALTER TABLE " + Table(table) + " DROP PARTITION " + Quote(TsvRowView(&row).GetString(0)))
-              .status());
+      SL_RETURN_IF_ERROR(AdminQuery("ALTER TABLE " + LocalTable(table) + layout_.OnCluster() + " DROP PARTITION " +
+                                    Quote(TsvRowView(&row).GetString(0)))
+                             .status());
     }
   }
   SL_ASSIGN_OR_RETURN(TsvResult rest, AdminQuery("SELECT count() FROM " + Table(table) + " WHERE " + where));
   if (!rest.rows().empty() && TsvRowView(&rest.rows()[0]).GetUInt(0) > 0) {
-    SL_RETURN_IF_ERROR(AdminQuery("ALTER TABLE " + Table(table) + " DELETE WHERE " + where).status());
+    SL_RETURN_IF_ERROR(
+        AdminQuery("ALTER TABLE " + LocalTable(table) + layout_.OnCluster() + " DELETE WHERE " + where).status());
     SL_RETURN_IF_ERROR(WaitForMutations(table));
   }
   return deleted;

@@ -132,15 +132,25 @@ Status ErrorStatus(int http_status, std::string_view body) {
   std::string message = "clickhouse: " + std::string(body.substr(0, 2000));
   while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
   switch (code) {
-    case 394: return Status::Cancelled(message);       // QUERY_WAS_CANCELLED
-    case 202:                                          // TOO_MANY_SIMULTANEOUS_QUERIES
-    case 252:                                          // TOO_MANY_PARTS
-    case 241:                                          // MEMORY_LIMIT_EXCEEDED
-    case 209:                                          // SOCKET_TIMEOUT
-    case 210:                                          // NETWORK_ERROR
-    case 159:                                          // TIMEOUT_EXCEEDED
-    case 319:                                          // UNKNOWN_STATUS_OF_INSERT
-    case 999: return Status::Unavailable(message);     // KEEPER_EXCEPTION
+    case 394: return Status::Cancelled(message);  // QUERY_WAS_CANCELLED
+    case 202:                                     // TOO_MANY_SIMULTANEOUS_QUERIES
+    case 252:                                     // TOO_MANY_PARTS
+    case 241:                                     // MEMORY_LIMIT_EXCEEDED
+    case 209:                                     // SOCKET_TIMEOUT
+    case 210:                                     // NETWORK_ERROR
+    case 159:                                     // TIMEOUT_EXCEEDED
+    case 319:                                     // UNKNOWN_STATUS_OF_INSERT
+    case 999:                                     // KEEPER_EXCEPTION
+    // A cluster's shard or replica that cannot be reached, or has lost
+    // ZooKeeper: the insert or read may succeed once it is back.
+    case 32:                                           // ATTEMPT_TO_READ_AFTER_EOF
+    case 198:                                          // DNS_ERROR
+    case 225:                                          // NO_ZOOKEEPER
+    case 242:                                          // TABLE_IS_READ_ONLY
+    case 279:                                          // ALL_CONNECTION_TRIES_FAILED
+    case 285:                                          // TOO_FEW_LIVE_REPLICAS
+    case 286:                                          // UNSATISFIED_QUORUM_FOR_PREVIOUS_WRITE
+    case 369: return Status::Unavailable(message);     // ALL_REPLICAS_ARE_STALE
     case 62:                                           // SYNTAX_ERROR
     case 47:                                           // UNKNOWN_IDENTIFIER
     case 46:                                           // UNKNOWN_FUNCTION

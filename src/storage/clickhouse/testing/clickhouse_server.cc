@@ -41,16 +41,15 @@ int FreePort() {
   return port;
 }
 
-std::string FindBinary() {
-  if (const char* env = std::getenv("SIGHTLINE_CLICKHOUSE_SERVER"); env != nullptr && *env != '\0') return env;
-  if (::access("/usr/sbin/clickhouse-server", X_OK) == 0) return "/usr/sbin/clickhouse-server";
+//! `name` in a directory of the PATH; "" when none has it.
+std::string FindOnPath(const std::string& name) {
   if (const char* path = std::getenv("PATH"); path != nullptr) {
     std::string p = path;
     size_t start = 0;
     while (start <= p.size()) {
       size_t colon = p.find(':', start);
       std::string dir = p.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
-      std::string candidate = dir + "/clickhouse-server";
+      std::string candidate = dir + "/" + name;
       if (!dir.empty() && ::access(candidate.c_str(), X_OK) == 0) return candidate;
       if (colon == std::string::npos) break;
       start = colon + 1;
@@ -59,22 +58,75 @@ std::string FindBinary() {
   return "";
 }
 
+std::string FindBinary() {
+  if (const char* env = std::getenv("SIGHTLINE_CLICKHOUSE_SERVER"); env != nullptr && *env != '\0') return env;
+  if (::access("/usr/sbin/clickhouse-server", X_OK) == 0) return "/usr/sbin/clickhouse-server";
+  return FindOnPath("clickhouse-server");
+}
+
+Result<std::filesystem::path> MakeTempDir(const char* prefix) {
+  std::string tmpl = (std::filesystem::temp_directory_path() / (std::string(prefix) + "-XXXXXX")).string();
+  if (::mkdtemp(tmpl.data()) == nullptr) return Status::IoError(std::string("cannot make a temp dir for ") + prefix);
+  return std::filesystem::path(tmpl);
+}
+
+//! Forks and execs `argv` with stdout and stderr to `out`; the child dies
+//! with the test binary, even when that one is killed.
+pid_t Spawn(const std::vector<std::string>& argv, const std::string& out) {
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    FILE* f = std::freopen(out.c_str(), "w", stdout);
+    (void)f;
+    ::dup2(STDOUT_FILENO, STDERR_FILENO);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+//! SIGTERM, then SIGKILL after 20 s; reaps the process.
+void Terminate(pid_t pid) {
+  if (pid <= 0) return;
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+//! The ports of one clickhouse-server.
+struct Ports {
+  int http = 0, tcp = 0, interserver = 0;
+  bool ok() const { return http != 0 && tcp != 0 && interserver != 0; }
+  static Ports Free() { return Ports{FreePort(), FreePort(), FreePort()}; }
+};
+
 class Server {
  public:
   ~Server() { Stop(); }
 
-  Status Start() {
+  //! Starts the server on `ports`; `extra` is XML added to its config (the
+  //! cluster's remote_servers, zookeeper and macros).
+  Status Start(Ports ports = Ports::Free(), const std::string& extra = "") {
     const std::string binary = FindBinary();
     if (binary.empty()) {
       return Status::NotFound(
           "clickhouse-server not found (install the Debian package clickhouse-server, listed in "
           "third_party/versions.env TEST_APT_PACKAGES, or set SIGHTLINE_CLICKHOUSE_SERVER)");
     }
-    std::string tmpl = (std::filesystem::temp_directory_path() / "sightline-clickhouse-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) return Status::IoError("cannot make a temp dir for clickhouse-server");
-    dir_ = tmpl;
-    const int http = FreePort(), tcp = FreePort(), interserver = FreePort();
-    if (http == 0 || tcp == 0 || interserver == 0) return Status::IoError("no free loopback port");
+    SL_ASSIGN_OR_RETURN(dir_, MakeTempDir("sightline-clickhouse"));
+    if (!ports.ok()) return Status::IoError("no free loopback port");
+    const int http = ports.http, tcp = ports.tcp, interserver = ports.interserver;
     const std::string d = dir_.string();
     {
       std::ofstream config(dir_ / "config.xml");
@@ -94,7 +146,8 @@ class Server {
              // Below the client's idle limit (2 s), so the tests see the
              // server close a kept-alive connection first.
              << "  <keep_alive_timeout>1</keep_alive_timeout>\n"
-             << "</yandex>\n";
+             << "  <interserver_http_host>127.0.0.1</interserver_http_host>\n"
+             << extra << "</yandex>\n";
       std::ofstream users(dir_ / "users.xml");
       users << "<?xml version=\"1.0\"?>\n<yandex>\n  <profiles><default></default></profiles>\n"
             << "  <users><default><password></password><networks><ip>127.0.0.1</ip><ip>::1</ip></networks>"
@@ -106,17 +159,8 @@ class Server {
     }
     const std::string config_arg = "--config-file=" + (dir_ / "config.xml").string();
     const std::string out = (dir_ / "stdout.log").string();
-    pid_ = ::fork();
+    pid_ = Spawn({binary, config_arg}, out);
     if (pid_ < 0) return Status::IoError("fork failed");
-    if (pid_ == 0) {
-      // The server goes with the test binary, even when that one is killed.
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      FILE* f = std::freopen(out.c_str(), "w", stdout);
-      (void)f;
-      ::dup2(STDOUT_FILENO, STDERR_FILENO);
-      ::execl(binary.c_str(), binary.c_str(), config_arg.c_str(), static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
     url_ = "http://127.0.0.1:" + std::to_string(http);
     Endpoint e;
     e.port = std::to_string(http);
@@ -142,20 +186,8 @@ class Server {
   }
 
   void Stop() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      int status = 0;
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-      while (::waitpid(pid_, &status, WNOHANG) == 0) {
-        if (std::chrono::steady_clock::now() > deadline) {
-          ::kill(pid_, SIGKILL);
-          ::waitpid(pid_, &status, 0);
-          break;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      }
-      pid_ = -1;
-    }
+    Terminate(pid_);
+    pid_ = -1;
     // A server that never answered leaves its logs for the failure message.
     if (!dir_.empty() && answered_) {
       std::error_code ec;
@@ -173,6 +205,127 @@ class Server {
   std::string url_;
 };
 
+//! A standalone ZooKeeper (Debian's zookeeper package, run from its jar
+//! with a config of its own), for the cluster's DDL queue and replication.
+class ZooKeeper {
+ public:
+  ~ZooKeeper() { Stop(); }
+
+  Status Start() {
+    std::string java = std::getenv("JAVA") != nullptr ? std::getenv("JAVA") : "";
+    if (java.empty()) java = ::access("/usr/bin/java", X_OK) == 0 ? "/usr/bin/java" : FindOnPath("java");
+    std::string jar = std::getenv("SIGHTLINE_ZOOKEEPER_JAR") != nullptr ? std::getenv("SIGHTLINE_ZOOKEEPER_JAR")
+                                                                        : "/usr/share/java/zookeeper.jar";
+    if (java.empty() || ::access(jar.c_str(), R_OK) != 0) {
+      return Status::NotFound("java or " + jar +
+                              " not found (install the Debian package zookeeper, listed in third_party/versions.env "
+                              "TEST_APT_PACKAGES, or set SIGHTLINE_ZOOKEEPER_JAR)");
+    }
+    SL_ASSIGN_OR_RETURN(dir_, MakeTempDir("sightline-zookeeper"));
+    port_ = FreePort();
+    if (port_ == 0) return Status::IoError("no free loopback port");
+    {
+      std::ofstream cfg(dir_ / "zoo.cfg");
+      cfg << "tickTime=500\ninitLimit=10\nsyncLimit=5\ndataDir=" << (dir_ / "data").string() << "\nclientPort=" << port_
+          << "\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\n"
+          << "maxClientCnxns=0\n4lw.commands.whitelist=srvr\n";
+      if (!cfg) return Status::IoError("cannot write " + (dir_ / "zoo.cfg").string());
+    }
+    const std::string out = (dir_ / "zookeeper.log").string();
+    pid_ = Spawn(
+        {java, "-Xmx256m", "-cp", jar, "org.apache.zookeeper.server.ZooKeeperServerMain", (dir_ / "zoo.cfg").string()},
+        out);
+    if (pid_ < 0) return Status::IoError("fork failed");
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return Status::Unavailable("zookeeper exited at start; see " + out);
+      }
+      if (Answers()) {
+        answered_ = true;
+        return Status::Ok();
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return Status::Unavailable("zookeeper did not answer within 60 s; see " + out);
+  }
+
+  void Stop() {
+    Terminate(pid_);
+    pid_ = -1;
+    if (!dir_.empty() && answered_) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir_, ec);
+      dir_.clear();
+    }
+  }
+
+  int port() const { return port_; }
+
+ private:
+  //! Whether the server answers its "srvr" four-letter command.
+  bool Answers() const {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return false;
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port_));
+    bool ok = false;
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 && ::write(fd, "srvr", 4) == 4) {
+      char buf[64];
+      ssize_t n = ::read(fd, buf, sizeof(buf));
+      ok = n > 0 && std::string_view(buf, static_cast<size_t>(n)).find("Zookeeper version") != std::string_view::npos;
+    }
+    ::close(fd);
+    return ok;
+  }
+
+  std::filesystem::path dir_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+  bool answered_ = false;
+};
+
+//! ZooKeeper and two clickhouse-servers, each one shard of kTestCluster.
+class Cluster {
+ public:
+  ~Cluster() { Stop(); }
+
+  Status Start() {
+    SL_RETURN_IF_ERROR(zookeeper_.Start());
+    const Ports ports[2] = {Ports::Free(), Ports::Free()};
+    std::string remote = std::string("  <remote_servers><") + kTestCluster + ">";
+    for (const Ports& p : ports) {
+      remote += "<shard><internal_replication>true</internal_replication><replica><host>127.0.0.1</host><port>" +
+                std::to_string(p.tcp) + "</port></replica></shard>";
+    }
+    remote += std::string("</") + kTestCluster + "></remote_servers>\n";
+    remote += "  <zookeeper><node><host>127.0.0.1</host><port>" + std::to_string(zookeeper_.port()) +
+              "</port></node><session_timeout_ms>30000</session_timeout_ms></zookeeper>\n";
+    remote += "  <distributed_ddl><path>/clickhouse/task_queue/ddl</path></distributed_ddl>\n";
+    for (int i = 0; i < 2; ++i) {
+      const std::string macros = "  <macros><shard>" + std::to_string(i + 1) + "</shard><replica>replica" +
+                                 std::to_string(i + 1) + "</replica></macros>\n";
+      SL_RETURN_IF_ERROR(shards_[i].Start(ports[i], remote + macros));
+    }
+    return Status::Ok();
+  }
+
+  void Stop() {
+    for (Server& s : shards_) s.Stop();
+    zookeeper_.Stop();
+  }
+
+  std::vector<std::string> urls() const { return {shards_[0].url(), shards_[1].url()}; }
+
+ private:
+  ZooKeeper zookeeper_;
+  Server shards_[2];
+};
+
 struct Shared {
   std::once_flag once;
   Server server;
@@ -186,7 +339,41 @@ Shared& TheServer() {
 
 void StopAtExit() { TheServer().server.Stop(); }
 
+struct SharedCluster {
+  std::once_flag once;
+  Cluster cluster;
+  Status started;
+};
+
+SharedCluster& TheCluster() {
+  static SharedCluster* shared = new SharedCluster();  // stopped by the atexit handler below
+  return *shared;
+}
+
+void StopClusterAtExit() { TheCluster().cluster.Stop(); }
+
 }  // namespace
+
+Result<std::vector<std::string>> ClusterUrls() {
+  SharedCluster& s = TheCluster();
+  std::call_once(s.once, [&] {
+    s.started = s.cluster.Start();
+    std::atexit(StopClusterAtExit);
+  });
+  if (!s.started.ok()) return s.started;
+  return s.cluster.urls();
+}
+
+StoreOptions ClusterStoreOptionsForTest(const std::string& hint, int shard) {
+  StoreOptions o;
+  Result<std::vector<std::string>> urls = ClusterUrls();
+  o.clickhouse_url = urls.ok() ? (*urls)[static_cast<size_t>(shard) % urls->size()] : "http://127.0.0.1:1";
+  o.clickhouse_database = UniqueDatabase(hint);
+  o.clickhouse_cluster = kTestCluster;
+  o.clickhouse_replicated = true;
+  o.read_connections = 2;
+  return o;
+}
 
 Result<std::string> ServerUrl() {
   Shared& s = TheServer();

@@ -7,6 +7,7 @@
 // independent while sharing the server.
 
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "storage/telemetry_store.h"
@@ -29,5 +30,22 @@ std::string UniqueDatabase(const std::string& hint);
 //! Store options for the shared server and a fresh database; when the server
 //! cannot start, a URL nothing listens on (the open then fails).
 StoreOptions StoreOptionsForTest(const std::string& hint);
+
+//! The cluster of ClusterUrls: two shards of one replica each.
+inline constexpr const char* kTestCluster = "sightline_test";
+
+//! A ClickHouse cluster per test binary, started at first call: a ZooKeeper
+//! (Debian's zookeeper package: $JAVA or java, $SIGHTLINE_ZOOKEEPER_JAR or
+//! /usr/share/java/zookeeper.jar) and two clickhouse-servers as the two
+//! shards of kTestCluster (remote_servers, zookeeper, distributed_ddl and
+//! {shard}/{replica} macros in their configs), each on free loopback ports
+//! in a temporary directory; all stopped when the binary exits. The shards'
+//! HTTP URLs; an error (never a skip) when a part is missing or does not
+//! come up. Separate from ServerUrl()'s single server.
+Result<std::vector<std::string>> ClusterUrls();
+
+//! Store options for the cluster in cluster mode with replicated tables,
+//! reached through shard `shard` (0 or 1), and a fresh database.
+StoreOptions ClusterStoreOptionsForTest(const std::string& hint, int shard = 0);
 
 }  // namespace sightline::clickhouse::testing
