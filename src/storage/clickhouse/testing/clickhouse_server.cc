@@ -371,6 +371,9 @@ StoreOptions ClusterStoreOptionsForTest(const std::string& hint, int shard) {
   o.clickhouse_database = UniqueDatabase(hint);
   o.clickhouse_cluster = kTestCluster;
   o.clickhouse_replicated = true;
+  // One replica per shard: the default quorum would be none; 1 still sends
+  // insert_quorum on every insert, through the Distributed tables.
+  o.clickhouse_insert_quorum = 1;
   o.read_connections = 2;
   return o;
 }

@@ -44,8 +44,9 @@ inline constexpr const char* kTestCluster = "sightline_test";
 //! come up. Separate from ServerUrl()'s single server.
 Result<std::vector<std::string>> ClusterUrls();
 
-//! Store options for the cluster in cluster mode with replicated tables,
-//! reached through shard `shard` (0 or 1), and a fresh database.
+//! Store options for the cluster in cluster mode with replicated tables and
+//! an insert quorum of 1, reached through shard `shard` (0 or 1), and a
+//! fresh database.
 StoreOptions ClusterStoreOptionsForTest(const std::string& hint, int shard = 0);
 
 }  // namespace sightline::clickhouse::testing
