@@ -1218,15 +1218,8 @@ TEST_P(ReadConformanceTest, EveryAnswerMatchesAfterRetentionDeletes) {
   }
   ASSERT_GT(deleted, 0u) << "the deletes must remove something for this test to mean anything";
   StoreStats want_stats = reference_store_.Stats(), got_stats = store_->Stats();
-  // On a cluster Stats() still counts the rows of the parts of the one
-  // server the store is connected to, by the single-server table names
-  // (issue #11 point 5 reworks Stats() for every layout): its row gauges are
-  // not compared there yet; everything the reader answers is.
-  const bool row_stats = GetParam().name != "clickhouse_cluster";
   for (int s = 0; s < kSignalCount; ++s) {
-    if (row_stats) {
-      EXPECT_EQ(got_stats.rows[s], want_stats.rows[s]) << SignalName(Signal(s));
-    }
+    EXPECT_EQ(got_stats.rows[s], want_stats.rows[s]) << SignalName(Signal(s));
     Result<std::optional<int64_t>> want = reference_store_.OldestTime(Signal(s));
     Result<std::optional<int64_t>> got = store_->OldestTime(Signal(s));
     ASSERT_TRUE(want.ok() && got.ok()) << got.status().ToString();

@@ -211,6 +211,19 @@ describe('two Sightline nodes on a two-shard ClickHouse cluster and one PostgreS
       const split = await shard.query(`SELECT count() FROM (SELECT trace_id_low FROM ${DATABASE}.spans_local GROUP BY trace_id_low HAVING count() != 3)`);
       assert.equal(split.trim(), '0', 'a trace is split over the shards');
     }
+    // Deep health is the cluster's, read from the servers: the same rows on
+    // either node, whichever received them.
+    for (const node of [a, b]) {
+      const who = node === a ? 'node a' : 'node b';
+      const health = await request(`${node.apiUrl}/api/health/deep`);
+      assert.equal(health.status, 200, `${who}: ${health.body}`);
+      const h = JSON.parse(health.body.toString());
+      assert.equal(h.status, 'ok');
+      assert.equal(h.engine.reachable, true, `${who}: ${JSON.stringify(h.engine)}`);
+      assert.equal(h.rows.spans, traces.size * 3, `${who}: deep health spans`);
+      assert.equal(h.rows.logs, logs.length, `${who}: deep health logs`);
+      assert.ok(h.engine.active_parts >= 2 * 3, `${who}: parts on both shards: ${JSON.stringify(h.engine)}`);
+    }
     for (const node of [a, b]) {
       const who = node === a ? 'node a' : 'node b';
       assert.deepEqual(await allTraces(node), traces, `${who}: traces`);
@@ -292,6 +305,15 @@ describe('two Sightline nodes on a two-shard ClickHouse cluster and one PostgreS
     const downUntil = Date.now() + 15_000;
     while (refused.length < refusedBefore + 6 && Date.now() < downUntil) await sleep(50);
     assert.equal(acked.length, ackedWhileDown, 'an export was acknowledged while a shard was down');
+    // Deep health says so on both nodes, rather than counting one shard.
+    for (const node of [a, b]) {
+      const health = await request(`${node.apiUrl}/api/health/deep`);
+      assert.equal(health.status, 503, `deep health while a shard was down: ${health.status}`);
+      const h = JSON.parse(health.body.toString());
+      assert.equal(h.status, 'degraded');
+      assert.equal(h.engine.reachable, false);
+      assert.ok(h.engine.error.length > 0);
+    }
     await shard.start();
     const resumeDeadline = Date.now() + 60_000;
     while (acked.length < ackedWhileDown + 4 && Date.now() < resumeDeadline) await sleep(50);

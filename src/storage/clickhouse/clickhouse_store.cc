@@ -687,9 +687,10 @@ Result<StoreFootprint> ClickHouseStore::Footprint() {
   if (admin_ == nullptr) return Status::Unavailable("clickhouse: store is closed");
   // Inactive parts (replaced by a merge or a mutation) wait a few minutes
   // before the server removes them: bytes on disk that are not live.
-  SL_ASSIGN_OR_RETURN(TsvResult r, AdminQuery("SELECT sum(bytes_on_disk), sumIf(bytes_on_disk, NOT active) FROM "
-                                              "system.parts WHERE database = " +
-                                              Quote(endpoint_.database)));
+  // On a cluster: every shard's (one replica each), the budget being the
+  // database's.
+  SL_ASSIGN_OR_RETURN(TsvResult r, AdminQuery("SELECT sum(bytes_on_disk), sumIf(bytes_on_disk, NOT active) FROM " +
+                                              SystemTable("parts") + " WHERE database = " + Quote(endpoint_.database)));
   StoreFootprint f;
   if (!r.rows().empty()) {
     f.database_bytes = TsvRowView(&r.rows()[0]).GetUInt(0);
