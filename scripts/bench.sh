@@ -55,6 +55,20 @@ for engine in $engines; do
   "$bin" bench probe --spawn "$engine" --signal "$signals" "${probe_args[@]}" --json-out "$out/probe-$engine.json" ||
     log "probe $engine: exit $? (a failing level is a result, not an error; see the JSON)"
 done
+if [[ " $engines " == *" clickhouse "* ]]; then
+  # The same on a two-shard ClickHouse cluster (ZooKeeper + two servers on
+  # loopback, bench/clickhouse_cluster.mjs), a fresh one per command.
+  cluster=(node bench/clickhouse_cluster.mjs "$bin")
+  on_cluster=(--spawn clickhouse --clickhouse-url {url} --server-arg=--clickhouse-cluster={cluster})
+  for batch in 16384 100; do
+    log "ingest clickhouse-cluster $signals batch $batch"
+    "${cluster[@]}" bench ingest "${on_cluster[@]}" --signal "$signals" --batch "$batch" \
+      --duration "$ingest_duration" --repeat "$ingest_repeat" --raw --json-out "$out/ingest-clickhouse-cluster-$batch.json"
+  done
+  log "probe clickhouse-cluster"
+  "${cluster[@]}" bench probe "${on_cluster[@]}" --signal "$signals" "${probe_args[@]}" \
+    --json-out "$out/probe-clickhouse-cluster.json" || log "probe clickhouse-cluster: exit $?"
+fi
 log "oltp (SQLite, production pragmas)"
 "$bin" bench oltp "${oltp_args[@]}" --json-out "$out/oltp.json"
 log "report"

@@ -150,4 +150,12 @@ std::string Human(double v) {
   return buf;
 }
 
+std::string EngineLabel(const std::string& spawn, const std::vector<std::string>& server_args) {
+  if (spawn.empty()) return "external";
+  for (const std::string& a : server_args) {
+    if (a == "--clickhouse-cluster" || a.rfind("--clickhouse-cluster=", 0) == 0) return spawn + "-cluster";
+  }
+  return spawn;
+}
+
 }  // namespace sightline::bench

@@ -121,4 +121,9 @@ Spread SpreadOf(std::vector<double> v);
 //! 1234567 -> "1.23M", 45678 -> "45.7k", 999 -> "999".
 std::string Human(double v);
 
+//! The engine a run names in its JSON and tables: the spawned one, with
+//! "-cluster" when the spawned server was given --clickhouse-cluster;
+//! "external" for a server the bench did not start.
+std::string EngineLabel(const std::string& spawn, const std::vector<std::string>& server_args);
+
 }  // namespace sightline::bench

@@ -198,7 +198,7 @@ std::string ResultJson(const IngestBenchOptions& o, const Machine& m, const std:
   w.Key("seed");
   w.Uint(o.seed);
   w.Key("engine");
-  w.String(o.spawn.empty() ? "external" : o.spawn);
+  w.String(EngineLabel(o.spawn, o.server_args));
   w.Key("spawned");
   w.Bool(!o.spawn.empty());
   w.Key("server_args");

@@ -870,7 +870,7 @@ int RunProbeBench(const ProbeBenchOptions& o) {
   for (int rep = 1; rep <= std::max(1, o.repeat); ++rep) {
     RunResult run;
     run.run = rep;
-    run.engine = o.spawn.empty() ? "external" : o.spawn;
+    run.engine = EngineLabel(o.spawn, o.server_args);
     for (const auto& group : groups) {
       Target t = external;
       std::unique_ptr<ServerProcess> server;

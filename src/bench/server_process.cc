@@ -65,7 +65,14 @@ Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(const SpawnOptions& 
   std::unique_ptr<BenchClickHouse> clickhouse;
   std::vector<std::string> engine_args;
   if (options.engine == "clickhouse") {
-    SL_ASSIGN_OR_RETURN(clickhouse, BenchClickHouse::Open(options.clickhouse_url, options.work_dir, options.keep_data));
+    std::string cluster;  // --clickhouse-cluster=NAME or --clickhouse-cluster NAME among the extra arguments
+    for (size_t i = 0; i < options.extra_args.size(); ++i) {
+      const std::string& a = options.extra_args[i];
+      if (a.rfind("--clickhouse-cluster=", 0) == 0) cluster = a.substr(21);
+      else if (a == "--clickhouse-cluster" && i + 1 < options.extra_args.size()) cluster = options.extra_args[i + 1];
+    }
+    SL_ASSIGN_OR_RETURN(clickhouse,
+                        BenchClickHouse::Open(options.clickhouse_url, options.work_dir, options.keep_data, cluster));
     engine_args = clickhouse->ServeArgs();
   }
   Status last = Status::Internal("not started");
@@ -270,11 +277,12 @@ Result<std::string> ClickHouseQuery(const HttpEndpoint& server, const std::strin
 }
 
 Result<std::unique_ptr<BenchClickHouse>> BenchClickHouse::Open(const std::string& url, const std::string& work_dir,
-                                                               bool keep_data) {
+                                                               bool keep_data, const std::string& cluster) {
   if (!url.empty()) {
     SL_ASSIGN_OR_RETURN(HttpEndpoint http, ParseLoopbackUrl(url));
     std::unique_ptr<BenchClickHouse> server(new BenchClickHouse());
     server->http_ = http;
+    server->cluster_ = cluster;
     server->database_ = "sightline_bench_" + RandomToken().substr(6, 12);
     server->drop_ = !keep_data;
     SL_RETURN_IF_ERROR(ClickHouseQuery(http, "", "SELECT 1").status());
@@ -366,7 +374,8 @@ std::vector<std::string> BenchClickHouse::ServeArgs() const {
 
 BenchClickHouse::~BenchClickHouse() {
   if (drop_) {
-    Result<std::string> dropped = ClickHouseQuery(http_, "", "DROP DATABASE IF EXISTS " + database_);
+    Result<std::string> dropped = ClickHouseQuery(
+        http_, "", "DROP DATABASE IF EXISTS " + database_ + (cluster_.empty() ? "" : " ON CLUSTER " + cluster_));
     if (!dropped.ok()) std::fprintf(stderr, "bench: %s\n", dropped.status().message().c_str());
   }
   if (pid_ <= 0) return;

@@ -31,8 +31,10 @@ namespace sightline::bench {
 //! stopped at the end.
 class BenchClickHouse {
  public:
+  //! `cluster`: the spawned server's --clickhouse-cluster, if any, so the
+  //! run's database is dropped on every shard.
   static Result<std::unique_ptr<BenchClickHouse>> Open(const std::string& url, const std::string& work_dir,
-                                                       bool keep_data);
+                                                       bool keep_data, const std::string& cluster = "");
   ~BenchClickHouse();
   const HttpEndpoint& http() const { return http_; }
   std::string url() const { return "http://" + http_.host + ":" + std::to_string(http_.port); }
@@ -46,6 +48,7 @@ class BenchClickHouse {
   pid_t pid_ = -1;
   HttpEndpoint http_;
   std::string database_ = "sightline";
+  std::string cluster_;
   bool drop_ = false;
 };
 
