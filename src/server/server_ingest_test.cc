@@ -171,7 +171,9 @@ TEST_P(ServerIngestTest, ConcurrentIngestAndQueriesCommitEveryAcknowledgedItem) 
   ASSERT_FALSE(dir.path().empty());
   ServerOptions options;
   options.data_dir = dir.str();
-  options.storage = GetParam();
+  const std::string variant = GetParam();
+  // "chdb": the ClickHouse engine on its in-process transport (a chdb:// URL).
+  options.storage = variant == "chdb" ? "clickhouse" : variant;
   options.otlp_http = "127.0.0.1:0";
   options.otlp_grpc = "";  // grpc_server_test.cc covers it
   options.listen = "127.0.0.1:0";
@@ -189,8 +191,9 @@ TEST_P(ServerIngestTest, ConcurrentIngestAndQueriesCommitEveryAcknowledgedItem) 
   options.store.threads = 2;
   options.api.query_timeout_ms = 120000;  // ThreadSanitizer slows everything down
   if (options.storage == "clickhouse") {
-    // The binary's clickhouse-server, a database of this test's own.
-    const StoreOptions ch = clickhouse::testing::StoreOptionsForTest("server_ingest");
+    // The binary's clickhouse-server or its in-process ClickHouse, a
+    // database of this test's own.
+    const StoreOptions ch = clickhouse::testing::StoreOptionsForTest(variant, "server_ingest");
     options.store.clickhouse_url = ch.clickhouse_url;
     options.store.clickhouse_database = ch.clickhouse_database;
   }
@@ -282,7 +285,7 @@ TEST_P(ServerIngestTest, ConcurrentIngestAndQueriesCommitEveryAcknowledgedItem) 
   // And durable: the reopened store counts the same rows.
   StoreOptions store_options = options.store;
   store_options.data_dir = dir.str();
-  auto store = StoreRegistry::Instance().Open(GetParam(), store_options);
+  auto store = StoreRegistry::Instance().Open(options.storage, store_options);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   const char* tables[] = {"spans", "logs", "metric_points"};
   for (int s = 0; s < kSignalCount; ++s) {
@@ -294,7 +297,7 @@ TEST_P(ServerIngestTest, ConcurrentIngestAndQueriesCommitEveryAcknowledgedItem) 
   EXPECT_TRUE((*store)->Close().ok());
 }
 
-INSTANTIATE_TEST_SUITE_P(Engines, ServerIngestTest, ::testing::Values("duckdb", "sqlite", "clickhouse"),
+INSTANTIATE_TEST_SUITE_P(Engines, ServerIngestTest, ::testing::Values("duckdb", "sqlite", "clickhouse", "chdb"),
                          [](const auto& info) { return std::string(info.param); });
 
 }  // namespace

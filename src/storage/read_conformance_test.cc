@@ -1000,6 +1000,15 @@ Result<std::unique_ptr<TelemetryStore>> OpenClickHouse(const std::string&) {
   return StoreRegistry::Instance().Open("clickhouse", options);
 }
 
+//! The ClickHouse engine on the in-process ClickHouse of the current release
+//! (libchdb, chdb_transport.h): the modern DDL and every read on it.
+Result<std::unique_ptr<TelemetryStore>> OpenChdb(const std::string&) {
+  RegisterBuiltinStores();
+  StoreOptions options = clickhouse::testing::ChdbStoreOptionsForTest("read_conformance");
+  options.read_connections = 1;
+  return StoreRegistry::Instance().Open("clickhouse", options);
+}
+
 //! The engines under test. Adding one is one line: its name, its text
 //! folding (DuckDB's lower() folds Unicode, SQLite's LIKE ASCII only) and
 //! how to open it, Registered("duckdb") for an engine of the registry.
@@ -1010,6 +1019,7 @@ std::vector<EngineSpec> Engines() {
       {"sqlite", TextFolding::kAscii, Registered("sqlite")},
       // positionCaseInsensitiveUTF8 folds as DuckDB's lower() does.
       {"clickhouse", TextFolding::kSimpleUnicode, OpenClickHouse},
+      {"chdb", TextFolding::kSimpleUnicode, OpenChdb},
   };
 }
 

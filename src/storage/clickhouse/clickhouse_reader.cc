@@ -231,7 +231,7 @@ int64_t SaturatingAdd(int64_t a, int64_t b) { return a > INT64_MAX - b ? INT64_M
 
 class ClickHouseReader final : public TelemetryReader {
  public:
-  ClickHouseReader(std::unique_ptr<Connection> conn, ReleaseFn release)
+  ClickHouseReader(std::unique_ptr<Transport> conn, ReleaseFn release)
       : conn_(std::move(conn)), release_(std::move(release)) {
     std::random_device rd;
     id_prefix_ = "sightline-" + UInt((static_cast<uint64_t>(rd()) << 32) ^ rd()) + "-";
@@ -270,7 +270,7 @@ class ClickHouseReader final : public TelemetryReader {
     return interrupted() ? Status::Cancelled("the query was interrupted") : Status::Ok();
   }
 
-  std::unique_ptr<Connection> conn_;
+  std::unique_ptr<Transport> conn_;
   ReleaseFn release_;
   std::string id_prefix_;
   uint64_t statements_ = 0;
@@ -315,10 +315,10 @@ void ClickHouseReader::InterruptEngine() {
   }
   conn_->Abort();
   if (id.empty()) return;
-  Connection killer(conn_->endpoint());
+  std::unique_ptr<Transport> killer = Connect(conn_->endpoint());
   Request k;
   k.query = "KILL QUERY WHERE query_id = " + Quote(id) + " ASYNC";
-  (void)killer.Execute(k);
+  (void)killer->Execute(k);
 }
 
 // ------------------------------------------------------------------- spans
@@ -913,7 +913,7 @@ Result<MetricBuckets> ClickHouseReader::AggregateSeries(const MetricSeriesQuery&
 
 }  // namespace
 
-std::unique_ptr<TelemetryReader> NewReader(std::unique_ptr<Connection> conn, ReleaseFn release) {
+std::unique_ptr<TelemetryReader> NewReader(std::unique_ptr<Transport> conn, ReleaseFn release) {
   return std::make_unique<ClickHouseReader>(std::move(conn), std::move(release));
 }
 

@@ -10,17 +10,18 @@
 #include <string>
 
 #include "storage/clickhouse/http_client.h"
+#include "storage/clickhouse/transport.h"
 #include "storage/telemetry_reader.h"
 
 namespace sightline::clickhouse {
 
 //! Gives a leased connection back to its pool.
-using ReleaseFn = std::function<void(std::unique_ptr<Connection>)>;
+using ReleaseFn = std::function<void(std::unique_ptr<Transport>)>;
 
 //! A reader on one leased connection; `release` takes it back when the
 //! reader is destroyed. Interrupt() shuts the connection's socket and kills
 //! the running statement by its query id (KILL QUERY on a connection of
 //! its own); the pool's next lease reconnects.
-std::unique_ptr<TelemetryReader> NewReader(std::unique_ptr<Connection> conn, ReleaseFn release);
+std::unique_ptr<TelemetryReader> NewReader(std::unique_ptr<Transport> conn, ReleaseFn release);
 
 }  // namespace sightline::clickhouse

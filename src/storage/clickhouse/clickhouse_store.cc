@@ -18,6 +18,7 @@
 #include "storage/clickhouse/clickhouse_schema.h"
 #include "storage/clickhouse/formats.h"
 #include "storage/clickhouse/http_client.h"
+#include "storage/clickhouse/transport.h"
 #include "storage/schema.h"
 #include "storage/sql/retention_sql.h"
 
@@ -102,7 +103,7 @@ class ClickHouseSink final : public OneSignalSink<ClickHouseSink> {
   Status Insert(const char* table, std::string rows);
 
   ClickHouseStore* store_;
-  Connection conn_;
+  std::unique_ptr<Transport> conn_;
   std::string token_prefix_;  // insert_deduplication_token = prefix + write number
   uint64_t writes_ = 0;
   AttributeArrays attrs_;                // reused per row
@@ -145,8 +146,8 @@ class ClickHouseStore final : public TelemetryStore {
   Result<TsvResult> AdminQuery(const std::string& sql, bool with_names = false) REQUIRES(admin_mu_) {
     return QueryOn(admin_.get(), sql, with_names);
   }
-  static Result<TsvResult> QueryOn(Connection* conn, const std::string& sql, bool with_names);
-  void ReleaseReader(std::unique_ptr<Connection> conn) EXCLUDES(pool_mu_);
+  static Result<TsvResult> QueryOn(Transport* conn, const std::string& sql, bool with_names);
+  void ReleaseReader(std::unique_ptr<Transport> conn) EXCLUDES(pool_mu_);
   //! The table's name qualified with the database.
   std::string Table(const char* table) const { return QuoteIdentifier(endpoint_.database) + "." + table; }
   //! Waits until the table's mutations are done (ALTER ... DELETE runs in
@@ -159,16 +160,16 @@ class ClickHouseStore final : public TelemetryStore {
 
   //! Schema, retention, footprint, stats and `sightline sql`.
   Mutex admin_mu_;
-  std::unique_ptr<Connection> admin_ GUARDED_BY(admin_mu_);
+  std::unique_ptr<Transport> admin_ GUARDED_BY(admin_mu_);
   //! Stats() (the /metrics and health gauges) on a connection of its own, so
   //! a long retention delete on the admin one does not hold them up.
   Mutex stats_mu_;
-  std::unique_ptr<Connection> stats_ GUARDED_BY(stats_mu_);
+  std::unique_ptr<Transport> stats_ GUARDED_BY(stats_mu_);
 
   //! The read connections; a reader holds one for its lifetime.
   Mutex pool_mu_;
   CondVar pool_cv_{&pool_mu_};
-  std::vector<std::unique_ptr<Connection>> free_readers_ GUARDED_BY(pool_mu_);
+  std::vector<std::unique_ptr<Transport>> free_readers_ GUARDED_BY(pool_mu_);
   int pool_size_ = 0;
   bool closed_ GUARDED_BY(pool_mu_) = false;
 
@@ -188,7 +189,7 @@ class ClickHouseStore final : public TelemetryStore {
 };
 
 ClickHouseSink::ClickHouseSink(ClickHouseStore* store, Signal signal, Endpoint endpoint)
-    : OneSignalSink(signal), store_(store), conn_(std::move(endpoint)) {
+    : OneSignalSink(signal), store_(store), conn_(Connect(endpoint)) {
   std::random_device rd;
   token_prefix_ = std::to_string((static_cast<uint64_t>(rd()) << 32) ^ rd()) + "-";
   store_->open_sinks_.fetch_add(1);
@@ -204,14 +205,14 @@ Status ClickHouseSink::Insert(const char* table, std::string rows) {
   if (store_->version().dedup_token()) {
     r.settings.emplace_back("insert_deduplication_token", token_prefix_ + std::to_string(++writes_) + "-" + table);
   }
-  Result<std::string> answer = conn_.Execute(r);
+  Result<std::string> answer = conn_->Execute(r);
   // A transport failure after the request was sent leaves the insert's
   // fate unknown: with a deduplication token the same insert is safe to send
   // again (the server drops it if it had stored it); without one it is up
   // to the writer, which retries the batch and may store it twice (18.16;
   // docs/STORAGE.md).
   if (!answer.ok() && answer.status().code() == StatusCode::kUnavailable && store_->version().dedup_token()) {
-    answer = conn_.Execute(r);
+    answer = conn_->Execute(r);
   }
   if (!answer.ok()) return answer.status();
   return Status::Ok();
@@ -291,7 +292,7 @@ Result<std::unique_ptr<TelemetryStore>> ClickHouseStore::Open(const StoreOptions
   return std::unique_ptr<TelemetryStore>(std::move(store));
 }
 
-Result<TsvResult> ClickHouseStore::QueryOn(Connection* conn, const std::string& sql, bool with_names) {
+Result<TsvResult> ClickHouseStore::QueryOn(Transport* conn, const std::string& sql, bool with_names) {
   Request r;
   r.query = sql;
   r.settings.emplace_back("default_format", with_names ? "TabSeparatedWithNames" : "TabSeparated");
@@ -301,17 +302,17 @@ Result<TsvResult> ClickHouseStore::QueryOn(Connection* conn, const std::string& 
 }
 
 Status ClickHouseStore::Init(const StoreOptions& options) {
-  SL_ASSIGN_OR_RETURN(endpoint_, ParseUrl(options.clickhouse_url));
+  SL_ASSIGN_OR_RETURN(endpoint_, ParseTarget(options.clickhouse_url));
   endpoint_.database = options.clickhouse_database;
   endpoint_.user = options.clickhouse_user;
   endpoint_.password = options.clickhouse_password;
   if (endpoint_.database.empty()) return Status::InvalidArgument("clickhouse: the database name is empty");
   {
     MutexLock stats_lock(&stats_mu_);
-    stats_ = std::make_unique<Connection>(endpoint_);
+    stats_ = Connect(endpoint_);
   }
   MutexLock lock(&admin_mu_);
-  admin_ = std::make_unique<Connection>(endpoint_);
+  admin_ = Connect(endpoint_);
   {
     Request r;
     r.query = "SELECT version()";
@@ -328,7 +329,7 @@ Status ClickHouseStore::Init(const StoreOptions& options) {
   }
   MutexLock pool(&pool_mu_);
   pool_size_ = std::max(1, options.read_connections);
-  for (int i = 0; i < pool_size_; ++i) free_readers_.push_back(std::make_unique<Connection>(endpoint_));
+  for (int i = 0; i < pool_size_; ++i) free_readers_.push_back(Connect(endpoint_));
   return Status::Ok();
 }
 
@@ -403,7 +404,7 @@ Result<std::unique_ptr<SignalSink>> ClickHouseStore::NewSink(Signal signal) {
 }
 
 Result<std::unique_ptr<TelemetryReader>> ClickHouseStore::AcquireReader(int64_t wait_ms) {
-  std::unique_ptr<Connection> conn;
+  std::unique_ptr<Transport> conn;
   {
     MutexLock lock(&pool_mu_);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max<int64_t>(0, wait_ms));
@@ -416,10 +417,10 @@ Result<std::unique_ptr<TelemetryReader>> ClickHouseStore::AcquireReader(int64_t 
     free_readers_.pop_back();
   }
   conn->ClearAbort();
-  return NewReader(std::move(conn), [this](std::unique_ptr<Connection> c) { ReleaseReader(std::move(c)); });
+  return NewReader(std::move(conn), [this](std::unique_ptr<Transport> c) { ReleaseReader(std::move(c)); });
 }
 
-void ClickHouseStore::ReleaseReader(std::unique_ptr<Connection> conn) {
+void ClickHouseStore::ReleaseReader(std::unique_ptr<Transport> conn) {
   MutexLock lock(&pool_mu_);
   free_readers_.push_back(std::move(conn));
   pool_cv_.Signal();
