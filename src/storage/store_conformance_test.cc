@@ -1413,6 +1413,10 @@ TEST_P(StoreConformanceTest, ReopenWithoutCloseKeepsData) {
 // A committed write survives the process being killed right after Write
 // returns: no Close, no destructors, no checkpoint.
 TEST_P(StoreConformanceTest, CommittedWriteSurvivesKill9) {
+  // The child would run the engine in-process after a fork of a process whose
+  // engine threads held locks: it hangs. Kill -9 of the server side is the
+  // "clickhouse" variant's.
+  if (GetParam() == "chdb") GTEST_SKIP() << "chdb: an in-process engine does not survive fork()";
   pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {

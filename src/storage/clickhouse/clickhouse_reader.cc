@@ -452,9 +452,9 @@ Result<TraceDetail> ClickHouseReader::GetTrace(const TraceQuery& q) {
       "status_code, status_message, attributes, resource_attributes, events, links, scope_name, trace_state FROM "
       "(SELECT * FROM spans PREWHERE project_id = " +
       Int(q.project_id) + by_trace +
-      ") ANY LEFT JOIN (SELECT project_id, resource_id, resource_attributes, scope_name FROM span_resources WHERE "
-      "project_id = " +
-      Int(q.project_id) + ") USING (project_id, resource_id) ORDER BY start_time_ns, span_id" +
+      ") AS s ANY LEFT JOIN (SELECT project_id, resource_id, resource_attributes, scope_name FROM span_resources "
+      "WHERE project_id = " +
+      Int(q.project_id) + ") AS r USING (project_id, resource_id) ORDER BY start_time_ns, span_id" +
       (q.max_spans < INT64_MAX ? CapLimit(q.max_spans) : std::string());
   SL_RETURN_IF_ERROR(Run(spans, [&](const TsvRowView& r) {
     if (static_cast<int64_t>(out.spans.size()) >= q.max_spans) {
@@ -586,8 +586,9 @@ Result<ServiceCalls> ClickHouseReader::GroupServiceCalls(const ServiceCallQuery&
   sql +=
       " FROM (SELECT caller, callee, count() AS c, countIf(status_code = 2) AS e, arraySort(groupArray("
       "duration_ns)) AS s FROM (" +
-      children + ") ALL INNER JOIN (" + parents + ") USING (project_id, trace_id_high, trace_id_low, join_span)" +
-      where + " GROUP BY caller, callee) ORDER BY c DESC, caller, callee" +
+      children + ") AS children ALL INNER JOIN (" + parents +
+      ") AS parents USING (project_id, trace_id_high, trace_id_low, join_span)" + where +
+      " GROUP BY caller, callee) ORDER BY c DESC, caller, callee" +
       CapLimit(std::min<int64_t>(q.max_calls, INT64_MAX - 1));
   ServiceCalls out;
   SL_RETURN_IF_ERROR(Run(sql, [&](const TsvRowView& r) {
@@ -753,9 +754,9 @@ Result<AttributeSuggestions> ClickHouseReader::SuggestAttributes(const Attribute
   // Their resources' arrays, one resource row per span (ANY: a duplicate
   // key waiting for its merge is the same row).
   const std::string resources = "(SELECT attr_keys, attr_values FROM (SELECT project_id, resource_id" + newest +
-                                ") ANY INNER JOIN (SELECT project_id, resource_id, attr_keys, attr_values FROM "
+                                ") AS s ANY INNER JOIN (SELECT project_id, resource_id, attr_keys, attr_values FROM "
                                 "span_resources WHERE project_id = " +
-                                Int(q.filter.project_id) + ") USING (project_id, resource_id))";
+                                Int(q.filter.project_id) + ") AS r USING (project_id, resource_id))";
   SL_RETURN_IF_ERROR(TopAttributes(resources, q.key, q.max_keys, q.max_values, &out.resource));
   return out;
 }
