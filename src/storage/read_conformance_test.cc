@@ -1017,7 +1017,7 @@ std::vector<EngineSpec> Engines() {
       {"memory", TextFolding::kAscii, OpenMemory},
       {"duckdb", TextFolding::kSimpleUnicode, Registered("duckdb")},
       {"sqlite", TextFolding::kAscii, Registered("sqlite")},
-      // positionCaseInsensitiveUTF8 folds as DuckDB's lower() does.
+      // lowerUTF8 folds as DuckDB's lower() does.
       {"clickhouse", TextFolding::kSimpleUnicode, OpenClickHouse},
       {"chdb", TextFolding::kSimpleUnicode, OpenChdb},
   };

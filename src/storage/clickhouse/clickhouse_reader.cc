@@ -140,8 +140,10 @@ std::string LogWhere(const LogFilter& f) {
                   " AND time_ns < " + Int(f.range.to_ns);
   if (f.severity_min > 0) w += " AND severity_number >= " + Int(f.severity_min);
   if (f.service) w += " AND service_name = " + Quote(*f.service);
-  // Unicode case folding, as DuckDB's lower() (TextFolding::kSimpleUnicode).
-  if (f.text) w += " AND positionCaseInsensitiveUTF8(body, " + Quote(*f.text) + ") > 0";
+  // Unicode case folding, as DuckDB's lower() (TextFolding::kSimpleUnicode):
+  // lowerUTF8 on both sides (26.5's positionCaseInsensitiveUTF8 does not fold
+  // accented Greek capitals such as U+0386).
+  if (f.text) w += " AND positionUTF8(lowerUTF8(body), lowerUTF8(" + Quote(*f.text) + ")) > 0";
   if (f.trace_id) w += TraceIdWhere(*f.trace_id);
   return w + AttrFilters(f.attributes);
 }
