@@ -754,9 +754,11 @@ Result<AttributeSuggestions> ClickHouseReader::SuggestAttributes(const Attribute
   SL_RETURN_IF_ERROR(
       TopAttributes("(SELECT attr_keys, attr_values" + newest + ")", q.key, q.max_keys, q.max_values, &out.span));
   // Their resources' arrays, one resource row per span (ANY: a duplicate
-  // key waiting for its merge is the same row).
+  // key waiting for its merge is the same row). LEFT, not INNER: from 20.1
+  // ANY INNER also keeps one span per resource; a span without its resource
+  // row gets empty arrays, which ARRAY JOIN drops.
   const std::string resources = "(SELECT attr_keys, attr_values FROM (SELECT project_id, resource_id" + newest +
-                                ") AS s ANY INNER JOIN (SELECT project_id, resource_id, attr_keys, attr_values FROM "
+                                ") AS s ANY LEFT JOIN (SELECT project_id, resource_id, attr_keys, attr_values FROM "
                                 "span_resources WHERE project_id = " +
                                 Int(q.filter.project_id) + ") AS r USING (project_id, resource_id))";
   SL_RETURN_IF_ERROR(TopAttributes(resources, q.key, q.max_keys, q.max_values, &out.resource));
