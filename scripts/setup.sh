@@ -3,7 +3,8 @@
 # Idempotent: a second run on a ready machine does no network work.
 #   apt: Debian packages in APT_PACKAGES (third_party/versions.env)
 #   npm: DuckDB library + header and the OTLP .proto files, unpacked under .deps/
-# With --test, also the packages only tests need (TEST_APT_PACKAGES).
+# With --test, also the packages only tests need (TEST_APT_PACKAGES) and chdb's
+# libchdb.so (CHDB_LIB_PACKAGE, 166 MB packed, 534 MB unpacked) in .deps/chdb/.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 # shellcheck source=/dev/null
@@ -27,6 +28,25 @@ fi
 
 deps="$root/.deps"
 mkdir -p "$deps"
+
+# The in-process ClickHouse of the ClickHouse engine's tests, stamped on its own.
+fetch_chdb() {
+  local chdb_stamp="$deps/.stamp-chdb"
+  if [[ -f "$chdb_stamp" && "$(cat "$chdb_stamp")" == "$CHDB_LIB_PACKAGE" && -f "$deps/chdb/libchdb.so" ]]; then
+    return 0
+  fi
+  echo "setup: fetching npm package: $CHDB_LIB_PACKAGE"
+  local tmp_chdb
+  tmp_chdb="$(mktemp -d)"
+  (cd "$tmp_chdb" && npm pack --silent "$CHDB_LIB_PACKAGE" >/dev/null)
+  tar -xzf "$tmp_chdb"/*.tgz -C "$tmp_chdb" package/libchdb.so
+  rm -rf "$deps/chdb"
+  mkdir -p "$deps/chdb"
+  mv "$tmp_chdb/package/libchdb.so" "$deps/chdb/"
+  rm -rf "$tmp_chdb"
+  echo "$CHDB_LIB_PACKAGE" > "$chdb_stamp"
+}
+[[ "${1:-}" == "--test" ]] && fetch_chdb
 stamp="$deps/.stamp"
 # The patch's hash is part of the stamp, so a changed patch makes machines re-fetch.
 proto_patch="$(sha256sum "$root/third_party/otlp-proto.patch" | cut -c1-12)"

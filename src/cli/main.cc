@@ -49,7 +49,8 @@ void AddStoreOptions(CLI::App* cmd, std::string* data, std::string* storage, Sto
   cmd->add_option("--duckdb-threads", store->threads, "DuckDB worker threads (0 = one per core)")
       ->envname("SIGHTLINE_DUCKDB_THREADS")
       ->capture_default_str();
-  cmd->add_option("--clickhouse-url", store->clickhouse_url, "ClickHouse HTTP interface (--storage clickhouse)")
+  cmd->add_option("--clickhouse-url", store->clickhouse_url,
+                  "ClickHouse HTTP interface, or chdb:///abs/dir for an in-process one (--storage clickhouse)")
       ->envname("SIGHTLINE_CLICKHOUSE_URL")
       ->capture_default_str();
   cmd->add_option("--clickhouse-database", store->clickhouse_database,

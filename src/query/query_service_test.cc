@@ -172,14 +172,15 @@ class QueryOnEngine {
     if (engine == "memory") {
       store = OpenMemoryStore(options);
     } else {
-      if (engine == "clickhouse") {
-        // The binary's clickhouse-server, a database of this query's own.
-        const StoreOptions ch = clickhouse::testing::StoreOptionsForTest("query_service");
+      if (engine == "clickhouse" || engine == "chdb") {
+        // The binary's clickhouse-server, or its in-process ClickHouse
+        // ("chdb"), a database of this query's own.
+        const StoreOptions ch = clickhouse::testing::StoreOptionsForTest(engine, "query_service");
         options.clickhouse_url = ch.clickhouse_url;
         options.clickhouse_database = ch.clickhouse_database;
       }
       RegisterBuiltinStores();
-      store = StoreRegistry::Instance().Open(engine, options);
+      store = StoreRegistry::Instance().Open(engine == "chdb" ? "clickhouse" : engine, options);
     }
     EXPECT_TRUE(store.ok()) << store.status().ToString();
     store_ = std::move(store.value());
@@ -816,7 +817,8 @@ TEST_P(QueryEnginesTest, SeriesBucketsLieOnMultiplesOfTheStep) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Engines, QueryEnginesTest, ::testing::Values("memory", "duckdb", "sqlite", "clickhouse"),
+INSTANTIATE_TEST_SUITE_P(Engines, QueryEnginesTest,
+                         ::testing::Values("memory", "duckdb", "sqlite", "clickhouse", "chdb"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

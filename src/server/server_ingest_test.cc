@@ -171,7 +171,9 @@ TEST_P(ServerIngestTest, ConcurrentIngestAndQueriesCommitEveryAcknowledgedItem) 
   ASSERT_FALSE(dir.path().empty());
   ServerOptions options;
   options.data_dir = dir.str();
-  options.storage = GetParam();
+  const std::string variant = GetParam();
+  // "chdb": the ClickHouse engine on its in-process transport (a chdb:// URL).
+  options.storage = variant == "chdb" ? "clickhouse" : variant;
   options.otlp_http = "127.0.0.1:0";
   options.otlp_grpc = "";  // grpc_server_test.cc covers it
   options.listen = "127.0.0.1:0";
@@ -189,8 +191,9 @@ TEST_P(ServerIngestTest, ConcurrentIngestAndQueriesCommitEveryAcknowledgedItem) 
   options.store.threads = 2;
   options.api.query_timeout_ms = 120000;  // ThreadSanitizer slows everything down
   if (options.storage == "clickhouse") {
-    // The binary's clickhouse-server, a database of this test's own.
-    const StoreOptions ch = clickhouse::testing::StoreOptionsForTest("server_ingest");
+    // The binary's clickhouse-server or its in-process ClickHouse, a
+    // database of this test's own.
+    const StoreOptions ch = clickhouse::testing::StoreOptionsForTest(variant, "server_ingest");
     options.store.clickhouse_url = ch.clickhouse_url;
     options.store.clickhouse_database = ch.clickhouse_database;
   }
@@ -276,20 +279,25 @@ TEST_P(ServerIngestTest, ConcurrentIngestAndQueriesCommitEveryAcknowledgedItem) 
     EXPECT_EQ(std::string_view(doc["status"].get_string().value()), "ok");
     simdjson::dom::element engine = doc["engine"];
     EXPECT_TRUE(engine["reachable"].get_bool().value()) << health.body;
-    if (std::string_view(GetParam()) == "clickhouse") {
+    const bool server_engine = options.storage == "clickhouse";  // clickhouse and chdb
+    if (server_engine) {
       EXPECT_FALSE(engine["version"].get_string().value().empty()) << health.body;
       EXPECT_GE(engine["active_parts"].get_double().value(), 3) << health.body;  // a part per signal at least
       EXPECT_GE(engine["max_parts_per_partition"].get_double().value(), 1) << health.body;
       EXPECT_GE(engine["merges_running"].get_double().value(), 0) << health.body;
       EXPECT_GE(engine["errors"].get_double().value(), 0) << health.body;
+      // system.disks is 20.1+: the 26.5 of chdb has it, 18.16 not.
+      EXPECT_EQ(engine["disk_total_bytes"].error() == simdjson::SUCCESS, variant == "chdb") << health.body;
+      if (variant == "chdb") {
+        EXPECT_GT(engine["disk_total_bytes"].get_double().value(), 0) << health.body;
+      }
     } else {
       EXPECT_TRUE(engine["active_parts"].error()) << health.body;
     }
     Reply metrics = Send(api, kReadToken, http::verb::get, "/metrics");
     ASSERT_EQ(metrics.status, 200) << metrics.body;
     EXPECT_NE(metrics.body.find("\nsightline_engine_up 1\n"), std::string::npos) << metrics.body;
-    EXPECT_EQ(metrics.body.find("\nsightline_engine_active_parts ") != std::string::npos,
-              std::string_view(GetParam()) == "clickhouse");
+    EXPECT_EQ(metrics.body.find("\nsightline_engine_active_parts ") != std::string::npos, server_engine);
   }
 
   Reply services = Send(api, kReadToken, http::verb::get, "/api/v1/services?" + range);
@@ -306,7 +314,7 @@ TEST_P(ServerIngestTest, ConcurrentIngestAndQueriesCommitEveryAcknowledgedItem) 
   // And durable: the reopened store counts the same rows.
   StoreOptions store_options = options.store;
   store_options.data_dir = dir.str();
-  auto store = StoreRegistry::Instance().Open(GetParam(), store_options);
+  auto store = StoreRegistry::Instance().Open(options.storage, store_options);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   const char* tables[] = {"spans", "logs", "metric_points"};
   for (int s = 0; s < kSignalCount; ++s) {
@@ -318,7 +326,7 @@ TEST_P(ServerIngestTest, ConcurrentIngestAndQueriesCommitEveryAcknowledgedItem) 
   EXPECT_TRUE((*store)->Close().ok());
 }
 
-INSTANTIATE_TEST_SUITE_P(Engines, ServerIngestTest, ::testing::Values("duckdb", "sqlite", "clickhouse"),
+INSTANTIATE_TEST_SUITE_P(Engines, ServerIngestTest, ::testing::Values("duckdb", "sqlite", "clickhouse", "chdb"),
                          [](const auto& info) { return std::string(info.param); });
 
 }  // namespace

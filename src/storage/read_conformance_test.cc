@@ -1010,6 +1010,15 @@ Result<std::unique_ptr<TelemetryStore>> OpenClickHouseCluster(const std::string&
   return StoreRegistry::Instance().Open("clickhouse", options);
 }
 
+//! The ClickHouse engine on the in-process ClickHouse of the current release
+//! (libchdb, chdb_transport.h): the modern DDL and every read on it.
+Result<std::unique_ptr<TelemetryStore>> OpenChdb(const std::string&) {
+  RegisterBuiltinStores();
+  StoreOptions options = clickhouse::testing::ChdbStoreOptionsForTest("read_conformance");
+  options.read_connections = 1;
+  return StoreRegistry::Instance().Open("clickhouse", options);
+}
+
 //! The engines under test. Adding one is one line: its name, its text
 //! folding (DuckDB's lower() folds Unicode, SQLite's LIKE ASCII only) and
 //! how to open it, Registered("duckdb") for an engine of the registry.
@@ -1018,9 +1027,10 @@ std::vector<EngineSpec> Engines() {
       {"memory", TextFolding::kAscii, OpenMemory},
       {"duckdb", TextFolding::kSimpleUnicode, Registered("duckdb")},
       {"sqlite", TextFolding::kAscii, Registered("sqlite")},
-      // positionCaseInsensitiveUTF8 folds as DuckDB's lower() does.
+      // lowerUTF8 folds as DuckDB's lower() does.
       {"clickhouse", TextFolding::kSimpleUnicode, OpenClickHouse},
       {"clickhouse_cluster", TextFolding::kSimpleUnicode, OpenClickHouseCluster},
+      {"chdb", TextFolding::kSimpleUnicode, OpenChdb},
   };
 }
 

@@ -659,20 +659,26 @@ class StoreConformanceTest : public ::testing::TestWithParam<std::string> {
     options.data_dir = dir_.str();
     options.memory_limit = "512MB";
     options.threads = 2;
-    if (GetParam() == "clickhouse") {
-      // The binary's one clickhouse-server, a database per test (kept across Reopen).
-      StoreOptions ch = clickhouse::testing::StoreOptionsForTest("");
+    if (IsClickHouse()) {
+      // The binary's one clickhouse-server or its in-process ClickHouse
+      // ("chdb"), a database per test (kept across Reopen).
+      StoreOptions ch = clickhouse::testing::StoreOptionsForTest(GetParam(), "");
       options.clickhouse_url = ch.clickhouse_url;
       options.clickhouse_database = clickhouse_database_;
     }
     return options;
   }
 
+  //! The engine of the registry: "chdb" is the ClickHouse engine on its
+  //! in-process transport (a chdb:// URL).
+  std::string Engine() const { return GetParam() == "chdb" ? "clickhouse" : GetParam(); }
+  bool IsClickHouse() const { return Engine() == "clickhouse"; }
+
   void Open() {
-    Result<std::unique_ptr<TelemetryStore>> store = StoreRegistry::Instance().Open(GetParam(), Options());
+    Result<std::unique_ptr<TelemetryStore>> store = StoreRegistry::Instance().Open(Engine(), Options());
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     store_ = std::move(store).value();
-    ASSERT_STREQ(store_->name(), GetParam().c_str());
+    ASSERT_STREQ(store_->name(), Engine().c_str());
   }
 
   //! Closes the store (sinks first) and opens it again on the same directory.
@@ -713,7 +719,7 @@ class StoreConformanceTest : public ::testing::TestWithParam<std::string> {
   //! missing number as NaN and int_value beside is_int, the view that reads
   //! those back as the NULLs they stand for (docs/STORAGE.md, ClickHouse).
   std::string Rows(const std::string& table) const {
-    if (GetParam() != "clickhouse") return table;
+    if (!IsClickHouse()) return table;
     // Stored columns renamed c_* first: an alias that reuses a column's name
     // would otherwise stand for it in the next expression (ClickHouse
     // substitutes aliases).
@@ -744,7 +750,7 @@ class StoreConformanceTest : public ::testing::TestWithParam<std::string> {
 
   //! An id column (a signed 64-bit reading) as 16 hex digits.
   std::string Hex16(const std::string& column) const {
-    if (GetParam() != "clickhouse") return "printf('%016x', " + column + ")";
+    if (!IsClickHouse()) return "printf('%016x', " + column + ")";
     const std::string hex = "hex(toUInt64(" + column + "))";
     return "lower(substring(concat('0000000000000000', " + hex + "), length(" + hex + ") + 1))";
   }
@@ -765,7 +771,7 @@ class StoreConformanceTest : public ::testing::TestWithParam<std::string> {
 //! their schema versions and migrations, their number formatting); the
 //! ClickHouse schema version is checked in clickhouse_test.cc.
 #define SKIP_ON_CLICKHOUSE(reason) \
-  if (GetParam() == "clickhouse") GTEST_SKIP() << "clickhouse: " << reason
+  if (IsClickHouse()) GTEST_SKIP() << "clickhouse: " << reason
 
 // --- Round trips ------------------------------------------------------------------
 
@@ -1177,8 +1183,10 @@ TEST_P(StoreConformanceTest, LargeBatchesKeepEveryRow) {
     metrics.exemplars.Append("");
     metrics.flags.push_back(0);
   }
-  ASSERT_TRUE(Sink(Signal::kSpans)->WriteSpans({&spans}).ok());
-  ASSERT_TRUE(Sink(Signal::kMetrics)->WriteMetrics({&metrics}).ok());
+  Status written = Sink(Signal::kSpans)->WriteSpans({&spans});
+  ASSERT_TRUE(written.ok()) << written.ToString();
+  written = Sink(Signal::kMetrics)->WriteMetrics({&metrics});
+  ASSERT_TRUE(written.ok()) << written.ToString();
 
   EXPECT_EQ(Count("spans"), kRows);
   EXPECT_EQ(Scalar("SELECT SUM(duration_ns) FROM spans"), Int(duration_sum));
@@ -1275,11 +1283,11 @@ TEST_P(StoreConformanceTest, ReopenKeepsDataCountersAndSeries) {
 
 TEST_P(StoreConformanceTest, OpenRejectsATableWithOtherColumns) {
   Open();
-  const char* type = GetParam() == "clickhouse" ? "Int64" : "BIGINT";
+  const char* type = IsClickHouse() ? "Int64" : "BIGINT";
   ASSERT_TRUE(store_->ExecuteSql(std::string("ALTER TABLE logs ADD COLUMN extra ") + type).ok());
   ASSERT_TRUE(store_->Close().ok());
   store_.reset();
-  Result<std::unique_ptr<TelemetryStore>> reopened = StoreRegistry::Instance().Open(GetParam(), Options());
+  Result<std::unique_ptr<TelemetryStore>> reopened = StoreRegistry::Instance().Open(Engine(), Options());
   ASSERT_FALSE(reopened.ok());
   EXPECT_EQ(reopened.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(reopened.status().message().find("logs"), std::string::npos) << reopened.status().ToString();
@@ -1304,7 +1312,7 @@ TEST_P(StoreConformanceTest, OpenRefusesSpansWithoutDerivedColumnsAtTheCurrentVe
   }
   ASSERT_TRUE(store_->Close().ok());
   store_.reset();
-  Result<std::unique_ptr<TelemetryStore>> reopened = StoreRegistry::Instance().Open(GetParam(), Options());
+  Result<std::unique_ptr<TelemetryStore>> reopened = StoreRegistry::Instance().Open(Engine(), Options());
   ASSERT_FALSE(reopened.ok());
   EXPECT_EQ(reopened.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(reopened.status().message().find("table spans"), std::string::npos) << reopened.status().ToString();
@@ -1335,7 +1343,7 @@ TEST_P(StoreConformanceTest, ANewerVersionIsRefused) {
   ASSERT_TRUE(store_->Close().ok());
   store_.reset();
 
-  Result<std::unique_ptr<TelemetryStore>> reopened = StoreRegistry::Instance().Open(GetParam(), Options());
+  Result<std::unique_ptr<TelemetryStore>> reopened = StoreRegistry::Instance().Open(Engine(), Options());
   ASSERT_FALSE(reopened.ok());
   EXPECT_EQ(reopened.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(reopened.status().message().find("schema version " + newer + ", newer than"), std::string::npos)
@@ -1382,7 +1390,7 @@ TEST_P(StoreConformanceTest, ADatabaseWithRowsAndNoVersionIsVersionOne) {
   ASSERT_TRUE(store_->ExecuteSql("DROP TABLE schema_version").ok());
   ASSERT_TRUE(store_->Close().ok());
   store_.reset();
-  Result<std::unique_ptr<TelemetryStore>> reopened = StoreRegistry::Instance().Open(GetParam(), Options());
+  Result<std::unique_ptr<TelemetryStore>> reopened = StoreRegistry::Instance().Open(Engine(), Options());
   ASSERT_FALSE(reopened.ok());
   EXPECT_NE(reopened.status().message().find("schema version 1 and this build uses " +
                                              std::to_string(schema::kCurrentVersion)),
@@ -1405,10 +1413,14 @@ TEST_P(StoreConformanceTest, ReopenWithoutCloseKeepsData) {
 // A committed write survives the process being killed right after Write
 // returns: no Close, no destructors, no checkpoint.
 TEST_P(StoreConformanceTest, CommittedWriteSurvivesKill9) {
+  // The child would run the engine in-process after a fork of a process whose
+  // engine threads held locks: it hangs. Kill -9 of the server side is the
+  // "clickhouse" variant's.
+  if (GetParam() == "chdb") GTEST_SKIP() << "chdb: an in-process engine does not survive fork()";
   pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    Result<std::unique_ptr<TelemetryStore>> store = StoreRegistry::Instance().Open(GetParam(), Options());
+    Result<std::unique_ptr<TelemetryStore>> store = StoreRegistry::Instance().Open(Engine(), Options());
     if (!store.ok()) ::_exit(2);
     Result<std::unique_ptr<SignalSink>> spans = (*store)->NewSink(Signal::kSpans);
     Result<std::unique_ptr<SignalSink>> metrics = (*store)->NewSink(Signal::kMetrics);
@@ -1497,7 +1509,7 @@ TEST_P(StoreConformanceTest, FilesLiveInTheDataDirectory) {
   EXPECT_EQ(store_->Stats().database_bytes, std::filesystem::file_size(dir_.path() / file));
 }
 
-INSTANTIATE_TEST_SUITE_P(Engines, StoreConformanceTest, ::testing::Values("duckdb", "sqlite", "clickhouse"),
+INSTANTIATE_TEST_SUITE_P(Engines, StoreConformanceTest, ::testing::Values("duckdb", "sqlite", "clickhouse", "chdb"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 TEST(StoreConformanceRegistry, UnknownEngineIsInvalidArgument) {

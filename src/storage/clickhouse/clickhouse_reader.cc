@@ -140,8 +140,10 @@ std::string LogWhere(const LogFilter& f) {
                   " AND time_ns < " + Int(f.range.to_ns);
   if (f.severity_min > 0) w += " AND severity_number >= " + Int(f.severity_min);
   if (f.service) w += " AND service_name = " + Quote(*f.service);
-  // Unicode case folding, as DuckDB's lower() (TextFolding::kSimpleUnicode).
-  if (f.text) w += " AND positionCaseInsensitiveUTF8(body, " + Quote(*f.text) + ") > 0";
+  // Unicode case folding, as DuckDB's lower() (TextFolding::kSimpleUnicode):
+  // lowerUTF8 on both sides (26.5's positionCaseInsensitiveUTF8 does not fold
+  // accented Greek capitals such as U+0386).
+  if (f.text) w += " AND positionUTF8(lowerUTF8(body), lowerUTF8(" + Quote(*f.text) + ")) > 0";
   if (f.trace_id) w += TraceIdWhere(*f.trace_id);
   return w + AttrFilters(f.attributes);
 }
@@ -231,7 +233,7 @@ int64_t SaturatingAdd(int64_t a, int64_t b) { return a > INT64_MAX - b ? INT64_M
 
 class ClickHouseReader final : public TelemetryReader {
  public:
-  ClickHouseReader(std::unique_ptr<Connection> conn, ReleaseFn release, bool cluster)
+  ClickHouseReader(std::unique_ptr<Transport> conn, ReleaseFn release, bool cluster)
       : conn_(std::move(conn)), release_(std::move(release)), cluster_(cluster) {
     std::random_device rd;
     id_prefix_ = "sightline-" + UInt((static_cast<uint64_t>(rd()) << 32) ^ rd()) + "-";
@@ -270,7 +272,7 @@ class ClickHouseReader final : public TelemetryReader {
     return interrupted() ? Status::Cancelled("the query was interrupted") : Status::Ok();
   }
 
-  std::unique_ptr<Connection> conn_;
+  std::unique_ptr<Transport> conn_;
   ReleaseFn release_;
   const bool cluster_;
   std::string id_prefix_;
@@ -325,10 +327,10 @@ void ClickHouseReader::InterruptEngine() {
   // Interrupt() must return promptly even when the server is stuck.
   Endpoint killer_endpoint = conn_->endpoint();
   killer_endpoint.timeout = std::chrono::milliseconds(2000);
-  Connection killer(killer_endpoint);
+  std::unique_ptr<Transport> killer = Connect(killer_endpoint);
   Request k;
   k.query = "KILL QUERY WHERE query_id = " + Quote(id) + " ASYNC";
-  (void)killer.Execute(k);
+  (void)killer->Execute(k);
 }
 
 // ------------------------------------------------------------------- spans
@@ -462,9 +464,9 @@ Result<TraceDetail> ClickHouseReader::GetTrace(const TraceQuery& q) {
       "status_code, status_message, attributes, resource_attributes, events, links, scope_name, trace_state FROM "
       "(SELECT * FROM spans PREWHERE project_id = " +
       Int(q.project_id) + by_trace +
-      ") ANY LEFT JOIN (SELECT project_id, resource_id, resource_attributes, scope_name FROM span_resources WHERE "
-      "project_id = " +
-      Int(q.project_id) + ") USING (project_id, resource_id) ORDER BY start_time_ns, span_id" +
+      ") AS s ANY LEFT JOIN (SELECT project_id, resource_id, resource_attributes, scope_name FROM span_resources "
+      "WHERE project_id = " +
+      Int(q.project_id) + ") AS r USING (project_id, resource_id) ORDER BY start_time_ns, span_id" +
       (q.max_spans < INT64_MAX ? CapLimit(q.max_spans) : std::string());
   SL_RETURN_IF_ERROR(Run(spans, [&](const TsvRowView& r) {
     if (static_cast<int64_t>(out.spans.size()) >= q.max_spans) {
@@ -596,8 +598,9 @@ Result<ServiceCalls> ClickHouseReader::GroupServiceCalls(const ServiceCallQuery&
   sql +=
       " FROM (SELECT caller, callee, count() AS c, countIf(status_code = 2) AS e, arraySort(groupArray("
       "duration_ns)) AS s FROM (" +
-      children + ") ALL INNER JOIN (" + parents + ") USING (project_id, trace_id_high, trace_id_low, join_span)" +
-      where + " GROUP BY caller, callee) ORDER BY c DESC, caller, callee" +
+      children + ") AS children ALL INNER JOIN (" + parents +
+      ") AS parents USING (project_id, trace_id_high, trace_id_low, join_span)" + where +
+      " GROUP BY caller, callee) ORDER BY c DESC, caller, callee" +
       CapLimit(std::min<int64_t>(q.max_calls, INT64_MAX - 1));
   ServiceCalls out;
   SL_RETURN_IF_ERROR(Run(sql, [&](const TsvRowView& r) {
@@ -761,11 +764,13 @@ Result<AttributeSuggestions> ClickHouseReader::SuggestAttributes(const Attribute
   SL_RETURN_IF_ERROR(
       TopAttributes("(SELECT attr_keys, attr_values" + newest + ")", q.key, q.max_keys, q.max_values, &out.span));
   // Their resources' arrays, one resource row per span (ANY: a duplicate
-  // key waiting for its merge is the same row).
+  // key waiting for its merge is the same row). LEFT, not INNER: from 20.1
+  // ANY INNER also keeps one span per resource; a span without its resource
+  // row gets empty arrays, which ARRAY JOIN drops.
   const std::string resources = "(SELECT attr_keys, attr_values FROM (SELECT project_id, resource_id" + newest +
-                                ") ANY INNER JOIN (SELECT project_id, resource_id, attr_keys, attr_values FROM "
+                                ") AS s ANY LEFT JOIN (SELECT project_id, resource_id, attr_keys, attr_values FROM "
                                 "span_resources WHERE project_id = " +
-                                Int(q.filter.project_id) + ") USING (project_id, resource_id))";
+                                Int(q.filter.project_id) + ") AS r USING (project_id, resource_id))";
   SL_RETURN_IF_ERROR(TopAttributes(resources, q.key, q.max_keys, q.max_values, &out.resource));
   return out;
 }
@@ -923,7 +928,7 @@ Result<MetricBuckets> ClickHouseReader::AggregateSeries(const MetricSeriesQuery&
 
 }  // namespace
 
-std::unique_ptr<TelemetryReader> NewReader(std::unique_ptr<Connection> conn, ReleaseFn release, bool cluster) {
+std::unique_ptr<TelemetryReader> NewReader(std::unique_ptr<Transport> conn, ReleaseFn release, bool cluster) {
   return std::make_unique<ClickHouseReader>(std::move(conn), std::move(release), cluster);
 }
 

@@ -10,12 +10,13 @@
 #include <string>
 
 #include "storage/clickhouse/http_client.h"
+#include "storage/clickhouse/transport.h"
 #include "storage/telemetry_reader.h"
 
 namespace sightline::clickhouse {
 
 //! Gives a leased connection back to its pool.
-using ReleaseFn = std::function<void(std::unique_ptr<Connection>)>;
+using ReleaseFn = std::function<void(std::unique_ptr<Transport>)>;
 
 //! A reader on one leased connection; `release` takes it back when the
 //! reader is destroyed. Interrupt() shuts the connection's socket and kills
@@ -23,6 +24,6 @@ using ReleaseFn = std::function<void(std::unique_ptr<Connection>)>;
 //! its own); the pool's next lease reconnects. `cluster`: the tables are
 //! Distributed (clickhouse_schema.h Layout), and a subquery or JOIN on one
 //! runs once on the initiator, its result sent to the shards (GLOBAL).
-std::unique_ptr<TelemetryReader> NewReader(std::unique_ptr<Connection> conn, ReleaseFn release, bool cluster = false);
+std::unique_ptr<TelemetryReader> NewReader(std::unique_ptr<Transport> conn, ReleaseFn release, bool cluster = false);
 
 }  // namespace sightline::clickhouse

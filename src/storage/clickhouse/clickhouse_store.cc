@@ -19,6 +19,7 @@
 #include "storage/clickhouse/clickhouse_schema.h"
 #include "storage/clickhouse/formats.h"
 #include "storage/clickhouse/http_client.h"
+#include "storage/clickhouse/transport.h"
 #include "storage/schema.h"
 #include "storage/sql/retention_sql.h"
 
@@ -110,7 +111,7 @@ class ClickHouseSink final : public OneSignalSink<ClickHouseSink> {
   Status Insert(const char* table, std::string rows);
 
   ClickHouseStore* store_;
-  Connection conn_;
+  std::unique_ptr<Transport> conn_;
   std::string token_prefix_;  // insert_deduplication_token = prefix + write number
   uint64_t writes_ = 0;
   AttributeArrays attrs_;                // reused per row
@@ -154,8 +155,8 @@ class ClickHouseStore final : public TelemetryStore {
   Result<TsvResult> AdminQuery(const std::string& sql, bool with_names = false) REQUIRES(admin_mu_) {
     return QueryOn(admin_.get(), sql, with_names);
   }
-  static Result<TsvResult> QueryOn(Connection* conn, const std::string& sql, bool with_names);
-  void ReleaseReader(std::unique_ptr<Connection> conn) EXCLUDES(pool_mu_);
+  static Result<TsvResult> QueryOn(Transport* conn, const std::string& sql, bool with_names);
+  void ReleaseReader(std::unique_ptr<Transport> conn) EXCLUDES(pool_mu_);
   //! The table's name qualified with the database (on a cluster, its
   //! Distributed table: what inserts and reads name).
   std::string Table(const char* table) const { return QuoteIdentifier(endpoint_.database) + "." + table; }
@@ -185,16 +186,16 @@ class ClickHouseStore final : public TelemetryStore {
 
   //! Schema, retention, footprint, stats and `sightline sql`.
   Mutex admin_mu_;
-  std::unique_ptr<Connection> admin_ GUARDED_BY(admin_mu_);
+  std::unique_ptr<Transport> admin_ GUARDED_BY(admin_mu_);
   //! Stats() (the /metrics and health gauges) on a connection of its own, so
   //! a long retention delete on the admin one does not hold them up.
   Mutex stats_mu_;
-  std::unique_ptr<Connection> stats_ GUARDED_BY(stats_mu_);
+  std::unique_ptr<Transport> stats_ GUARDED_BY(stats_mu_);
 
   //! The read connections; a reader holds one for its lifetime.
   Mutex pool_mu_;
   CondVar pool_cv_{&pool_mu_};
-  std::vector<std::unique_ptr<Connection>> free_readers_ GUARDED_BY(pool_mu_);
+  std::vector<std::unique_ptr<Transport>> free_readers_ GUARDED_BY(pool_mu_);
   int pool_size_ = 0;
   bool closed_ GUARDED_BY(pool_mu_) = false;
 
@@ -216,7 +217,7 @@ class ClickHouseStore final : public TelemetryStore {
 };
 
 ClickHouseSink::ClickHouseSink(ClickHouseStore* store, Signal signal, Endpoint endpoint)
-    : OneSignalSink(signal), store_(store), conn_(std::move(endpoint)) {
+    : OneSignalSink(signal), store_(store), conn_(Connect(endpoint)) {
   std::random_device rd;
   token_prefix_ = std::to_string((static_cast<uint64_t>(rd()) << 32) ^ rd()) + "-";
   store_->open_sinks_.fetch_add(1);
@@ -236,14 +237,14 @@ Status ClickHouseSink::Insert(const char* table, std::string rows) {
   // answers (not from a queue later), so a 200 means stored on every shard.
   if (store_->layout().clustered()) r.settings.emplace_back("insert_distributed_sync", "1");
   if (store_->insert_quorum_ > 0) r.settings.emplace_back("insert_quorum", std::to_string(store_->insert_quorum_));
-  Result<std::string> answer = conn_.Execute(r);
+  Result<std::string> answer = conn_->Execute(r);
   // A transport failure after the request was sent leaves the insert's
   // fate unknown: with a deduplication token the same insert is safe to send
   // again (the server drops it if it had stored it); without one it is up
   // to the writer, which retries the batch and may store it twice (18.16;
   // docs/STORAGE.md).
   if (!answer.ok() && answer.status().code() == StatusCode::kUnavailable && store_->version().dedup_token()) {
-    answer = conn_.Execute(r);
+    answer = conn_->Execute(r);
   }
   if (!answer.ok()) return answer.status();
   return Status::Ok();
@@ -324,7 +325,7 @@ Result<std::unique_ptr<TelemetryStore>> ClickHouseStore::Open(const StoreOptions
   return std::unique_ptr<TelemetryStore>(std::move(store));
 }
 
-Result<TsvResult> ClickHouseStore::QueryOn(Connection* conn, const std::string& sql, bool with_names) {
+Result<TsvResult> ClickHouseStore::QueryOn(Transport* conn, const std::string& sql, bool with_names) {
   Request r;
   r.query = sql;
   r.settings.emplace_back("default_format", with_names ? "TabSeparatedWithNames" : "TabSeparated");
@@ -334,7 +335,7 @@ Result<TsvResult> ClickHouseStore::QueryOn(Connection* conn, const std::string& 
 }
 
 Status ClickHouseStore::Init(const StoreOptions& options) {
-  SL_ASSIGN_OR_RETURN(endpoint_, ParseUrl(options.clickhouse_url));
+  SL_ASSIGN_OR_RETURN(endpoint_, ParseTarget(options.clickhouse_url));
   endpoint_.database = options.clickhouse_database;
   endpoint_.user = options.clickhouse_user;
   endpoint_.password = options.clickhouse_password;
@@ -345,10 +346,10 @@ Status ClickHouseStore::Init(const StoreOptions& options) {
     Endpoint stats = endpoint_;
     stats.timeout = std::min(stats.timeout, std::chrono::milliseconds(5000));
     MutexLock stats_lock(&stats_mu_);
-    stats_ = std::make_unique<Connection>(stats);
+    stats_ = Connect(stats);
   }
   MutexLock lock(&admin_mu_);
-  admin_ = std::make_unique<Connection>(endpoint_);
+  admin_ = Connect(endpoint_);
   {
     Request r;
     r.query = "SELECT version()";
@@ -391,7 +392,7 @@ Status ClickHouseStore::Init(const StoreOptions& options) {
   // Reads have no timeout of their own: the query deadline interrupts them.
   Endpoint reads = endpoint_;
   reads.timeout = std::chrono::milliseconds(0);
-  for (int i = 0; i < pool_size_; ++i) free_readers_.push_back(std::make_unique<Connection>(reads));
+  for (int i = 0; i < pool_size_; ++i) free_readers_.push_back(Connect(reads));
   return Status::Ok();
 }
 
@@ -493,7 +494,7 @@ Result<std::unique_ptr<SignalSink>> ClickHouseStore::NewSink(Signal signal) {
 }
 
 Result<std::unique_ptr<TelemetryReader>> ClickHouseStore::AcquireReader(int64_t wait_ms) {
-  std::unique_ptr<Connection> conn;
+  std::unique_ptr<Transport> conn;
   {
     MutexLock lock(&pool_mu_);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max<int64_t>(0, wait_ms));
@@ -507,10 +508,10 @@ Result<std::unique_ptr<TelemetryReader>> ClickHouseStore::AcquireReader(int64_t 
   }
   conn->ClearAbort();
   return NewReader(
-      std::move(conn), [this](std::unique_ptr<Connection> c) { ReleaseReader(std::move(c)); }, layout_.clustered());
+      std::move(conn), [this](std::unique_ptr<Transport> c) { ReleaseReader(std::move(c)); }, layout_.clustered());
 }
 
-void ClickHouseStore::ReleaseReader(std::unique_ptr<Connection> conn) {
+void ClickHouseStore::ReleaseReader(std::unique_ptr<Transport> conn) {
   MutexLock lock(&pool_mu_);
   free_readers_.push_back(std::move(conn));
   pool_cv_.Signal();

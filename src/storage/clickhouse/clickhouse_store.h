@@ -1,9 +1,9 @@
 #pragma once
 
 // The ClickHouse telemetry engine: the tables live in a ClickHouse server
-// reached over its HTTP interface (StoreOptions::clickhouse_url, database
-// clickhouse_database). docs/STORAGE.md, "ClickHouse", holds the schema and
-// what an acknowledged write means there.
+// reached over its HTTP interface, or in an in-process one (a chdb:// URL;
+// transport.h), StoreOptions::clickhouse_url, database clickhouse_database. docs/STORAGE.md, "ClickHouse", holds the
+// schema and what an acknowledged write means there.
 
 #include <memory>
 

@@ -3,7 +3,10 @@
 // version detection, the schema per version, interrupts and retention. The
 // contract tests (store and read conformance) run it beside the other
 // engines. Every test that needs a server uses the one clickhouse-server of
-// this binary (testing/clickhouse_server.h) and a database of its own.
+// this binary (testing/clickhouse_server.h) and a database of its own; the
+// parameterized ones run twice, on that server (18.16, over HTTP: "clickhouse")
+// and on the in-process ClickHouse of the current release (libchdb,
+// chdb_transport.h: "chdb"), so both DDL paths and both transports run.
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -22,6 +25,7 @@
 #include "storage/clickhouse/formats.h"
 #include "storage/clickhouse/http_client.h"
 #include "storage/clickhouse/testing/clickhouse_server.h"
+#include "storage/clickhouse/transport.h"
 #include "storage/telemetry_store.h"
 #include "storage/testing/read_dataset.h"
 
@@ -135,6 +139,15 @@ TEST(ClickHouseUrl, ParsesHostAndPort) {
   EXPECT_FALSE(ParseUrl("http://h/path").ok());
 }
 
+TEST(ClickHouseUrl, ChdbUrlsNameAnAbsoluteDataDirectory) {
+  Result<Endpoint> e = ParseTarget("chdb:///var/lib/sightline/ch/");
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ(e->chdb_path, "/var/lib/sightline/ch");
+  EXPECT_TRUE(ParseTarget("http://h:1")->chdb_path.empty());
+  EXPECT_FALSE(ParseTarget("chdb://relative/dir").ok());
+  EXPECT_FALSE(ParseTarget("chdb://").ok());
+}
+
 // --- With the server -----------------------------------------------------------
 
 Endpoint ServerEndpoint() {
@@ -146,19 +159,31 @@ Endpoint ServerEndpoint() {
   return e;
 }
 
-Result<std::string> Select(Connection* c, const std::string& sql) {
+//! A connection of the variant under test: HTTP to the server, or in-process.
+std::unique_ptr<Transport> NewTransport(const std::string& variant) {
+  if (variant != "chdb") return Connect(ServerEndpoint());
+  Endpoint e = *ParseTarget(testing::ChdbUrl());
+  e.database = "default";
+  return Connect(e);
+}
+
+std::string VariantName(const ::testing::TestParamInfo<std::string>& info) { return info.param; }
+
+class ClickHouseTransportTest : public ::testing::TestWithParam<std::string> {};
+
+Result<std::string> Select(Transport* c, const std::string& sql) {
   Request r;
   r.query = sql;
   r.settings.emplace_back("default_format", "TabSeparated");
   return c->Execute(r);
 }
 
-TEST(ClickHouseServer, QuotedLiteralsReadBackByteForByte) {
-  Connection c(ServerEndpoint());
+TEST_P(ClickHouseTransportTest, QuotedLiteralsReadBackByteForByte) {
+  std::unique_ptr<Transport> c = NewTransport(GetParam());
   std::string weird = "quote ' backslash \\ tab \t newline \n nul ";
   weird.push_back('\0');
   weird += " ctrl \x01 del \x7f utf8 \xc3\xa4 '); DROP TABLE x; --";
-  Result<std::string> hex = Select(&c, "SELECT hex(" + Quote(weird) + ")");
+  Result<std::string> hex = Select(c.get(), "SELECT hex(" + Quote(weird) + ")");
   ASSERT_TRUE(hex.ok()) << hex.status().ToString();
   std::string want;
   for (unsigned char ch : weird) {
@@ -169,9 +194,9 @@ TEST(ClickHouseServer, QuotedLiteralsReadBackByteForByte) {
   EXPECT_EQ(*hex, want + "\n");
 }
 
-TEST(ClickHouseServer, TabSeparatedAnswersUnescapeToTheStoredBytes) {
-  Connection c(ServerEndpoint());
-  Result<std::string> body = Select(&c, "SELECT 'a\\tb\\nc\\\\d', NULL, toUInt64(18446744073709551615), nan");
+TEST_P(ClickHouseTransportTest, TabSeparatedAnswersUnescapeToTheStoredBytes) {
+  std::unique_ptr<Transport> c = NewTransport(GetParam());
+  Result<std::string> body = Select(c.get(), "SELECT 'a\\tb\\nc\\\\d', NULL, toUInt64(18446744073709551615), nan");
   ASSERT_TRUE(body.ok()) << body.status().ToString();
   Result<TsvResult> rows = TsvResult::Parse(*body, false);
   ASSERT_TRUE(rows.ok());
@@ -183,30 +208,41 @@ TEST(ClickHouseServer, TabSeparatedAnswersUnescapeToTheStoredBytes) {
   EXPECT_TRUE(std::isnan(r.GetDouble(3)));
 }
 
-TEST(ClickHouseServer, ErrorsMapToStatusCodes) {
-  Connection c(ServerEndpoint());
-  EXPECT_EQ(Select(&c, "SELEKT 1").status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(Select(&c, "SELECT * FROM no_such_table").status().code(), StatusCode::kInvalidArgument);
+TEST_P(ClickHouseTransportTest, ErrorsMapToStatusCodes) {
+  std::unique_ptr<Transport> c = NewTransport(GetParam());
+  EXPECT_EQ(Select(c.get(), "SELEKT 1").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(Select(c.get(), "SELECT * FROM no_such_table").status().code(), StatusCode::kInvalidArgument);
+  Result<std::string> fine = Select(c.get(), "SELECT 1");  // an error leaves the connection usable
+  ASSERT_TRUE(fine.ok()) << fine.status().ToString();
+}
+
+TEST(ClickHouseServer, AnUnreachableServerIsUnavailable) {
   Endpoint nobody = ServerEndpoint();
   nobody.port = "1";
   Connection down(nobody);
   EXPECT_EQ(Select(&down, "SELECT 1").status().code(), StatusCode::kUnavailable);
 }
 
-TEST(ClickHouseServer, AbortReturnsAtOnceAndTheConnectionWorksAfterClearAbort) {
-  Connection c(ServerEndpoint());
+TEST_P(ClickHouseTransportTest, AbortReturnsAtOnceAndTheConnectionWorksAfterClearAbort) {
+  std::unique_ptr<Transport> c = NewTransport(GetParam());
+  ASSERT_TRUE(Select(c.get(), "SELECT 1").ok());
   const auto start = std::chrono::steady_clock::now();
   std::thread aborter([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    c.Abort();
+    c->Abort();
   });
-  Result<std::string> slow = Select(&c, "SELECT sleep(3)");
+  // Over HTTP, Abort() shuts the socket; in-process it kills the statement,
+  // so that one is minutes of work checking for cancellation between blocks
+  // (sleep() does not).
+  Result<std::string> slow = Select(
+      c.get(), GetParam() == "chdb" ? "SELECT count() FROM numbers(100000000000) WHERE NOT ignore(sipHash64(number))"
+                                    : "SELECT sleep(3)");
   aborter.join();
-  EXPECT_EQ(slow.status().code(), StatusCode::kCancelled);
+  EXPECT_EQ(slow.status().code(), StatusCode::kCancelled) << slow.status().ToString();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(2500));
-  EXPECT_EQ(Select(&c, "SELECT 1").status().code(), StatusCode::kCancelled);  // sticky until cleared
-  c.ClearAbort();
-  Result<std::string> again = Select(&c, "SELECT 1");
+  EXPECT_EQ(Select(c.get(), "SELECT 1").status().code(), StatusCode::kCancelled);  // sticky until cleared
+  c->ClearAbort();
+  Result<std::string> again = Select(c.get(), "SELECT 1");
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(*again, "1\n");
 }
@@ -257,13 +293,16 @@ TEST(ClickHouseServer, AStatementOnAConnectionTheServerClosedIsSentAgain) {
   EXPECT_EQ(*again, "2\n");
 }
 
+INSTANTIATE_TEST_SUITE_P(Variants, ClickHouseTransportTest, ::testing::Values("clickhouse", "chdb"), VariantName);
+
 // --- The store -------------------------------------------------------------------
 
-class ClickHouseStoreTest : public ::testing::Test {
+class ClickHouseStoreTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     RegisterBuiltinStores();
-    options_ = testing::StoreOptionsForTest(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    options_ =
+        testing::StoreOptionsForTest(GetParam(), ::testing::UnitTest::GetInstance()->current_test_info()->name());
     Result<std::unique_ptr<TelemetryStore>> store = StoreRegistry::Instance().Open("clickhouse", options_);
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     store_ = std::move(store).value();
@@ -284,7 +323,7 @@ class ClickHouseStoreTest : public ::testing::Test {
   std::unique_ptr<TelemetryStore> store_;
 };
 
-TEST_F(ClickHouseStoreTest, DetectsTheVersionAndRecordsTheSchemaVersion) {
+TEST_P(ClickHouseStoreTest, DetectsTheVersionAndRecordsTheSchemaVersion) {
   EXPECT_EQ(store_->schema_report().version, kSchemaVersion);
   EXPECT_EQ(Scalar("SELECT max(version) FROM schema_version"), std::to_string(kSchemaVersion));
   // A newer schema is refused at open.
@@ -295,7 +334,7 @@ TEST_F(ClickHouseStoreTest, DetectsTheVersionAndRecordsTheSchemaVersion) {
   EXPECT_EQ(again.status().code(), StatusCode::kInvalidArgument);
 }
 
-TEST_F(ClickHouseStoreTest, WritesAndReadsTheReadDatasetAndInterruptsAReader) {
+TEST_P(ClickHouseStoreTest, WritesAndReadsTheReadDatasetAndInterruptsAReader) {
   read_dataset::ReadDataset data = read_dataset::BuildReadDataset();
   ASSERT_TRUE(read_dataset::WriteReadDataset(data, store_.get()).ok());
   EXPECT_NE(Scalar("SELECT count() FROM spans"), "0");
@@ -318,7 +357,8 @@ TEST_F(ClickHouseStoreTest, WritesAndReadsTheReadDatasetAndInterruptsAReader) {
   EXPECT_GT((*groups)[0].count, 0);
 }
 
-TEST_F(ClickHouseStoreTest, SendsTheConfiguredUserAndPassword) {
+TEST_P(ClickHouseStoreTest, SendsTheConfiguredUserAndPassword) {
+  if (GetParam() == "chdb") GTEST_SKIP() << "in-process there is no user to log in as";
   StoreOptions as_user = testing::StoreOptionsForTest("as_user");
   as_user.clickhouse_user = testing::kTestUser;
   as_user.clickhouse_password = testing::kTestPassword;
@@ -336,7 +376,8 @@ TEST_F(ClickHouseStoreTest, SendsTheConfiguredUserAndPassword) {
 
 // An insert is never sent again (it may have been stored), so a sink whose
 // kept-alive connection the server closed must notice before sending.
-TEST_F(ClickHouseStoreTest, ASinkIdlePastTheServersKeepAliveTimeoutStillWrites) {
+TEST_P(ClickHouseStoreTest, ASinkIdlePastTheServersKeepAliveTimeoutStillWrites) {
+  if (GetParam() == "chdb") GTEST_SKIP() << "HTTP keep-alive only";
   read_dataset::ReadDataset data = read_dataset::BuildReadDataset();
   Result<std::unique_ptr<SignalSink>> sink = store_->NewSink(Signal::kSpans);
   ASSERT_TRUE(sink.ok());
@@ -347,7 +388,7 @@ TEST_F(ClickHouseStoreTest, ASinkIdlePastTheServersKeepAliveTimeoutStillWrites) 
   EXPECT_EQ(Scalar("SELECT count() FROM spans"), std::to_string(2 * data.spans[0].rows()));
 }
 
-TEST_F(ClickHouseStoreTest, AcquireReaderWaitsForAFreeConnection) {
+TEST_P(ClickHouseStoreTest, AcquireReaderWaitsForAFreeConnection) {
   std::vector<std::unique_ptr<TelemetryReader>> held;
   for (int i = 0; i < options_.read_connections; ++i) {
     Result<std::unique_ptr<TelemetryReader>> r = store_->AcquireReader(100);
@@ -360,7 +401,7 @@ TEST_F(ClickHouseStoreTest, AcquireReaderWaitsForAFreeConnection) {
   EXPECT_TRUE(store_->AcquireReader(50).ok());
 }
 
-TEST_F(ClickHouseStoreTest, RetentionDropsOldDaysAndDeletesTheRestByMutation) {
+TEST_P(ClickHouseStoreTest, RetentionDropsOldDaysAndDeletesTheRestByMutation) {
   read_dataset::ReadDataset data = read_dataset::BuildReadDataset();
   ASSERT_TRUE(read_dataset::WriteReadDataset(data, store_.get()).ok());
   const uint64_t spans = store_->Stats().rows[static_cast<int>(Signal::kSpans)];
@@ -389,6 +430,59 @@ TEST_F(ClickHouseStoreTest, RetentionDropsOldDaysAndDeletesTheRestByMutation) {
   ASSERT_TRUE(f.ok());
   EXPECT_GT(f->database_bytes, 0u);
 }
+
+// The DDL the detected version gets, as the server reports its tables: from
+// 20.1 LowCardinality names, codecs and the skip indexes; 18.16 plain types.
+TEST_P(ClickHouseStoreTest, TheDetectedVersionGetsItsDdl) {
+  const bool modern = GetParam() == "chdb";
+  EXPECT_EQ(Scalar("SELECT toUInt8(toUInt32(splitByChar('.', version())[1]) >= 20)"), modern ? "1" : "0");
+  EXPECT_EQ(Scalar("SELECT type FROM system.columns WHERE database = currentDatabase() AND table = 'spans' AND "
+                   "name = 'service_name'"),
+            modern ? "LowCardinality(String)" : "String");
+  EXPECT_EQ(Scalar("SELECT type FROM system.columns WHERE database = currentDatabase() AND table = 'logs' AND "
+                   "name = 'body'"),
+            "String");
+  if (!modern) return;  // 18.16 has neither codecs nor system.data_skipping_indices
+  EXPECT_EQ(Scalar("SELECT compression_codec FROM system.columns WHERE database = currentDatabase() AND table = "
+                   "'spans' AND name = 'start_time_ns'"),
+            "CODEC(Delta(8), ZSTD(1))");
+  EXPECT_EQ(Scalar("SELECT arrayStringConcat(groupArray(concat(table, '.', name, ':', type_full)), ' ') FROM (SELECT * "
+                   "FROM system.data_skipping_indices WHERE database = currentDatabase() ORDER BY table, name)"),
+            "logs.idx_body:tokenbf_v1(32768, 3, 0) logs.idx_trace_id:bloom_filter(0.001) "
+            "spans.idx_trace_id:bloom_filter(0.001)");
+  EXPECT_EQ(Scalar("SELECT countIf(position(create_table_query, 'non_replicated_deduplication_window = 1000') > 0) "
+                   "FROM system.tables WHERE database = currentDatabase() AND name IN ('spans', 'logs', "
+                   "'metric_points')"),
+            "3");
+}
+
+// 22.2+: an insert sent again with its deduplication token (a retry after a
+// lost answer) is stored once; one with another token is stored.
+TEST_P(ClickHouseStoreTest, AnInsertRetriedWithItsTokenIsStoredOnce) {
+  if (GetParam() != "chdb") GTEST_SKIP() << "18.16 has no insert_deduplication_token";
+  Endpoint e = *ParseTarget(options_.clickhouse_url);
+  e.database = options_.clickhouse_database;
+  std::unique_ptr<Transport> c = Connect(e);
+  auto insert = [&](const std::string& token) {
+    Request r;
+    r.query = "INSERT INTO spans (project_id, start_time_ns, name) FORMAT TabSeparated";
+    r.body = "7\t1700000000000000000\tretried\n";
+    r.gzip = true;
+    r.settings.emplace_back("insert_deduplication_token", token);
+    return c->Execute(r).status();
+  };
+  ASSERT_TRUE(insert("write-1-spans").ok());
+  ASSERT_TRUE(insert("write-1-spans").ok());  // the retry
+  EXPECT_EQ(Scalar("SELECT count() FROM spans WHERE project_id = 7"), "1");
+  ASSERT_TRUE(insert("write-2-spans").ok());
+  EXPECT_EQ(Scalar("SELECT count() FROM spans WHERE project_id = 7"), "2");
+  // The token was the insert's alone: a statement after it runs without.
+  Result<std::string> left = Select(c.get(), "SELECT getSetting('insert_deduplication_token')");
+  ASSERT_TRUE(left.ok()) << left.status().ToString();
+  EXPECT_EQ(*left, "\n");
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, ClickHouseStoreTest, ::testing::Values("clickhouse", "chdb"), VariantName);
 
 }  // namespace
 }  // namespace sightline::clickhouse

@@ -14,6 +14,7 @@
 
 #include "common/mutex.h"
 #include "common/status.h"
+#include "storage/clickhouse/transport.h"
 
 namespace sightline::clickhouse {
 
@@ -22,8 +23,9 @@ struct Endpoint {
   std::string host = "127.0.0.1";
   std::string port = "8123";
   std::string database = "sightline";
-  std::string user;      // X-ClickHouse-User when set
-  std::string password;  // X-ClickHouse-Key when set
+  std::string user;       // X-ClickHouse-User when set
+  std::string password;   // X-ClickHouse-Key when set
+  std::string chdb_path;  // in-process ClickHouse keeping its data here (chdb:// URLs; transport.h)
   //! How long one request may go without being sent or answered (connect,
   //! write, then the whole answer); 0 = no limit (the read connections,
   //! which the query deadline interrupts instead). Past it: Unavailable.
@@ -50,10 +52,10 @@ struct Request {
 Status ErrorStatus(int http_status, std::string_view body);
 
 //! A keep-alive HTTP/1.1 connection. Not thread-safe, except Abort().
-class Connection {
+class Connection final : public Transport {
  public:
   explicit Connection(Endpoint endpoint);
-  ~Connection();
+  ~Connection() override;
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
@@ -64,13 +66,13 @@ class Connection {
   //! did close, is replaced before the request is sent; a statement without
   //! data that still meets a closed socket (the server closed it while the
   //! request went out) is sent once more on a fresh one, never an insert.
-  Result<std::string> Execute(const Request& request) EXCLUDES(mu_);
+  Result<std::string> Execute(const Request& request) override EXCLUDES(mu_);
   //! Any thread: makes a running Execute(), and every later one until
   //! ClearAbort(), return Cancelled promptly (the socket is shut down; the
   //! first Execute() after ClearAbort() reconnects).
-  void Abort() EXCLUDES(mu_);
-  void ClearAbort() EXCLUDES(mu_);
-  const Endpoint& endpoint() const { return endpoint_; }
+  void Abort() override EXCLUDES(mu_);
+  void ClearAbort() override EXCLUDES(mu_);
+  const Endpoint& endpoint() const override { return endpoint_; }
 
  private:
   struct Socket;

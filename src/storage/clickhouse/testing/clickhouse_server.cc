@@ -406,4 +406,32 @@ StoreOptions StoreOptionsForTest(const std::string& hint) {
   return o;
 }
 
+std::string ChdbUrl() {
+  static const std::string* url = [] {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "sightline-chdb-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) return new std::string("chdb:///nonexistent/sightline-chdb");
+    static std::string dir = tmpl;
+    // After the tests: the engine keeps running until the process ends, so
+    // its files go with whatever it has not flushed.
+    std::atexit([] {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    });
+    return new std::string("chdb://" + tmpl);
+  }();
+  return *url;
+}
+
+StoreOptions ChdbStoreOptionsForTest(const std::string& hint) {
+  StoreOptions o;
+  o.clickhouse_url = ChdbUrl();
+  o.clickhouse_database = UniqueDatabase(hint);
+  o.read_connections = 2;
+  return o;
+}
+
+StoreOptions StoreOptionsForTest(const std::string& variant, const std::string& hint) {
+  return variant == "chdb" ? ChdbStoreOptionsForTest(hint) : StoreOptionsForTest(hint);
+}
+
 }  // namespace sightline::clickhouse::testing

@@ -49,4 +49,16 @@ Result<std::vector<std::string>> ClusterUrls();
 //! fresh database.
 StoreOptions ClusterStoreOptionsForTest(const std::string& hint, int shard = 0);
 
+//! The in-process ClickHouse of this binary (chdb_transport.h): chdb:// on a
+//! temporary directory made at first call and removed at exit. The library
+//! is where chdb_transport.h says; a missing one fails the open (never a skip).
+std::string ChdbUrl();
+
+//! Store options for the in-process ClickHouse and a fresh database.
+StoreOptions ChdbStoreOptionsForTest(const std::string& hint);
+
+//! StoreOptionsForTest for "clickhouse" (the server), ChdbStoreOptionsForTest
+//! for "chdb": the two ways the engine runs in the tests.
+StoreOptions StoreOptionsForTest(const std::string& variant, const std::string& hint);
+
 }  // namespace sightline::clickhouse::testing
