@@ -49,6 +49,31 @@ Result<int> FreeLoopbackPort() {
   return port;
 }
 
+//! Starts `path` with `argv` and `envp`, its output appended to `log_path`
+//! and its stdin /dev/null; it gets SIGTERM (a graceful stop) if the
+//! benchmark dies first. The child's pid.
+Result<pid_t> ForkExec(const char* path, char* const argv[], char* const envp[], const std::string& log_path) {
+  int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log_fd < 0) return Status::IoError("cannot create " + log_path + ": " + std::strerror(errno));
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(log_fd);
+    return Status::IoError(std::string("fork: ") + std::strerror(errno));
+  }
+  if (pid == 0) {
+    // Child: only async-signal-safe calls until exec.
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    ::dup2(log_fd, STDOUT_FILENO);
+    ::dup2(log_fd, STDERR_FILENO);
+    int null_fd = ::open("/dev/null", O_RDONLY);
+    if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
+    ::execve(path, argv, envp);
+    _exit(127);
+  }
+  ::close(log_fd);
+  return pid;
+}
+
 std::string Tail(const std::string& path, size_t bytes) {
   std::ifstream f(path, std::ios::binary);
   std::stringstream ss;
@@ -115,25 +140,7 @@ Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(const SpawnOptions& 
     for (auto& e : env) envp.push_back(e.data());
     envp.push_back(nullptr);
 
-    int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (log_fd < 0) return Status::IoError("cannot create " + log_path + ": " + std::strerror(errno));
-    pid_t pid = ::fork();
-    if (pid < 0) {
-      ::close(log_fd);
-      return Status::IoError(std::string("fork: ") + std::strerror(errno));
-    }
-    if (pid == 0) {
-      // Child: only async-signal-safe calls until exec. The server gets
-      // SIGTERM (a graceful stop) if the benchmark dies first.
-      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-      ::dup2(log_fd, STDOUT_FILENO);
-      ::dup2(log_fd, STDERR_FILENO);
-      int null_fd = ::open("/dev/null", O_RDONLY);
-      if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
-      ::execve("/proc/self/exe", argv.data(), envp.data());
-      _exit(127);
-    }
-    ::close(log_fd);
+    SL_ASSIGN_OR_RETURN(pid_t pid, ForkExec("/proc/self/exe", argv.data(), envp.data(), log_path));
 
     std::unique_ptr<ServerProcess> server(new ServerProcess());
     server->pid_ = pid;
@@ -327,23 +334,9 @@ Result<std::unique_ptr<BenchClickHouse>> BenchClickHouse::Open(const std::string
             << "  <quotas><default></default></quotas>\n</yandex>\n";
       if (!config || !users) return Status::IoError("cannot write the clickhouse-server config in " + dir);
     }
-    const std::string config_arg = "--config-file=" + dir + "/config.xml";
-    const std::string log_path = dir + "/stdout.log";
-    int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (log_fd < 0) return Status::IoError("cannot create " + log_path + ": " + std::strerror(errno));
-    pid_t pid = ::fork();
-    if (pid < 0) {
-      ::close(log_fd);
-      return Status::IoError(std::string("fork: ") + std::strerror(errno));
-    }
-    if (pid == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-      ::dup2(log_fd, STDOUT_FILENO);
-      ::dup2(log_fd, STDERR_FILENO);
-      ::execl(binary.c_str(), binary.c_str(), config_arg.c_str(), static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    ::close(log_fd);
+    std::string config_arg = "--config-file=" + dir + "/config.xml";
+    char* argv[] = {binary.data(), config_arg.data(), nullptr};
+    SL_ASSIGN_OR_RETURN(pid_t pid, ForkExec(binary.c_str(), argv, environ, dir + "/stdout.log"));
     std::unique_ptr<BenchClickHouse> server(new BenchClickHouse());
     server->pid_ = pid;
     server->http_ = HttpEndpoint{"127.0.0.1", http_port};
