@@ -12,7 +12,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-budget="${SIGHTLINE_IT_TIMEOUT:-900}"   # seconds for the whole suite
+budget="${SIGHTLINE_IT_TIMEOUT:-1200}"   # seconds for the whole suite
 
 # Install the pinned SDK packages when node_modules is missing or older than the lockfile.
 stamp="$here/node_modules/.package-lock.json"
