@@ -74,6 +74,24 @@ Result<pid_t> ForkExec(const char* path, char* const argv[], char* const envp[],
   return pid;
 }
 
+enum class Readiness { kReady, kExited, kTimedOut };
+
+//! Polls GET `path` of a child just started until it answers 200, the child
+//! exits (reaped), or `timeout_s` passes.
+Readiness WaitUntilAnswering(pid_t pid, const HttpEndpoint& at, const char* path, double timeout_s) {
+  const auto deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+  while (Clock::now() < deadline) {
+    int wstatus = 0;
+    if (::waitpid(pid, &wstatus, WNOHANG) == pid) return Readiness::kExited;
+    std::string body;
+    auto code = HttpGet(at, path, &body, 1000);
+    if (code.ok() && *code == 200) return Readiness::kReady;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return Readiness::kTimedOut;
+}
+
 std::string Tail(const std::string& path, size_t bytes) {
   std::ifstream f(path, std::ios::binary);
   std::stringstream ss;
@@ -149,25 +167,13 @@ Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(const SpawnOptions& 
     server->grpc_ = HttpEndpoint{"127.0.0.1", grpc_port};
     server->data_dir_ = data_dir;
     server->log_path_ = log_path;
-    auto deadline = Clock::now() +
-                    std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.ready_timeout_s));
-    bool exited = false;
-    while (Clock::now() < deadline) {
-      int wstatus = 0;
-      if (::waitpid(pid, &wstatus, WNOHANG) == pid) {
-        exited = true;
-        server->pid_ = -1;
-        break;
-      }
-      std::string body;
-      auto code = HttpGet(server->api_, "/readyz", &body, 1000);
-      if (code.ok() && *code == 200) {
-        server->clickhouse_ = std::move(clickhouse);
-        return server;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const Readiness ready = WaitUntilAnswering(pid, server->api_, "/readyz", options.ready_timeout_s);
+    if (ready == Readiness::kReady) {
+      server->clickhouse_ = std::move(clickhouse);
+      return server;
     }
-    if (!exited) {
+    if (ready == Readiness::kExited) server->pid_ = -1;
+    if (ready == Readiness::kTimedOut) {
       double ignored = 0;
       (void)server->Stop(10, &ignored);
       return Status::Unavailable("spawned server not ready after " + std::to_string(options.ready_timeout_s) +
@@ -340,21 +346,11 @@ Result<std::unique_ptr<BenchClickHouse>> BenchClickHouse::Open(const std::string
     std::unique_ptr<BenchClickHouse> server(new BenchClickHouse());
     server->pid_ = pid;
     server->http_ = HttpEndpoint{"127.0.0.1", http_port};
-    const auto deadline = Clock::now() + std::chrono::seconds(60);
-    bool exited = false;
-    while (Clock::now() < deadline) {
-      int wstatus = 0;
-      if (::waitpid(pid, &wstatus, WNOHANG) == pid) {
-        exited = true;
-        server->pid_ = -1;
-        break;
-      }
-      std::string body;
-      auto code = HttpGet(server->http_, "/ping", &body, 1000);
-      if (code.ok() && *code == 200) return server;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    if (!exited) return Status::Unavailable("clickhouse-server not answering after 60 s; see " + dir + "/error.log");
+    const Readiness ready = WaitUntilAnswering(pid, server->http_, "/ping", 60);
+    if (ready == Readiness::kReady) return server;
+    if (ready == Readiness::kExited) server->pid_ = -1;
+    if (ready == Readiness::kTimedOut)
+      return Status::Unavailable("clickhouse-server not answering after 60 s; see " + dir + "/error.log");
     last = Status::Unavailable("clickhouse-server exited during start; " + dir + "/error.log:\n" +
                                Tail(dir + "/error.log", 2000));
   }
