@@ -326,42 +326,36 @@ class Cluster {
   Server shards_[2];
 };
 
+//! One T (Server or Cluster) per test binary: started at the first
+//! Started() call, stopped at exit. Leaked on purpose: the atexit handler
+//! needs it after static destructors may have run.
+template <typename T>
 struct Shared {
   std::once_flag once;
-  Server server;
+  T process;
   Status started;
+
+  static Shared& Instance() {
+    static Shared* shared = new Shared();
+    return *shared;
+  }
+  //! The process, or why it did not start.
+  static Result<T*> Started() {
+    Shared& s = Instance();
+    std::call_once(s.once, [&s] {
+      s.started = s.process.Start();
+      std::atexit([] { Instance().process.Stop(); });
+    });
+    if (!s.started.ok()) return s.started;
+    return &s.process;
+  }
 };
-
-Shared& TheServer() {
-  static Shared* shared = new Shared();  // stopped by the atexit handler below
-  return *shared;
-}
-
-void StopAtExit() { TheServer().server.Stop(); }
-
-struct SharedCluster {
-  std::once_flag once;
-  Cluster cluster;
-  Status started;
-};
-
-SharedCluster& TheCluster() {
-  static SharedCluster* shared = new SharedCluster();  // stopped by the atexit handler below
-  return *shared;
-}
-
-void StopClusterAtExit() { TheCluster().cluster.Stop(); }
 
 }  // namespace
 
 Result<std::vector<std::string>> ClusterUrls() {
-  SharedCluster& s = TheCluster();
-  std::call_once(s.once, [&] {
-    s.started = s.cluster.Start();
-    std::atexit(StopClusterAtExit);
-  });
-  if (!s.started.ok()) return s.started;
-  return s.cluster.urls();
+  SL_ASSIGN_OR_RETURN(Cluster * cluster, Shared<Cluster>::Started());
+  return cluster->urls();
 }
 
 StoreOptions ClusterStoreOptionsForTest(const std::string& hint, int shard) {
@@ -379,13 +373,8 @@ StoreOptions ClusterStoreOptionsForTest(const std::string& hint, int shard) {
 }
 
 Result<std::string> ServerUrl() {
-  Shared& s = TheServer();
-  std::call_once(s.once, [&] {
-    s.started = s.server.Start();
-    std::atexit(StopAtExit);
-  });
-  if (!s.started.ok()) return s.started;
-  return s.server.url();
+  SL_ASSIGN_OR_RETURN(Server * server, Shared<Server>::Started());
+  return server->url();
 }
 
 std::string UniqueDatabase(const std::string& hint) {
