@@ -49,6 +49,12 @@ void AddStoreOptions(CLI::App* cmd, std::string* data, std::string* storage, Sto
   cmd->add_option("--duckdb-threads", store->threads, "DuckDB worker threads (0 = one per core)")
       ->envname("SIGHTLINE_DUCKDB_THREADS")
       ->capture_default_str();
+  cmd->add_option("--rollup-exact-spans", store->rollup_exact_spans,
+                  "DuckDB: span groups (endpoints, their charts) over fewer spans than this are computed exactly from "
+                  "raw spans; over more, from the minute and hour rollups (percentiles within 1%)")
+      ->envname("SIGHTLINE_ROLLUP_EXACT_SPANS")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option("--clickhouse-url", store->clickhouse_url,
                   "ClickHouse HTTP interface, or chdb:///abs/dir for an in-process one (--storage clickhouse)")
       ->envname("SIGHTLINE_CLICKHOUSE_URL")

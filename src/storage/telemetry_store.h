@@ -32,6 +32,15 @@ struct StoreOptions {
   //! Run every schema migration an older database needs, including those
   //! that are not automatic (`sightline migrate`; storage/schema_version.h).
   bool migrate = false;
+  //! Span groups (endpoints, their charts) over a range with fewer spans
+  //! than this are computed exactly from the raw spans; over more, from the
+  //! span rollups, with percentiles within LatencySketch::kRelativeError
+  //! (docs/API.md). 0: always from the rollups where they can answer.
+  int64_t rollup_exact_spans = 1000000;
+  //! How often a span writer folds the rollup deltas of its commits into the
+  //! minute and hour tables (storage/rollup/span_rollup.h); 0: after every
+  //! write.
+  int64_t rollup_compaction_interval_ms = 5000;
   // ClickHouse (storage/clickhouse/): the server's HTTP interface, the
   // database the tables live in, and optional credentials.
   std::string clickhouse_url = "http://127.0.0.1:8123";

@@ -205,8 +205,10 @@ Status QueryError(const std::string& err) {
 
 class DuckDbReader final : public ReadConnection {
  public:
-  explicit DuckDbReader(duckdb_connection conn) : conn_(conn) {}
-  ~DuckDbReader() override { duckdb_disconnect(&conn_); }
+  DuckDbReader(duckdb_connection conn, bool owns) : conn_(conn), owns_(owns) {}
+  ~DuckDbReader() override {
+    if (owns_) duckdb_disconnect(&conn_);
+  }
 
   Status Query(const std::string& sql, const std::vector<SqlParam>& params, const RowCallback& on_row) override {
     duckdb_prepared_statement stmt = nullptr;
@@ -250,6 +252,7 @@ class DuckDbReader final : public ReadConnection {
 
  private:
   duckdb_connection conn_;
+  bool owns_;
 };
 
 }  // namespace
@@ -295,6 +298,12 @@ Status ForEachDuckDbRow(duckdb_result* result, const RowCallback& on_row) {
   return Status::Ok();
 }
 
-std::unique_ptr<ReadConnection> NewDuckDbReader(duckdb_connection conn) { return std::make_unique<DuckDbReader>(conn); }
+std::unique_ptr<ReadConnection> NewDuckDbReader(duckdb_connection conn) {
+  return std::make_unique<DuckDbReader>(conn, /*owns=*/true);
+}
+
+std::unique_ptr<ReadConnection> BorrowDuckDbConnection(duckdb_connection conn) {
+  return std::make_unique<DuckDbReader>(conn, /*owns=*/false);
+}
 
 }  // namespace sightline

@@ -11,6 +11,9 @@ namespace sightline {
 //! A DuckDB read connection (owns it). Query() uses a prepared statement
 //! with bound parameters; Interrupt() is duckdb_interrupt.
 std::unique_ptr<ReadConnection> NewDuckDbReader(duckdb_connection conn);
+//! The same over a connection the caller keeps owning (a writer's, which
+//! also runs its statements through it); it must outlive the result.
+std::unique_ptr<ReadConnection> BorrowDuckDbConnection(duckdb_connection conn);
 
 //! Calls on_row for every row of `result` (not owned; the caller destroys
 //! it), reading it a data chunk at a time with duckdb_fetch_chunk: values come

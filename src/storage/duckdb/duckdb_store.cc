@@ -26,6 +26,7 @@
 #include "common/disk_space.h"
 #include "common/mutex.h"
 #include "common/units.h"
+#include "storage/rollup/span_rollup.h"
 #include "storage/schema.h"
 #include "storage/schema_version.h"
 #include "storage/sql/retention_sql.h"
@@ -429,6 +430,32 @@ class Transaction {
   bool active_ = false;
 };
 
+//! Span rollup statements on a writer's connection, inside a transaction
+//! the caller opened; rows go through `txn`'s appenders when there is one.
+class DuckDbRollupSession final : public rollup::RollupSession {
+ public:
+  DuckDbRollupSession(duckdb_connection conn, Transaction* txn, ChunkBuffer* chunk)
+      : sql_(BorrowDuckDbConnection(conn)), txn_(txn), chunk_(chunk) {}
+  Status Query(const std::string& sql, const std::vector<SqlParam>& params, const RowCallback& on_row) override {
+    return sql_->Query(sql, params, on_row);
+  }
+  Status Exec(const std::string& sql, const std::vector<SqlParam>& params) override {
+    return sql_->Query(sql, params, [](const RowView&) {});
+  }
+  Status Append(const char* table, const rollup::SpanRollupRows& rows) override {
+    if (txn_ == nullptr || chunk_ == nullptr) return Status::Internal("duckdb: no appender for " + std::string(table));
+    if (rows.rows() == 0) return Status::Ok();
+    Result<duckdb_appender> appender = txn_->OpenAppender(table);
+    if (!appender.ok()) return appender.status();
+    return chunk_->Append(*appender, rollup::SpanRollupColumns(rows), rows.rows(), nullptr);
+  }
+
+ private:
+  std::unique_ptr<ReadConnection> sql_;
+  Transaction* txn_;
+  ChunkBuffer* chunk_;
+};
+
 //! The version check and migrations' view of one connection.
 class DuckDbSchemaSession final : public schema::SchemaSession {
  public:
@@ -510,6 +537,8 @@ class DuckDbStore final : public TelemetryStore {
   //! is then remembered: every later statement fails until a reopen).
   Status Classify(Status s);
   Status LoadCounters() REQUIRES(read_mu_);
+  //! The span rollup tables and their state row, if missing (one transaction).
+  Status CreateRollups() REQUIRES(read_mu_);
   Status LoadKnownKeys() REQUIRES(read_mu_);
   //! The keys of one keyed table (the `part`-th of `signal`'s).
   Status LoadKnownKeys(Signal signal, size_t part, const schema::KeyedTableDef& table) REQUIRES(read_mu_);
@@ -521,6 +550,8 @@ class DuckDbStore final : public TelemetryStore {
   std::string wal_path_;
   uint64_t checkpoint_threshold_bytes_ = 16u << 20;  // StoreOptions::checkpoint_threshold
   SchemaReport schema_report_;                       // set at open
+  int64_t rollup_exact_spans_ = 0;                   // StoreOptions::rollup_exact_spans
+  int64_t rollup_compaction_interval_ms_ = 0;        // StoreOptions::rollup_compaction_interval_ms
 
   Mutex mu_;  // lifecycle: db_ and closed_
   duckdb_database db_ GUARDED_BY(mu_) = nullptr;
@@ -558,7 +589,10 @@ class DuckDbSink final : public OneSignalSink<DuckDbSink> {
   DuckDbSink(DuckDbStore* store, Signal signal, duckdb_connection conn)
       : OneSignalSink(signal), store_(store), conn_(conn) {
     switch (signal) {
-      case Signal::kSpans: MakeChunks(SpanBatch{}); break;
+      case Signal::kSpans:
+        MakeChunks(SpanBatch{});
+        rollup_chunk_ = std::make_unique<ChunkBuffer>(rollup::SpanRollupColumns(rollup::SpanRollupRows{}));
+        break;
       case Signal::kLogs: MakeChunks(LogBatch{}); break;
       case Signal::kMetrics: MakeChunks(MetricBatch{}); break;
     }
@@ -576,11 +610,18 @@ class DuckDbSink final : public OneSignalSink<DuckDbSink> {
   template <typename Batch>
   Status Write(const std::vector<const Batch*>& batches) {
     Status s = store_->Classify(Append(batches));
+    if (s.ok() && rollup_chunk_ != nullptr) MaybeCompactRollups();
     if (s.ok()) (void)store_->Checkpoint(/*only_over_threshold=*/true);
     return s;
   }
 
  private:
+  //! Folds the span rollup deltas into the minute and hour tables once
+  //! StoreOptions::rollup_compaction_interval_ms has passed since the last
+  //! fold. A failed fold changes nothing (its own transaction) and is retried
+  //! the next time; reads are right either way, since they add the deltas.
+  void MaybeCompactRollups();
+
   template <typename Batch>
   Status Append(const std::vector<const Batch*>& batches);
   template <typename Batch>
@@ -594,7 +635,22 @@ class DuckDbSink final : public OneSignalSink<DuckDbSink> {
   duckdb_connection conn_;
   std::vector<std::unique_ptr<ChunkBuffer>> keyed_chunks_;  // one per keyed table; each holds 2,048 rows
   std::unique_ptr<ChunkBuffer> main_chunk_;
+  std::unique_ptr<ChunkBuffer> rollup_chunk_;  // spans only: the rollup tables' rows
+  std::chrono::steady_clock::time_point last_compaction_ = std::chrono::steady_clock::now();
 };
+
+void DuckDbSink::MaybeCompactRollups() {
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_compaction_ < std::chrono::milliseconds(store_->rollup_compaction_interval_ms_)) return;
+  last_compaction_ = now;
+  DuckDbStore::KnownKeys& known = store_->known_[static_cast<int>(signal())];
+  MutexLock lock(&known.mu);  // beside retention's deletes of the same rows
+  Transaction txn(conn_);
+  if (!txn.Begin().ok()) return;
+  DuckDbRollupSession session(conn_, &txn, rollup_chunk_.get());
+  if (!rollup::CompactSpanRollups(&session).ok()) return;
+  (void)store_->Classify(txn.Commit());
+}
 
 // One transaction: the keyed rows not stored yet, then every main row.
 template <typename Batch>
@@ -627,6 +683,13 @@ Status DuckDbSink::Append(const std::vector<const Batch*>& batches) {
     }
     SL_RETURN_IF_ERROR(main_chunk_->Append(*main, w->columns.main, b->rows(), nullptr));
     rows += b->rows();
+  }
+  if constexpr (std::is_same_v<Batch, SpanBatch>) {
+    // The rollups' share of these spans, committed with them.
+    rollup::SpanRollupMap deltas;
+    for (const SpanBatch* b : batches) rollup::AddSpans(*b, &deltas);
+    DuckDbRollupSession session(conn_, &txn, rollup_chunk_.get());
+    SL_RETURN_IF_ERROR(session.Append(rollup::kSpanDeltaTable, rollup::ToRows(deltas)));
   }
   SL_RETURN_IF_ERROR(txn.Commit());
   for (size_t t = 0; t < tables.keyed.size(); ++t) known.keys[t].insert(pending[t].begin(), pending[t].end());
@@ -689,6 +752,9 @@ Status DuckDbStore::Init(const StoreOptions& options) {
   Result<SchemaReport> schema = schema::OpenSchema(&session, "duckdb", options);
   if (!schema.ok()) return schema.status();
   schema_report_ = std::move(schema).value();
+  SL_RETURN_IF_ERROR(CreateRollups());
+  rollup_exact_spans_ = options.rollup_exact_spans;
+  rollup_compaction_interval_ms_ = options.rollup_compaction_interval_ms;
   SL_RETURN_IF_ERROR(LoadCounters());
   SL_RETURN_IF_ERROR(LoadKnownKeys());
   {
@@ -709,7 +775,16 @@ Result<std::unique_ptr<TelemetryReader>> DuckDbStore::AcquireReader(int64_t wait
   if (read_pool_ == nullptr) return Status::Unavailable("duckdb: store is closed");
   auto conn = read_pool_->Acquire(wait_ms);
   if (!conn.ok()) return conn.status();
-  return NewDuckDbTelemetryReader(std::move(conn.value()));
+  return NewDuckDbTelemetryReader(std::move(conn.value()), rollup_exact_spans_);
+}
+
+Status DuckDbStore::CreateRollups() {
+  Transaction txn(read_conn_);
+  SL_RETURN_IF_ERROR(txn.Begin());
+  DuckDbRollupSession session(read_conn_, nullptr, nullptr);
+  for (const std::string& sql : rollup::CreateSpanRollupSql(kDuckDbTypes)) SL_RETURN_IF_ERROR(session.Exec(sql, {}));
+  SL_RETURN_IF_ERROR(rollup::InitSpanRollupState(&session));
+  return txn.Commit();
 }
 
 Status DuckDbStore::LoadCounters() {
@@ -865,10 +940,20 @@ Result<uint64_t> DuckDbStore::DeleteBefore(Signal signal, const ProjectSet& proj
   if (maintenance_conn_ == nullptr) return Status::Unavailable("duckdb: store is closed");
   const std::string sql = std::string("DELETE FROM ") + sql::MainTable(signal) + " WHERE " +
                           sql::ExpiredRowsSql(signal, projects, before_ns);
+  // Spans: the rollups give up the same spans in the same transaction.
+  Transaction txn(maintenance_conn_);
+  ChunkBuffer rollup_chunk(rollup::SpanRollupColumns(rollup::SpanRollupRows{}));
+  if (signal == Signal::kSpans) {
+    SL_RETURN_IF_ERROR(Classify(txn.Begin()));
+    DuckDbRollupSession session(maintenance_conn_, &txn, &rollup_chunk);
+    Status expired = rollup::ExpireSpanRollups(&session, sql::ProjectFilterSql(projects), before_ns);
+    if (!expired.ok()) return Classify(Status::IoError("duckdb: expiring span rollups: " + expired.message()));
+  }
   QueryResult result;
   Status s = result.Run(maintenance_conn_, sql);
   if (!s.ok()) return Classify(Status::IoError("duckdb: " + sql + ": " + s.message()));
   const uint64_t deleted = duckdb_rows_changed(result.get());
+  if (signal == Signal::kSpans) SL_RETURN_IF_ERROR(Classify(txn.Commit()));
   rows_[static_cast<int>(signal)].fetch_sub(deleted);
   return deleted;
 }

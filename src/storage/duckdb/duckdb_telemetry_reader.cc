@@ -11,15 +11,18 @@ namespace {
 
 class DuckDbTelemetryReader final : public SqlReader {
  public:
-  using SqlReader::SqlReader;
+  DuckDbTelemetryReader(std::unique_ptr<ReadConnection> conn, int64_t rollup_exact_spans) : SqlReader(std::move(conn)) {
+    rollup_exact_spans_ = rollup_exact_spans;
+  }
 
   //! Exact percentiles with quantile_cont in SQL: DuckDB sorts each group
   //! once for all fractions, where streaming durations out costs far more.
-  Result<SpanGroups> GroupSpans(const SpanGroupQuery& q) override;
+  Result<SpanGroups> GroupRawSpans(const SpanGroupQuery& q) override;
   //! The same join, grouped with quantile_cont in SQL.
   Result<ServiceCalls> GroupServiceCalls(const ServiceCallQuery& q) override;
 
  protected:
+  bool HasSpanRollups() const override { return true; }
   std::string IntDiv(const std::string& a, const std::string& b) const override { return "(" + a + " // " + b + ")"; }
   //! $."key" with " and \ escaped.
   static std::string JsonPath(const std::string& key) {
@@ -67,8 +70,8 @@ class DuckDbTelemetryReader final : public SqlReader {
   }
 };
 
-Result<SpanGroups> DuckDbTelemetryReader::GroupSpans(const SpanGroupQuery& q) {
-  if (!q.percentiles[0] && !q.percentiles[1] && !q.percentiles[2]) return SqlReader::GroupSpans(q);
+Result<SpanGroups> DuckDbTelemetryReader::GroupRawSpans(const SpanGroupQuery& q) {
+  if (!q.percentiles[0] && !q.percentiles[1] && !q.percentiles[2]) return SqlReader::GroupRawSpans(q);
   const int k = static_cast<int>(q.dimensions.size());
   std::string fractions;
   int wanted = 0;
@@ -134,8 +137,9 @@ Result<ServiceCalls> DuckDbTelemetryReader::GroupServiceCalls(const ServiceCallQ
 
 }  // namespace
 
-std::unique_ptr<TelemetryReader> NewDuckDbTelemetryReader(std::unique_ptr<ReadConnection> conn) {
-  return std::make_unique<DuckDbTelemetryReader>(std::move(conn));
+std::unique_ptr<TelemetryReader> NewDuckDbTelemetryReader(std::unique_ptr<ReadConnection> conn,
+                                                          int64_t rollup_exact_spans) {
+  return std::make_unique<DuckDbTelemetryReader>(std::move(conn), rollup_exact_spans);
 }
 
 }  // namespace sightline

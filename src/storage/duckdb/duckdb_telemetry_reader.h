@@ -8,7 +8,9 @@
 namespace sightline {
 
 //! The read contract on DuckDB: the shared SQL (storage/sql/) with DuckDB's
-//! spellings, and span groups with percentiles computed in SQL.
-std::unique_ptr<TelemetryReader> NewDuckDbTelemetryReader(std::unique_ptr<ReadConnection> conn);
+//! spellings, span groups with percentiles computed in SQL, and long ranges'
+//! span groups from the span rollups (StoreOptions::rollup_exact_spans).
+std::unique_ptr<TelemetryReader> NewDuckDbTelemetryReader(std::unique_ptr<ReadConnection> conn,
+                                                          int64_t rollup_exact_spans);
 
 }  // namespace sightline

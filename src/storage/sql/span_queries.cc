@@ -53,7 +53,7 @@ sql::Sql SqlReader::SpanGroupWhere(const SpanGroupQuery& q) const {
   return w;
 }
 
-Result<SpanGroups> SqlReader::GroupSpans(const SpanGroupQuery& q) {
+Result<SpanGroups> SqlReader::GroupRawSpans(const SpanGroupQuery& q) {
   const int k = static_cast<int>(q.dimensions.size());
   sql::Sql sql;
   sql << "SELECT ";

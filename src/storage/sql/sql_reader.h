@@ -33,8 +33,9 @@ class SqlReader : public TelemetryReader {
  public:
   explicit SqlReader(std::unique_ptr<ReadConnection> conn) : conn_(std::move(conn)) {}
 
-  //! Streams (keys, status, duration) and computes the percentiles here; with
-  //! no percentiles asked, groups in SQL.
+  //! From the span rollups when the engine keeps them, the query's filter
+  //! and buckets fit them and its range holds at least rollup_exact_spans
+  //! spans (span_rollup_queries.cc); otherwise GroupRawSpans.
   Result<SpanGroups> GroupSpans(const SpanGroupQuery& q) override;
   Result<TraceSummaries> SearchTraces(const TraceSearchQuery& q) override;
   Result<TraceDetail> GetTrace(const TraceQuery& q) override;
@@ -58,6 +59,16 @@ class SqlReader : public TelemetryReader {
 
  protected:
   void InterruptEngine() override { conn_->Interrupt(); }
+
+  //! GroupSpans over every span of the range, exactly: streams (keys,
+  //! status, duration) and computes the percentiles here; with no percentiles
+  //! asked, groups in SQL. Engines override this one.
+  virtual Result<SpanGroups> GroupRawSpans(const SpanGroupQuery& q);
+  //! Whether the engine writes the span rollup tables (storage/rollup/).
+  virtual bool HasSpanRollups() const { return false; }
+  //! Ranges with fewer spans than this are answered exactly from raw spans
+  //! (StoreOptions::rollup_exact_spans).
+  int64_t rollup_exact_spans_ = 0;
 
   // --- Spellings an engine overrides (the defaults are portable SQL). ---
 
@@ -116,6 +127,9 @@ class SqlReader : public TelemetryReader {
   static void OrderAndCapServiceCalls(const ServiceCallQuery& q, ServiceCalls* calls);
 
  private:
+  //! Nothing when the rollups cannot answer q or hold fewer spans than
+  //! rollup_exact_spans_ in its range.
+  Result<std::optional<SpanGroups>> GroupSpansFromRollups(const SpanGroupQuery& q);
   sql::Sql LogWhere(const LogFilter& f) const;
   //! " AND <column at key> <op> value" for each filter.
   void AppendAttrFilters(sql::Sql* w, const char* column, const std::vector<AttrFilter>& filters) const;
