@@ -346,6 +346,12 @@ class Ladder {
       to.page = kPage;
       to.word = kSearchWord;
       to.trace_id = trace_id_;
+      to.exact_percentile_rows = o_.exact_percentile_rows;
+      // The spawned server's threshold, when the run sets it.
+      for (const std::string& a : o_.server_args) {
+        constexpr std::string_view kFlag = "--rollup-exact-spans=";
+        if (a.rfind(kFlag, 0) == 0) to.rollup_exact_spans = std::stoull(a.substr(kFlag.size()));
+      }
       truth_ = std::make_unique<ProbeTruth>(to);
     }
     first_payload_ = t_.spawned ? 0 : static_cast<uint64_t>(run_ - 1) << 32;
@@ -1002,6 +1008,11 @@ void AddProbeCommand(CLI::App* bench) {
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
   probe->add_flag("--check", o->check, "Diff every answer against ground truth; exit 3 on a mismatch");
+  probe
+      ->add_option("--exact-percentile-rows", o->exact_percentile_rows,
+                   "With --check: keep every duration (16 B each) up to this many entry spans or metric points per "
+                   "signal, so percentiles are compared too (span percentiles to 1% past --rollup-exact-spans)")
+      ->capture_default_str();
   probe->add_option("--seed", o->seed, "Random seed of the generated data")->capture_default_str();
   probe->add_option("--json-out", o->json_out, "Write machine-readable results here");
   probe->add_option("--work-dir", o->work_dir, "Parent of the temporary data directories (default $TMPDIR or /tmp)");

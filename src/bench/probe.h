@@ -45,6 +45,9 @@ struct ProbeBenchOptions {
   size_t under_ingest_batch = 100;
   int repeat = 1;
   bool check = false;
+  //! With --check: entry spans (metric points) up to which every duration is
+  //! kept so percentiles are compared too (ProbeTruthOptions).
+  size_t exact_percentile_rows = 100000;
   uint64_t seed = 1;
   std::string json_out;
   std::string work_dir;

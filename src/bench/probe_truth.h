@@ -38,6 +38,10 @@ struct ProbeTruthOptions {
   size_t page = 50;                       // limit= of the list calls
   size_t top = 10;                        // endpoints/series top=
   size_t exact_percentile_rows = 100000;  // per signal: entry spans, metric points
+  //! The server's --rollup-exact-spans: past this many entry spans in range,
+  //! span percentiles may come from the rollups, which promise 1%
+  //! (docs/API.md); below it they must be exact.
+  uint64_t rollup_exact_spans = 1000000;
   int severity_min = 17;
   std::string word;      // logs q=
   std::string trace_id;  // logs trace_id= (hex)
@@ -79,6 +83,8 @@ class ProbeTruth {
   //! Entry spans (for percentiles) and metric points (for bucket means) are
   //! kept while there are at most exact_percentile_rows of them.
   bool ExactSpans() const { return entry_spans_ <= o_.exact_percentile_rows; }
+  //! The relative error span percentiles may have (see rollup_exact_spans).
+  double SpanPercentileTolerance() const;
   bool ExactPoints() const { return metric_points_ <= o_.exact_percentile_rows; }
   //! Log rows matching a filter (all of them, not just the newest page).
   uint64_t LogMatches(LogFilter f) const { return logs_[static_cast<int>(f)].matches; }

@@ -99,6 +99,25 @@ TEST(ProbeTruth, EndpointsMatchCountsErrorsAndExactPercentiles) {
   EXPECT_EQ(t.CheckEndpoints("not json"), "mismatch: answer is not JSON");
 }
 
+TEST(ProbeTruth, PastTheRollupThresholdPercentilesMayBeOffByOnePercent) {
+  const std::string good =
+      R"({"total":2,"endpoints":[{"service":"a","endpoint":"/x","count":3,"errors":1,"error_rate":0.333,)"
+      R"("p50_ms":20,"p95_ms":29,"p99_ms":29.8},{"service":"b","endpoint":"work","count":1,"errors":0,)"
+      R"("error_rate":0,"p50_ms":5,"p95_ms":5,"p99_ms":5}]})";
+  std::string near = good, far = good;
+  near.replace(near.find("\"p95_ms\":29"), 11, "\"p95_ms\":29.2");  // 0.7% off
+  far.replace(far.find("\"p95_ms\":29"), 11, "\"p95_ms\":29.4");   // 1.4% off
+  ProbeTruth exact(Options());  // 4 entry spans, under the default 1M: exact
+  exact.AddSpans(Spans());
+  EXPECT_NE(exact.CheckEndpoints(near).find("p95_ms"), std::string::npos);
+  ProbeTruthOptions o = Options();
+  o.rollup_exact_spans = 4;  // the server reads rollups from 4 spans on
+  ProbeTruth rollups(o);
+  rollups.AddSpans(Spans());
+  EXPECT_EQ(rollups.CheckEndpoints(near), "ok");
+  EXPECT_NE(rollups.CheckEndpoints(far).find("p95_ms"), std::string::npos);
+}
+
 TEST(ProbeTruth, PercentilesAreNotComparedPastTheExactLimit) {
   ProbeTruthOptions o = Options();
   o.exact_percentile_rows = 3;
