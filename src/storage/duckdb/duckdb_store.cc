@@ -434,26 +434,23 @@ class Transaction {
 //! the caller opened; rows go through `txn`'s appenders when there is one.
 class DuckDbRollupSession final : public rollup::RollupSession {
  public:
-  DuckDbRollupSession(duckdb_connection conn, Transaction* txn, ChunkBuffer* chunk)
-      : sql_(BorrowDuckDbConnection(conn)), txn_(txn), chunk_(chunk) {}
+  DuckDbRollupSession(duckdb_connection conn, Transaction* txn) : sql_(BorrowDuckDbConnection(conn)), txn_(txn) {}
   Status Query(const std::string& sql, const std::vector<SqlParam>& params, const RowCallback& on_row) override {
     return sql_->Query(sql, params, on_row);
   }
   Status Exec(const std::string& sql, const std::vector<SqlParam>& params) override {
     return sql_->Query(sql, params, [](const RowView&) {});
   }
-  Status Append(const char* table, const rollup::SpanRollupRows& rows) override {
-    if (txn_ == nullptr || chunk_ == nullptr) return Status::Internal("duckdb: no appender for " + std::string(table));
-    if (rows.rows() == 0) return Status::Ok();
+  Status Append(const char* table, std::span<const schema::Column> columns, size_t rows) override {
+    if (txn_ == nullptr) return Status::Internal("duckdb: no appender for " + std::string(table));
     Result<duckdb_appender> appender = txn_->OpenAppender(table);
     if (!appender.ok()) return appender.status();
-    return chunk_->Append(*appender, rollup::SpanRollupColumns(rows), rows.rows(), nullptr);
+    return ChunkBuffer(columns).Append(*appender, columns, rows, nullptr);
   }
 
  private:
   std::unique_ptr<ReadConnection> sql_;
   Transaction* txn_;
-  ChunkBuffer* chunk_;
 };
 
 //! The version check and migrations' view of one connection.
@@ -589,10 +586,7 @@ class DuckDbSink final : public OneSignalSink<DuckDbSink> {
   DuckDbSink(DuckDbStore* store, Signal signal, duckdb_connection conn)
       : OneSignalSink(signal), store_(store), conn_(conn) {
     switch (signal) {
-      case Signal::kSpans:
-        MakeChunks(SpanBatch{});
-        rollup_chunk_ = std::make_unique<ChunkBuffer>(rollup::SpanRollupColumns(rollup::SpanRollupRows{}));
-        break;
+      case Signal::kSpans: MakeChunks(SpanBatch{}); break;
       case Signal::kLogs: MakeChunks(LogBatch{}); break;
       case Signal::kMetrics: MakeChunks(MetricBatch{}); break;
     }
@@ -610,7 +604,7 @@ class DuckDbSink final : public OneSignalSink<DuckDbSink> {
   template <typename Batch>
   Status Write(const std::vector<const Batch*>& batches) {
     Status s = store_->Classify(Append(batches));
-    if (s.ok() && rollup_chunk_ != nullptr) MaybeCompactRollups();
+    if (s.ok() && signal() == Signal::kSpans) MaybeCompactRollups();
     if (s.ok()) (void)store_->Checkpoint(/*only_over_threshold=*/true);
     return s;
   }
@@ -635,7 +629,6 @@ class DuckDbSink final : public OneSignalSink<DuckDbSink> {
   duckdb_connection conn_;
   std::vector<std::unique_ptr<ChunkBuffer>> keyed_chunks_;  // one per keyed table; each holds 2,048 rows
   std::unique_ptr<ChunkBuffer> main_chunk_;
-  std::unique_ptr<ChunkBuffer> rollup_chunk_;  // spans only: the rollup tables' rows
   std::chrono::steady_clock::time_point last_compaction_ = std::chrono::steady_clock::now();
 };
 
@@ -647,7 +640,7 @@ void DuckDbSink::MaybeCompactRollups() {
   MutexLock lock(&known.mu);  // beside retention's deletes of the same rows
   Transaction txn(conn_);
   if (!txn.Begin().ok()) return;
-  DuckDbRollupSession session(conn_, &txn, rollup_chunk_.get());
+  DuckDbRollupSession session(conn_, &txn);
   if (!rollup::CompactSpanRollups(&session).ok()) return;
   (void)store_->Classify(txn.Commit());
 }
@@ -688,8 +681,8 @@ Status DuckDbSink::Append(const std::vector<const Batch*>& batches) {
     // The rollups' share of these spans, committed with them.
     rollup::SpanRollupMap deltas;
     for (const SpanBatch* b : batches) rollup::AddSpans(*b, &deltas);
-    DuckDbRollupSession session(conn_, &txn, rollup_chunk_.get());
-    SL_RETURN_IF_ERROR(session.Append(rollup::kSpanDeltaTable, rollup::ToRows(deltas)));
+    DuckDbRollupSession session(conn_, &txn);
+    SL_RETURN_IF_ERROR(rollup::SpanRollupTraits::Append(&session, rollup::kSpanDeltaTable, deltas));
   }
   SL_RETURN_IF_ERROR(txn.Commit());
   for (size_t t = 0; t < tables.keyed.size(); ++t) known.keys[t].insert(pending[t].begin(), pending[t].end());
@@ -781,7 +774,7 @@ Result<std::unique_ptr<TelemetryReader>> DuckDbStore::AcquireReader(int64_t wait
 Status DuckDbStore::CreateRollups() {
   Transaction txn(read_conn_);
   SL_RETURN_IF_ERROR(txn.Begin());
-  DuckDbRollupSession session(read_conn_, nullptr, nullptr);
+  DuckDbRollupSession session(read_conn_, nullptr);
   for (const std::string& sql : rollup::CreateSpanRollupSql(kDuckDbTypes)) SL_RETURN_IF_ERROR(session.Exec(sql, {}));
   SL_RETURN_IF_ERROR(rollup::InitSpanRollupState(&session));
   return txn.Commit();
@@ -942,10 +935,9 @@ Result<uint64_t> DuckDbStore::DeleteBefore(Signal signal, const ProjectSet& proj
                           sql::ExpiredRowsSql(signal, projects, before_ns);
   // Spans: the rollups give up the same spans in the same transaction.
   Transaction txn(maintenance_conn_);
-  ChunkBuffer rollup_chunk(rollup::SpanRollupColumns(rollup::SpanRollupRows{}));
   if (signal == Signal::kSpans) {
     SL_RETURN_IF_ERROR(Classify(txn.Begin()));
-    DuckDbRollupSession session(maintenance_conn_, &txn, &rollup_chunk);
+    DuckDbRollupSession session(maintenance_conn_, &txn);
     Status expired = rollup::ExpireSpanRollups(&session, sql::ProjectFilterSql(projects), before_ns);
     if (!expired.ok()) return Classify(Status::IoError("duckdb: expiring span rollups: " + expired.message()));
   }

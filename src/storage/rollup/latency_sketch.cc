@@ -49,12 +49,6 @@ void LatencySketch::Merge(const LatencySketch& other) {
   }
 }
 
-void LatencySketch::Subtract(const LatencySketch& other) {
-  for (size_t i = 0; i < other.counts_.size(); ++i) {
-    if (other.counts_[i] != 0) AddKey(other.offset_ + static_cast<int32_t>(i), -other.counts_[i]);
-  }
-}
-
 Status LatencySketch::MergeEncoded(std::string_view text) {
   const char* p = text.data();
   const char* end = text.data() + text.size();
@@ -68,8 +62,8 @@ Status LatencySketch::MergeEncoded(std::string_view text) {
     auto k = std::from_chars(p, end, key);
     if (k.ec != std::errc() || k.ptr == end || *k.ptr != ':') return Status::Internal("malformed latency sketch");
     auto c = std::from_chars(k.ptr + 1, end, n);
-    if (c.ec != std::errc()) return Status::Internal("malformed latency sketch");
-    if (n != 0) AddKey(key, n);  // negative: spans a retention delete took back
+    if (c.ec != std::errc() || n < 0) return Status::Internal("malformed latency sketch");
+    if (n > 0) AddKey(key, n);
     p = c.ptr;
   }
   return Status::Ok();

@@ -27,8 +27,6 @@ class LatencySketch {
 
   void Add(int64_t duration_ns) { AddKey(KeyOf(duration_ns), 1); }
   void Merge(const LatencySketch& other);
-  //! Takes back what Merge(other) added (retention's share of a bucket).
-  void Subtract(const LatencySketch& other);
   //! Adds the counts of an encoded sketch (Encode's text).
   Status MergeEncoded(std::string_view text);
   //! "key:count" pairs separated by spaces, keys ascending: text every SQL

@@ -90,7 +90,7 @@ TEST(LatencySketchTest, EncodingRoundTripsAndRefusesGarbage) {
   EXPECT_EQ(back.Encode(), s.Encode());
   EXPECT_EQ(back.count(), 6);
   EXPECT_EQ(LatencySketch().Encode(), "");
-  for (const char* bad : {"x", "1", "1:", ":3", "1:2,3:4"}) {
+  for (const char* bad : {"x", "1", "1:", ":3", "1:-2", "1:2,3:4"}) {
     LatencySketch t;
     EXPECT_FALSE(t.MergeEncoded(bad).ok()) << bad;
   }

@@ -23,13 +23,6 @@ void SpanRollupValue::Merge(const SpanRollupValue& other) {
   sketch.Merge(other.sketch);
 }
 
-void SpanRollupValue::Subtract(const SpanRollupValue& other) {
-  count -= other.count;
-  errors -= other.errors;
-  duration_sum -= other.duration_sum;
-  sketch.Subtract(other.sketch);
-}
-
 void AddSpans(const SpanBatch& b, SpanRollupMap* m) {
   const auto columns = schema::SpanColumns(b);
   // The derived columns as the spans table stores them, so a rollup row and
@@ -54,7 +47,6 @@ void AddSpans(const SpanBatch& b, SpanRollupMap* m) {
 SpanRollupRows ToRows(const SpanRollupMap& m) {
   SpanRollupRows out;
   for (const auto& [k, v] : m) {
-    if (v.count <= 0) continue;  // every span of it expired
     out.project_id.push_back(k.project_id);
     out.bucket_ns.push_back(k.bucket_ns);
     out.service.Append(k.service);
@@ -137,120 +129,27 @@ Result<int64_t> SpanRollupsCompleteFrom(RollupSession* s) {
   return from;
 }
 
-namespace {
-
-//! Merges the rows of `table` at the (project, bucket) pairs of `level`
-//! into it, deletes them, and appends the merged rows.
-Status FoldInto(RollupSession* s, const char* table, SpanRollupMap* level) {
-  std::map<int64_t, std::set<int64_t>> buckets;  // project -> buckets touched
-  for (const auto& [k, v] : *level) buckets[k.project_id].insert(k.bucket_ns);
-  // Bounded statements: at most this many buckets per IN list.
-  constexpr size_t kChunk = 256;
-  for (const auto& [project, set] : buckets) {
-    std::vector<int64_t> all(set.begin(), set.end());
-    for (size_t i = 0; i < all.size(); i += kChunk) {
-      const size_t n = std::min(kChunk, all.size() - i);
-      // The range as well as the list: a plain comparison lets zone maps skip
-      // row groups even where an IN list is not pushed down.
-      std::string where = " WHERE project_id = ? AND bucket_ns BETWEEN ? AND ? AND bucket_ns IN (";
-      std::vector<SqlParam> params(n + 3);
-      params[0] = project;
-      params[1] = all[i];
-      params[2] = all[i + n - 1];
-      for (size_t j = 0; j < n; ++j) {
-        where += j ? ", ?" : "?";
-        params[j + 3] = all[i + j];
-      }
-      where += ")";
-      Status row_status;
-      SL_RETURN_IF_ERROR(s->Query(std::string("SELECT ") + kSpanRollupSelect + " FROM " + table + where, params,
-                                  [&](const RowView& r) {
-                                    SpanRollupKey k;
-                                    SpanRollupValue v;
-                                    if (!row_status.ok()) return;
-                                    row_status = ReadRow(r, 0, &k, &v);
-                                    (*level)[k].Merge(v);
-                                  }));
-      SL_RETURN_IF_ERROR(row_status);
-      SL_RETURN_IF_ERROR(s->Exec(std::string("DELETE FROM ") + table + where, params));
-    }
-  }
-  return s->Append(table, ToRows(*level));
+Status SpanRollupTraits::Append(RollupSession* s, const char* table, const SpanRollupMap& m) {
+  const SpanRollupRows rows = ToRows(m);
+  if (rows.rows() == 0) return Status::Ok();
+  return s->Append(table, SpanRollupColumns(rows), rows.rows());
 }
 
-}  // namespace
-
-Result<int64_t> CompactSpanRollups(RollupSession* s) {
-  SpanRollupMap minutes;
-  int64_t deltas = 0;
-  Status row_status;
-  SL_RETURN_IF_ERROR(
-      s->Query(std::string("SELECT ") + kSpanRollupSelect + " FROM " + kSpanDeltaTable, {}, [&](const RowView& r) {
-        SpanRollupKey k;
-        SpanRollupValue v;
-        if (!row_status.ok()) return;
-        row_status = ReadRow(r, 0, &k, &v);
-        minutes[k].Merge(v);
-        ++deltas;
-      }));
-  SL_RETURN_IF_ERROR(row_status);
-  if (deltas == 0) return int64_t{0};
-  SpanRollupMap hours;
-  for (const auto& [k, v] : minutes) {
-    SpanRollupKey h = k;
-    h.bucket_ns = FloorTo(k.bucket_ns, kHourNs);
-    hours[h].Merge(v);
-  }
-  SL_RETURN_IF_ERROR(FoldInto(s, kSpanMinuteTable, &minutes));
-  SL_RETURN_IF_ERROR(FoldInto(s, kSpanHourTable, &hours));
-  SL_RETURN_IF_ERROR(s->Exec(std::string("DELETE FROM ") + kSpanDeltaTable, {}));
-  return deltas;
-}
+Result<int64_t> CompactSpanRollups(RollupSession* s) { return Compact<SpanRollupTraits>(s, kSpanRollupTables); }
 
 Status ExpireSpanRollups(RollupSession* s, const std::string& project_filter, int64_t before_ns) {
-  // Everything in the levels first: the deltas need not be adjusted.
-  Result<int64_t> folded = CompactSpanRollups(s);
-  if (!folded.ok()) return folded.status();
-  const int64_t minute = FloorTo(before_ns, kMinuteNs), hour = FloorTo(before_ns, kHourNs);
-  // What leaves the partial minute: its spans before before_ns; and the
-  // partial hour: those plus its whole minutes before the partial one.
-  SpanRollupMap minute_out, hour_out;
-  Status row_status;
-  const std::string raw =
-      "SELECT project_id, service_name, endpoint, is_entry, status_code, duration_ns FROM spans "
-      "WHERE start_time_ns >= ? AND start_time_ns < ?" +
-      project_filter;
-  SL_RETURN_IF_ERROR(s->Query(raw, {minute, before_ns}, [&](const RowView& r) {
-    SpanRollupKey k{r.GetInt(0), minute, r.GetString(1), r.GetString(2), r.GetInt(3)};
-    minute_out[k].Add(r.GetInt(5), r.GetInt(4) == 2);
-  }));
-  for (const auto& [k, v] : minute_out) {
-    SpanRollupKey h = k;
-    h.bucket_ns = hour;
-    hour_out[h].Merge(v);
-  }
-  SL_RETURN_IF_ERROR(s->Query(std::string("SELECT ") + kSpanRollupSelect + " FROM " + kSpanMinuteTable +
-                                  " WHERE bucket_ns >= ? AND bucket_ns < ?" + project_filter,
-                              {hour, minute}, [&](const RowView& r) {
-                                SpanRollupKey k;
-                                SpanRollupValue v;
-                                if (!row_status.ok()) return;
-                                row_status = ReadRow(r, 0, &k, &v);
-                                k.bucket_ns = hour;
-                                hour_out[k].Merge(v);
-                              }));
-  SL_RETURN_IF_ERROR(row_status);
-  for (auto [table, first_kept] : {std::pair{kSpanMinuteTable, minute}, std::pair{kSpanHourTable, hour}}) {
-    SL_RETURN_IF_ERROR(
-        s->Exec(std::string("DELETE FROM ") + table + " WHERE bucket_ns < ?" + project_filter, {first_kept}));
-  }
-  // The partial buckets, less what leaves them, as negative folds.
-  for (auto [table, out] : {std::pair{kSpanMinuteTable, &minute_out}, std::pair{kSpanHourTable, &hour_out}}) {
-    SpanRollupMap level;
-    for (const auto& [k, v] : *out) level[k].Subtract(v);
-    SL_RETURN_IF_ERROR(FoldInto(s, table, &level));
-  }
-  return Status::Ok();
+  return Expire<SpanRollupTraits>(
+      s, kSpanRollupTables, "", project_filter, before_ns, [&](int64_t from, int64_t to, SpanRollupMap* m) {
+        return s->Query(
+            "SELECT project_id, service_name, endpoint, is_entry, status_code, duration_ns, start_time_ns FROM spans "
+            "WHERE start_time_ns >= ? AND start_time_ns < ?" +
+                project_filter,
+            {from, to}, [&](const RowView& r) {
+              SpanRollupKey k{r.GetInt(0), FloorTo(r.GetInt(6), kMinuteNs), r.GetString(1), r.GetString(2),
+                              r.GetInt(3)};
+              (*m)[k].Add(r.GetInt(5), r.GetInt(4) == 2);
+            });
+      });
 }
 
 }  // namespace sightline::rollup

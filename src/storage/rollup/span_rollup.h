@@ -26,13 +26,11 @@
 
 #include "model/batch.h"
 #include "storage/rollup/latency_sketch.h"
+#include "storage/rollup/rollup_table.h"
 #include "storage/schema.h"
 #include "storage/sql/sql_connection.h"
 
 namespace sightline::rollup {
-
-inline constexpr int64_t kMinuteNs = 60LL * 1000 * 1000 * 1000;
-inline constexpr int64_t kHourNs = 60 * kMinuteNs;
 
 inline constexpr const char* kSpanDeltaTable = "span_rollup_delta";
 inline constexpr const char* kSpanMinuteTable = "span_rollup_minute";
@@ -42,13 +40,6 @@ inline constexpr const char* kSpanHourTable = "span_rollup_hour";
 //! starts them at the hour after its newest span; reads take the spans
 //! before that from the raw rows.
 inline constexpr const char* kSpanStateTable = "span_rollup_state";
-
-//! Floor of t to a multiple of width (also for negative t).
-inline int64_t FloorTo(int64_t t, int64_t width) {
-  int64_t q = t / width;
-  if (t % width != 0 && t < 0) --q;
-  return q * width;
-}
 
 struct SpanRollupKey {
   int64_t project_id = 0;
@@ -69,8 +60,7 @@ struct SpanRollupValue {
 
   void Add(int64_t duration_ns, bool error);
   void Merge(const SpanRollupValue& other);
-  //! Takes other's spans back out. The extremes stay: still bounds, if loose.
-  void Subtract(const SpanRollupValue& other);
+  bool Empty() const { return count <= 0; }
 };
 
 using SpanRollupMap = std::map<SpanRollupKey, SpanRollupValue>;
@@ -98,15 +88,15 @@ inline constexpr const char* kSpanRollupSelect =
 //! A key and value from a row selected with kSpanRollupSelect, starting at `col`.
 Status ReadRow(const RowView& r, int col, SpanRollupKey* key, SpanRollupValue* value);
 
-//! What compaction needs of an engine: its connection, inside a transaction
-//! the caller opened.
-class RollupSession {
- public:
-  virtual ~RollupSession() = default;
-  virtual Status Query(const std::string& sql, const std::vector<SqlParam>& params, const RowCallback& on_row) = 0;
-  virtual Status Exec(const std::string& sql, const std::vector<SqlParam>& params) = 0;
-  virtual Status Append(const char* table, const SpanRollupRows& rows) = 0;
+//! The rollup_table.h description of the span rollups.
+struct SpanRollupTraits {
+  using Key = SpanRollupKey;
+  using Value = SpanRollupValue;
+  static constexpr const char* kSelect = kSpanRollupSelect;
+  static Status Read(const RowView& r, Key* k, Value* v) { return ReadRow(r, 0, k, v); }
+  static Status Append(RollupSession* s, const char* table, const SpanRollupMap& m);
 };
+inline constexpr RollupTables kSpanRollupTables{kSpanDeltaTable, kSpanMinuteTable, kSpanHourTable};
 
 //! CREATE TABLE IF NOT EXISTS for the four tables.
 std::vector<std::string> CreateSpanRollupSql(const schema::TypeNames& types);
@@ -121,11 +111,9 @@ Result<int64_t> SpanRollupsCompleteFrom(RollupSession* s);
 //! touch. Returns the number of delta rows folded.
 Result<int64_t> CompactSpanRollups(RollupSession* s);
 
-//! Retention's share: before the spans of `projects` older than before_ns
-//! are deleted (in the same transaction), folds the deltas, deletes the
-//! buckets that end by before_ns, and takes the spans to be deleted out of
-//! the minute and the hour that hold before_ns, so every bucket still adds
-//! up to the spans that remain. `project_filter` is sql::ProjectFilterSql's.
+//! Retention's share (rollup_table.h Expire), in the transaction that then
+//! deletes the spans older than before_ns of `project_filter`'s projects
+//! (sql::ProjectFilterSql).
 Status ExpireSpanRollups(RollupSession* s, const std::string& project_filter, int64_t before_ns);
 
 }  // namespace sightline::rollup

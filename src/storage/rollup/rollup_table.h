@@ -1,0 +1,165 @@
+#pragma once
+
+// The machinery every rollup shares (span groups: span_rollup.h; exception
+// groups: exception_rollup.h): three tables of one shape — deltas that each
+// commit appends at minute resolution, and one row per key per minute and
+// per hour — folded by the writer every few seconds. A rollup is described
+// by a Traits type:
+//
+//   using Key = ...;    // ordered; has project_id and bucket_ns
+//   using Value = ...;  // Merge(const Value&), Subtract(const Value&), bool Empty()
+//   static constexpr const char* kSelect;  // its columns, key first
+//   static Status Read(const RowView&, Key*, Value*);  // a row of kSelect
+//   static Status Append(RollupSession*, const char* table, const std::map<Key, Value>&);
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "storage/schema.h"
+#include "storage/sql/sql_connection.h"
+
+namespace sightline::rollup {
+
+inline constexpr int64_t kMinuteNs = 60LL * 1000 * 1000 * 1000;
+inline constexpr int64_t kHourNs = 60 * kMinuteNs;
+
+//! Floor of t to a multiple of width (also for negative t).
+inline int64_t FloorTo(int64_t t, int64_t width) {
+  int64_t q = t / width;
+  if (t % width != 0 && t < 0) --q;
+  return q * width;
+}
+
+//! What folding needs of an engine: its connection, inside a transaction the
+//! caller opened.
+class RollupSession {
+ public:
+  virtual ~RollupSession() = default;
+  virtual Status Query(const std::string& sql, const std::vector<SqlParam>& params, const RowCallback& on_row) = 0;
+  virtual Status Exec(const std::string& sql, const std::vector<SqlParam>& params) = 0;
+  virtual Status Append(const char* table, std::span<const schema::Column> columns, size_t rows) = 0;
+};
+
+//! The three tables of one rollup.
+struct RollupTables {
+  const char* delta;
+  const char* minute;
+  const char* hour;
+};
+
+//! Calls fn(key, value) for every row `sql` selects (Traits::kSelect).
+template <typename Traits, typename Fn>
+Status ReadRows(RollupSession* s, const std::string& sql, const std::vector<SqlParam>& params, Fn fn) {
+  Status row_status;
+  SL_RETURN_IF_ERROR(s->Query(sql, params, [&](const RowView& r) {
+    if (!row_status.ok()) return;
+    typename Traits::Key k;
+    typename Traits::Value v;
+    row_status = Traits::Read(r, &k, &v);
+    if (row_status.ok()) fn(std::move(k), v);
+  }));
+  return row_status;
+}
+
+//! Merges the rows of `table` at the (project, bucket) pairs of `level`
+//! (and `where`, " AND ..." over the table) into it, deletes them, and
+//! appends the merged rows that still hold anything.
+template <typename Traits>
+Status FoldInto(RollupSession* s, const char* table, std::map<typename Traits::Key, typename Traits::Value>* level,
+                const std::string& where = "") {
+  std::map<int64_t, std::set<int64_t>> buckets;  // project -> buckets touched
+  for (const auto& [k, v] : *level) buckets[k.project_id].insert(k.bucket_ns);
+  constexpr size_t kChunk = 256;  // bounded statements
+  for (const auto& [project, set] : buckets) {
+    const std::vector<int64_t> all(set.begin(), set.end());
+    for (size_t i = 0; i < all.size(); i += kChunk) {
+      const size_t n = std::min(kChunk, all.size() - i);
+      // The range as well as the list: a plain comparison lets zone maps skip
+      // row groups even where an IN list is not pushed down.
+      std::string cond = " WHERE project_id = ? AND bucket_ns BETWEEN ? AND ?" + where + " AND bucket_ns IN (";
+      std::vector<SqlParam> params(n + 3);
+      params[0] = project;
+      params[1] = all[i];
+      params[2] = all[i + n - 1];
+      for (size_t j = 0; j < n; ++j) {
+        cond += j ? ", ?" : "?";
+        params[j + 3] = all[i + j];
+      }
+      cond += ")";
+      SL_RETURN_IF_ERROR(ReadRows<Traits>(s, std::string("SELECT ") + Traits::kSelect + " FROM " + table + cond, params,
+                                          [&](auto k, const auto& v) { (*level)[k].Merge(v); }));
+      SL_RETURN_IF_ERROR(s->Exec(std::string("DELETE FROM ") + table + cond, params));
+    }
+  }
+  std::erase_if(*level, [](const auto& kv) { return kv.second.Empty(); });
+  return Traits::Append(s, table, *level);
+}
+
+//! The deltas (those `where` selects) folded into the minute and hour
+//! tables, and deleted. Returns the number of delta rows folded.
+template <typename Traits>
+Result<int64_t> Compact(RollupSession* s, const RollupTables& t, const std::string& where = "") {
+  std::map<typename Traits::Key, typename Traits::Value> minutes, hours;
+  int64_t deltas = 0;
+  const std::string cond = where.empty() ? "" : " WHERE 1 = 1" + where;
+  SL_RETURN_IF_ERROR(ReadRows<Traits>(s, std::string("SELECT ") + Traits::kSelect + " FROM " + t.delta + cond, {},
+                                      [&](auto k, const auto& v) {
+                                        minutes[k].Merge(v);
+                                        ++deltas;
+                                      }));
+  if (deltas == 0) return int64_t{0};
+  for (const auto& [k, v] : minutes) {
+    typename Traits::Key h = k;
+    h.bucket_ns = FloorTo(k.bucket_ns, kHourNs);
+    hours[h].Merge(v);
+  }
+  SL_RETURN_IF_ERROR(FoldInto<Traits>(s, t.minute, &minutes, where));
+  SL_RETURN_IF_ERROR(FoldInto<Traits>(s, t.hour, &hours, where));
+  SL_RETURN_IF_ERROR(s->Exec(std::string("DELETE FROM ") + t.delta + cond, {}));
+  return deltas;
+}
+
+//! Retention's share, in the transaction that then deletes the rows of
+//! `project_filter`'s projects (" AND project_id ...", over every table)
+//! older than before_ns: folds the deltas, deletes every bucket that starts
+//! by before_ns, and rebuilds the minute holding before_ns from the rows
+//! that stay (raw(from, to, &map) adds those in [from, to) at minute
+//! resolution) and the hour holding it from its minutes. So every bucket
+//! adds up to the rows that remain, extremes included.
+template <typename Traits, typename RawFn>
+Status Expire(RollupSession* s, const RollupTables& t, const std::string& where, const std::string& project_filter,
+              int64_t before_ns, RawFn raw) {
+  Result<int64_t> folded = Compact<Traits>(s, t, where);
+  if (!folded.ok()) return folded.status();
+  const int64_t minute = FloorTo(before_ns, kMinuteNs), hour = FloorTo(before_ns, kHourNs);
+  for (auto [table, last_dropped] : {std::pair{t.minute, minute}, std::pair{t.hour, hour}}) {
+    SL_RETURN_IF_ERROR(s->Exec(std::string("DELETE FROM ") + table + " WHERE bucket_ns <= ?" + where + project_filter,
+                               {last_dropped}));
+  }
+  // The hour from its later minutes, read before the rebuilt minute is
+  // appended (an engine may not show appended rows until the commit).
+  std::map<typename Traits::Key, typename Traits::Value> minutes, hours;
+  SL_RETURN_IF_ERROR(ReadRows<Traits>(s,
+                                      std::string("SELECT ") + Traits::kSelect + " FROM " + t.minute +
+                                          " WHERE bucket_ns > ? AND bucket_ns < ?" + where + project_filter,
+                                      {minute, hour + kHourNs}, [&](auto k, const auto& v) {
+                                        k.bucket_ns = hour;
+                                        hours[k].Merge(v);
+                                      }));
+  SL_RETURN_IF_ERROR(raw(before_ns, minute + kMinuteNs, &minutes));
+  for (const auto& [k, v] : minutes) {
+    typename Traits::Key h = k;
+    h.bucket_ns = hour;
+    hours[h].Merge(v);
+  }
+  SL_RETURN_IF_ERROR(FoldInto<Traits>(s, t.minute, &minutes, where));
+  return FoldInto<Traits>(s, t.hour, &hours, where);
+}
+
+}  // namespace sightline::rollup
