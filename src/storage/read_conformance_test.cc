@@ -768,6 +768,16 @@ std::vector<Named<ExceptionQuery>> ExceptionQueries() {
   out.push_back({"service", q});
   q.filter.service = "naïve-svc";
   out.push_back({"unicode service", q});
+  // Ranges with whole minutes and hours, which the rollup engines read from
+  // their exception rollups (kT0 is 20 s into its minute, 800 s into its hour).
+  constexpr int64_t kMinute = Ms(60'000), kHourStart = kT0 - Ms(800'000);
+  out.push_back({"whole hours", Exceptions(Spans(kProjectA, {kHourStart - 60 * kMinute, kHourStart + 120 * kMinute}))});
+  out.push_back(
+      {"whole minutes, raw edges, limit 3", Exceptions(Spans(kProjectA, {kT0 - Ms(30'000), At(100'000)}), 3)});
+  out.push_back({"whole minutes, project B", Exceptions(Spans(kProjectB, {kT0 - Ms(90'000), At(200'000)}))});
+  q = Exceptions(Spans(kProjectA, {kHourStart, kHourStart + 60 * kMinute}));
+  q.filter.service = "worker";
+  out.push_back({"whole hour, one service", q});
   return out;
 }
 

@@ -26,6 +26,7 @@
 #include "common/disk_space.h"
 #include "common/mutex.h"
 #include "common/units.h"
+#include "storage/rollup/exception_rollup.h"
 #include "storage/rollup/span_rollup.h"
 #include "storage/schema.h"
 #include "storage/schema_version.h"
@@ -445,7 +446,13 @@ class DuckDbRollupSession final : public rollup::RollupSession {
     if (txn_ == nullptr) return Status::Internal("duckdb: no appender for " + std::string(table));
     Result<duckdb_appender> appender = txn_->OpenAppender(table);
     if (!appender.ok()) return appender.status();
-    return ChunkBuffer(columns).Append(*appender, columns, rows, nullptr);
+    SL_RETURN_IF_ERROR(ChunkBuffer(columns).Append(*appender, columns, rows, nullptr));
+    // Into the transaction now: a fold reads and deletes after it appends.
+    if (duckdb_appender_flush(*appender) != DuckDBSuccess) {
+      const char* error = duckdb_appender_error(*appender);
+      return Status::IoError(std::string("duckdb append flush: ") + (error != nullptr ? error : "unknown error"));
+    }
+    return Status::Ok();
   }
 
  private:
@@ -604,13 +611,14 @@ class DuckDbSink final : public OneSignalSink<DuckDbSink> {
   template <typename Batch>
   Status Write(const std::vector<const Batch*>& batches) {
     Status s = store_->Classify(Append(batches));
-    if (s.ok() && signal() == Signal::kSpans) MaybeCompactRollups();
+    if (s.ok() && signal() != Signal::kMetrics) MaybeCompactRollups();
     if (s.ok()) (void)store_->Checkpoint(/*only_over_threshold=*/true);
     return s;
   }
 
  private:
-  //! Folds the span rollup deltas into the minute and hour tables once
+  //! Folds this signal's rollup deltas (span groups and span exceptions, or
+  //! log exceptions) into the minute and hour tables once
   //! StoreOptions::rollup_compaction_interval_ms has passed since the last
   //! fold. A failed fold changes nothing (its own transaction) and is retried
   //! the next time; reads are right either way, since they add the deltas.
@@ -641,7 +649,9 @@ void DuckDbSink::MaybeCompactRollups() {
   Transaction txn(conn_);
   if (!txn.Begin().ok()) return;
   DuckDbRollupSession session(conn_, &txn);
-  if (!rollup::CompactSpanRollups(&session).ok()) return;
+  const bool logs = signal() == Signal::kLogs;
+  if (!logs && !rollup::CompactSpanRollups(&session).ok()) return;
+  if (!rollup::CompactExceptionRollups(&session, logs).ok()) return;
   (void)store_->Classify(txn.Commit());
 }
 
@@ -677,12 +687,22 @@ Status DuckDbSink::Append(const std::vector<const Batch*>& batches) {
     SL_RETURN_IF_ERROR(main_chunk_->Append(*main, w->columns.main, b->rows(), nullptr));
     rows += b->rows();
   }
+  // The rollups' share of these rows, committed with them.
+  DuckDbRollupSession session(conn_, &txn);
   if constexpr (std::is_same_v<Batch, SpanBatch>) {
-    // The rollups' share of these spans, committed with them.
     rollup::SpanRollupMap deltas;
-    for (const SpanBatch* b : batches) rollup::AddSpans(*b, &deltas);
-    DuckDbRollupSession session(conn_, &txn);
+    rollup::ExceptionRollupMap exceptions;
+    for (const SpanBatch* b : batches) {
+      rollup::AddSpans(*b, &deltas);
+      rollup::AddSpanExceptions(*b, &exceptions);
+    }
     SL_RETURN_IF_ERROR(rollup::SpanRollupTraits::Append(&session, rollup::kSpanDeltaTable, deltas));
+    SL_RETURN_IF_ERROR(rollup::ExceptionRollupTraits::Append(&session, rollup::kExceptionDeltaTable, exceptions));
+  }
+  if constexpr (std::is_same_v<Batch, LogBatch>) {
+    rollup::ExceptionRollupMap exceptions;
+    for (const LogBatch* b : batches) rollup::AddLogExceptions(*b, &exceptions);
+    SL_RETURN_IF_ERROR(rollup::ExceptionRollupTraits::Append(&session, rollup::kExceptionDeltaTable, exceptions));
   }
   SL_RETURN_IF_ERROR(txn.Commit());
   for (size_t t = 0; t < tables.keyed.size(); ++t) known.keys[t].insert(pending[t].begin(), pending[t].end());
@@ -776,7 +796,11 @@ Status DuckDbStore::CreateRollups() {
   SL_RETURN_IF_ERROR(txn.Begin());
   DuckDbRollupSession session(read_conn_, nullptr);
   for (const std::string& sql : rollup::CreateSpanRollupSql(kDuckDbTypes)) SL_RETURN_IF_ERROR(session.Exec(sql, {}));
+  for (const std::string& sql : rollup::CreateExceptionRollupSql(kDuckDbTypes)) {
+    SL_RETURN_IF_ERROR(session.Exec(sql, {}));
+  }
   SL_RETURN_IF_ERROR(rollup::InitSpanRollupState(&session));
+  SL_RETURN_IF_ERROR(rollup::InitExceptionRollupState(&session));
   return txn.Commit();
 }
 
@@ -933,19 +957,24 @@ Result<uint64_t> DuckDbStore::DeleteBefore(Signal signal, const ProjectSet& proj
   if (maintenance_conn_ == nullptr) return Status::Unavailable("duckdb: store is closed");
   const std::string sql = std::string("DELETE FROM ") + sql::MainTable(signal) + " WHERE " +
                           sql::ExpiredRowsSql(signal, projects, before_ns);
-  // Spans: the rollups give up the same spans in the same transaction.
+  // Spans and logs: the rollups give up the same rows in the same transaction.
   Transaction txn(maintenance_conn_);
-  if (signal == Signal::kSpans) {
+  const bool rollups = signal != Signal::kMetrics;
+  if (rollups) {
     SL_RETURN_IF_ERROR(Classify(txn.Begin()));
     DuckDbRollupSession session(maintenance_conn_, &txn);
-    Status expired = rollup::ExpireSpanRollups(&session, sql::ProjectFilterSql(projects), before_ns);
-    if (!expired.ok()) return Classify(Status::IoError("duckdb: expiring span rollups: " + expired.message()));
+    const std::string filter = sql::ProjectFilterSql(projects);
+    Status expired = signal == Signal::kSpans ? rollup::ExpireSpanRollups(&session, filter, before_ns) : Status::Ok();
+    if (expired.ok()) {
+      expired = rollup::ExpireExceptionRollups(&session, signal == Signal::kLogs, filter, before_ns);
+    }
+    if (!expired.ok()) return Classify(Status::IoError("duckdb: expiring rollups: " + expired.message()));
   }
   QueryResult result;
   Status s = result.Run(maintenance_conn_, sql);
   if (!s.ok()) return Classify(Status::IoError("duckdb: " + sql + ": " + s.message()));
   const uint64_t deleted = duckdb_rows_changed(result.get());
-  if (signal == Signal::kSpans) SL_RETURN_IF_ERROR(Classify(txn.Commit()));
+  if (rollups) SL_RETURN_IF_ERROR(Classify(txn.Commit()));
   rows_[static_cast<int>(signal)].fetch_sub(deleted);
   return deleted;
 }

@@ -349,7 +349,7 @@ sql::Sql ExceptionGroupWhere(const ExceptionSpansQuery& q) {
 
 }  // namespace
 
-Result<ExceptionGroups> SqlReader::GroupExceptions(const ExceptionQuery& q) {
+Result<ExceptionGroups> SqlReader::GroupRawExceptions(const ExceptionQuery& q) {
   // Span-event and log-based exceptions in one grouping. An absent type or
   // message is NULL; grouped and ordered as '' so every engine orders them
   // first.

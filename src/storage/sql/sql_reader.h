@@ -39,6 +39,8 @@ class SqlReader : public TelemetryReader {
   Result<SpanGroups> GroupSpans(const SpanGroupQuery& q) override;
   Result<TraceSummaries> SearchTraces(const TraceSearchQuery& q) override;
   Result<TraceDetail> GetTrace(const TraceQuery& q) override;
+  //! From the exception rollups where the engine keeps them and the filter
+  //! fits (exact either way); otherwise GroupRawExceptions.
   Result<ExceptionGroups> GroupExceptions(const ExceptionQuery& q) override;
   Result<SpanRefs> ExceptionSpans(const ExceptionSpansQuery& q) override;
   //! Joins each child span to its parent in SQL and streams (caller, callee,
@@ -64,7 +66,8 @@ class SqlReader : public TelemetryReader {
   //! status, duration) and computes the percentiles here; with no percentiles
   //! asked, groups in SQL. Engines override this one.
   virtual Result<SpanGroups> GroupRawSpans(const SpanGroupQuery& q);
-  //! Whether the engine writes the span rollup tables (storage/rollup/).
+  //! Whether the engine writes the span and exception rollup tables
+  //! (storage/rollup/).
   virtual bool HasSpanRollups() const { return false; }
   //! Ranges with fewer spans than this are answered exactly from raw spans
   //! (StoreOptions::rollup_exact_spans).
@@ -130,6 +133,11 @@ class SqlReader : public TelemetryReader {
   //! Nothing when the rollups cannot answer q or hold fewer spans than
   //! rollup_exact_spans_ in its range.
   Result<std::optional<SpanGroups>> GroupSpansFromRollups(const SpanGroupQuery& q);
+  //! complete_from_ns of a rollup's state table (INT64_MAX without a row).
+  Result<int64_t> RollupsCompleteFrom(const char* state_table);
+  //! Span-event and log-based exceptions of every row in range, in SQL.
+  Result<ExceptionGroups> GroupRawExceptions(const ExceptionQuery& q);
+  Result<std::optional<ExceptionGroups>> GroupExceptionsFromRollups(const ExceptionQuery& q);
   sql::Sql LogWhere(const LogFilter& f) const;
   //! " AND <column at key> <op> value" for each filter.
   void AppendAttrFilters(sql::Sql* w, const char* column, const std::vector<AttrFilter>& filters) const;

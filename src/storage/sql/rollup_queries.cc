@@ -1,15 +1,16 @@
-// GroupSpans from the span rollups (storage/rollup/span_rollup.h): whole
-// hours from span_rollup_hour, whole minutes at the range's edges from
-// span_rollup_minute, what no compaction has folded yet from
-// span_rollup_delta, and the partial minutes at the very edges from raw
-// spans. Counts and errors are exact; percentiles come from the merged
-// latency sketches (LatencySketch::kRelativeError).
+// GroupSpans and GroupExceptions from the rollups (storage/rollup/): whole
+// hours from the hour table, whole minutes at the range's edges from the
+// minute table, what no fold has moved yet from the delta table, and the
+// partial minutes at the very edges from raw rows. Span counts and errors
+// are exact and their percentiles come from the merged latency sketches
+// (LatencySketch::kRelativeError); exception groups are exact.
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <unordered_map>
 
+#include "storage/rollup/exception_rollup.h"
 #include "storage/rollup/span_rollup.h"
 #include "storage/sql/sql_reader.h"
 
@@ -117,7 +118,37 @@ class Grouper {
   std::vector<std::string> keys_;
 };
 
+//! The parts of a range: whole hours [h0, h1), whole minutes [m0, h0) and
+//! [h1, m1) around them (or all of [m0, m1) when hours cannot be used), and
+//! raw rows for the rest. Empty (m0 == m1) when the range holds no whole
+//! minute the rollups are complete for.
+struct RangePlan {
+  int64_t m0 = 0, m1 = 0, h0 = 0, h1 = 0;
+  bool empty() const { return m0 >= m1; }
+};
+
+RangePlan PlanRange(const TimeRange& range, int64_t complete_from, bool hours) {
+  RangePlan p;
+  const int64_t from = std::max(range.from_ns, complete_from);
+  if (from >= range.to_ns) return p;
+  p.m0 = CeilTo(from, kMinuteNs);
+  p.m1 = FloorTo(range.to_ns, kMinuteNs);
+  if (p.m0 >= p.m1) return RangePlan{};
+  p.h0 = CeilTo(p.m0, kHourNs);
+  p.h1 = FloorTo(p.m1, kHourNs);
+  if (!hours || p.h0 >= p.h1) p.h0 = p.h1 = p.m1;
+  return p;
+}
+
 }  // namespace
+
+Result<int64_t> SqlReader::RollupsCompleteFrom(const char* state_table) {
+  int64_t complete_from = INT64_MAX;  // no state row: nothing is known complete
+  SL_RETURN_IF_ERROR(Rows(sql::Sql() << "SELECT min(complete_from_ns) FROM " << state_table, [&](const RowView& r) {
+    if (!r.IsNull(0)) complete_from = r.GetInt(0);
+  }));
+  return complete_from;
+}
 
 Result<SpanGroups> SqlReader::GroupSpans(const SpanGroupQuery& q) {
   if (HasSpanRollups() && RollupsCanAnswer(q)) {
@@ -130,21 +161,14 @@ Result<SpanGroups> SqlReader::GroupSpans(const SpanGroupQuery& q) {
 
 Result<std::optional<SpanGroups>> SqlReader::GroupSpansFromRollups(const SpanGroupQuery& q) {
   const SpanFilter& f = q.filter;
-  int64_t complete_from = INT64_MAX;
-  SL_RETURN_IF_ERROR(
-      Rows(sql::Sql() << "SELECT min(complete_from_ns) FROM " << rollup::kSpanStateTable, [&](const RowView& r) {
-        if (!r.IsNull(0)) complete_from = r.GetInt(0);
-      }));
-  // [m0, m1): whole minutes the rollups hold; [h0, h1) the whole hours in it.
-  const int64_t from = std::max(f.range.from_ns, complete_from);
-  if (from >= f.range.to_ns) return std::optional<SpanGroups>();
-  const int64_t m0 = CeilTo(from, kMinuteNs), m1 = FloorTo(f.range.to_ns, kMinuteNs);
-  if (m0 >= m1) return std::optional<SpanGroups>();
+  Result<int64_t> complete_from = RollupsCompleteFrom(rollup::kSpanStateTable);
+  if (!complete_from.ok()) return complete_from.status();
   // An hour row must fall in one chart bucket.
   const bool hours = !ByBucket(q) ||
                      (q.buckets.step_ns % kHourNs == 0 && FloorTo(q.buckets.origin_ns, kHourNs) == q.buckets.origin_ns);
-  int64_t h0 = CeilTo(m0, kHourNs), h1 = FloorTo(m1, kHourNs);
-  if (!hours || h0 >= h1) h0 = h1 = m1;
+  const RangePlan plan = PlanRange(f.range, *complete_from, hours);
+  if (plan.empty()) return std::optional<SpanGroups>();
+  const int64_t m0 = plan.m0, m1 = plan.m1, h0 = plan.h0, h1 = plan.h1;
 
   Grouper grouper(q);
   int64_t spans = 0;
@@ -200,6 +224,86 @@ Result<std::optional<SpanGroups>> SqlReader::GroupSpansFromRollups(const SpanGro
     }));
   }
   return std::optional<SpanGroups>(grouper.Take());
+}
+
+Result<ExceptionGroups> SqlReader::GroupExceptions(const ExceptionQuery& q) {
+  const SpanFilter& f = q.filter;
+  // The rollups keep service; every other filter is on spans only.
+  const bool fits = !f.entry_only && !f.endpoint && !f.status_code && !f.min_duration_ns && !f.max_duration_ns &&
+                    f.attributes.empty() && f.resource_attributes.empty();
+  if (HasSpanRollups() && fits) {
+    Result<std::optional<ExceptionGroups>> from_rollups = GroupExceptionsFromRollups(q);
+    if (!from_rollups.ok()) return from_rollups.status();
+    if (from_rollups->has_value()) return std::move(**from_rollups);
+  }
+  return GroupRawExceptions(q);
+}
+
+Result<std::optional<ExceptionGroups>> SqlReader::GroupExceptionsFromRollups(const ExceptionQuery& q) {
+  if (q.limit < 0) return std::optional<ExceptionGroups>();  // the raw path says what is wrong
+  const SpanFilter& f = q.filter;
+  Result<int64_t> complete_from = RollupsCompleteFrom(rollup::kExceptionStateTable);
+  if (!complete_from.ok()) return complete_from.status();
+  const RangePlan plan = PlanRange(f.range, *complete_from, /*hours=*/true);
+  if (plan.empty()) return std::optional<ExceptionGroups>();
+  std::map<std::tuple<std::string, std::string, std::string>, ExceptionGroup> groups;
+  auto add = [&](const ExceptionGroup& e) {
+    auto [it, inserted] = groups.try_emplace({e.type, e.message, e.service}, e);
+    if (inserted) return;
+    ExceptionGroup& g = it->second;
+    g.count += e.count;
+    g.log_count += e.log_count;
+    g.first_ns = std::min(g.first_ns, e.first_ns);
+    g.last_ns = std::max(g.last_ns, e.last_ns);
+    g.sample_trace_id = std::max(g.sample_trace_id, e.sample_trace_id);
+  };
+  Status row_status;
+  auto read_level = [&](const char* table, int64_t lo, int64_t hi) -> Status {
+    if (lo >= hi) return Status::Ok();
+    sql::Sql s;
+    s << "SELECT " << rollup::ExceptionRollupTraits::kSelect << " FROM " << table << " WHERE project_id = ";
+    s.Bind(f.project_id);
+    s << " AND bucket_ns >= ";
+    s.Bind(lo);
+    s << " AND bucket_ns < ";
+    s.Bind(hi);
+    if (f.service) {
+      s << " AND service_name = ";
+      s.Bind(*f.service);
+    }
+    return Rows(s, [&](const RowView& r) {
+      rollup::ExceptionRollupKey k;
+      rollup::ExceptionRollupValue v;
+      if (!row_status.ok()) return;
+      row_status = rollup::ExceptionRollupTraits::Read(r, &k, &v);
+      add({k.type, k.group, k.service, v.count, v.first_ns, v.last_ns, TraceId{v.trace_high, v.trace_low},
+           k.is_log ? v.count : 0});
+    });
+  };
+  SL_RETURN_IF_ERROR(read_level(rollup::kExceptionHourTable, plan.h0, plan.h1));
+  SL_RETURN_IF_ERROR(read_level(rollup::kExceptionMinuteTable, plan.m0, plan.h0));
+  SL_RETURN_IF_ERROR(read_level(rollup::kExceptionMinuteTable, plan.h1, plan.m1));
+  SL_RETURN_IF_ERROR(read_level(rollup::kExceptionDeltaTable, plan.m0, plan.m1));
+  SL_RETURN_IF_ERROR(row_status);
+  // The edges: every group there, exactly, merged in.
+  for (const TimeRange edge : {TimeRange{f.range.from_ns, plan.m0}, TimeRange{plan.m1, f.range.to_ns}}) {
+    if (edge.from_ns >= edge.to_ns) continue;
+    ExceptionQuery part = q;
+    part.filter.range = edge;
+    part.limit = INT64_MAX;
+    Result<ExceptionGroups> raw = GroupRawExceptions(part);
+    if (!raw.ok()) return raw.status();
+    for (const ExceptionGroup& e : *raw) add(e);
+  }
+  ExceptionGroups out;
+  for (auto& [unused, g] : groups) out.push_back(std::move(g));
+  // The contract's order: count descending, then type, message, service.
+  std::sort(out.begin(), out.end(), [](const ExceptionGroup& a, const ExceptionGroup& b) {
+    if (a.count != b.count) return a.count > b.count;
+    return std::tie(a.type, a.message, a.service) < std::tie(b.type, b.message, b.service);
+  });
+  if (static_cast<int64_t>(out.size()) > q.limit) out.resize(static_cast<size_t>(q.limit));
+  return std::optional<ExceptionGroups>(std::move(out));
 }
 
 }  // namespace sightline
