@@ -170,13 +170,10 @@ Result<std::optional<SpanGroups>> SqlReader::GroupSpansFromRollups(const SpanGro
   if (plan.empty()) return std::optional<SpanGroups>();
   const int64_t m0 = plan.m0, m1 = plan.m1, h0 = plan.h0, h1 = plan.h1;
 
-  Grouper grouper(q);
-  int64_t spans = 0;
-  Status row_status;
-  auto read_level = [&](const char* table, int64_t lo, int64_t hi) -> Status {
-    if (lo >= hi) return Status::Ok();
+  // The rows of one level in [lo, hi) that the filter keeps.
+  auto level_where = [&](const char* table, int64_t lo, int64_t hi) {
     sql::Sql s;
-    s << "SELECT " << rollup::kSpanRollupSelect << " FROM " << table << " WHERE project_id = ";
+    s << " FROM " << table << " WHERE project_id = ";
     s.Bind(f.project_id);
     s << " AND bucket_ns >= ";
     s.Bind(lo);
@@ -191,22 +188,45 @@ Result<std::optional<SpanGroups>> SqlReader::GroupSpansFromRollups(const SpanGro
       s << " AND endpoint = ";
       s.Bind(*f.endpoint);
     }
-    return Rows(s, [&](const RowView& r) {
+    return s;
+  };
+  const struct {
+    const char* table;
+    int64_t lo, hi;
+  } parts[] = {{rollup::kSpanHourTable, h0, h1},
+               {rollup::kSpanMinuteTable, m0, h0},
+               {rollup::kSpanMinuteTable, h1, m1},
+               {rollup::kSpanDeltaTable, m0, m1}};
+  // Few spans in range: the exact answer costs little. Counted in SQL
+  // first, so a small range does not pay for reading sketches it drops.
+  if (rollup_exact_spans_ > 0) {
+    int64_t spans = 0;
+    for (const auto& p : parts) {
+      if (p.lo >= p.hi) continue;
+      sql::Sql s;
+      s << "SELECT sum(count)";
+      s.Append(level_where(p.table, p.lo, p.hi));
+      SL_RETURN_IF_ERROR(Rows(s, [&](const RowView& r) { spans += r.GetInt(0); }));
+    }
+    if (spans < rollup_exact_spans_) return std::optional<SpanGroups>();
+  }
+
+  Grouper grouper(q);
+  Status row_status;
+  for (const auto& p : parts) {
+    if (p.lo >= p.hi) continue;
+    sql::Sql s;
+    s << "SELECT " << rollup::kSpanRollupSelect;
+    s.Append(level_where(p.table, p.lo, p.hi));
+    SL_RETURN_IF_ERROR(Rows(s, [&](const RowView& r) {
       rollup::SpanRollupKey key;
       rollup::SpanRollupValue value;
       if (!row_status.ok()) return;
       row_status = rollup::ReadRow(r, 0, &key, &value);
-      spans += value.count;
       if (Group* g = grouper.Find(key.service, key.endpoint, key.bucket_ns)) g->value.Merge(value);
-    });
-  };
-  SL_RETURN_IF_ERROR(read_level(rollup::kSpanHourTable, h0, h1));
-  SL_RETURN_IF_ERROR(read_level(rollup::kSpanMinuteTable, m0, h0));
-  SL_RETURN_IF_ERROR(read_level(rollup::kSpanMinuteTable, h1, m1));
-  SL_RETURN_IF_ERROR(read_level(rollup::kSpanDeltaTable, m0, m1));
+    }));
+  }
   SL_RETURN_IF_ERROR(row_status);
-  // Few spans in range: the exact answer costs little.
-  if (spans < rollup_exact_spans_) return std::optional<SpanGroups>();
   SL_RETURN_IF_ERROR(CheckInterrupted());
 
   for (const TimeRange edge : {TimeRange{f.range.from_ns, m0}, TimeRange{m1, f.range.to_ns}}) {
