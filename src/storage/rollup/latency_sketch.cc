@@ -30,26 +30,38 @@ double LatencySketch::ValueOf(int32_t key) {
 }
 
 void LatencySketch::AddKey(int32_t key, int64_t n) {
-  if (counts_.empty()) {
-    offset_ = key;
-    counts_.assign(1, 0);
-  } else if (key < offset_) {
-    counts_.insert(counts_.begin(), static_cast<size_t>(offset_ - key), 0);
-    offset_ = key;
-  } else if (key - offset_ >= static_cast<int32_t>(counts_.size())) {
-    counts_.resize(static_cast<size_t>(key - offset_) + 1, 0);
+  auto it = std::lower_bound(buckets_.begin(), buckets_.end(), key,
+                             [](const std::pair<int32_t, int64_t>& b, int32_t k) { return b.first < k; });
+  if (it != buckets_.end() && it->first == key) {
+    it->second += n;
+  } else {
+    buckets_.insert(it, {key, n});
   }
-  counts_[static_cast<size_t>(key - offset_)] += n;
   count_ += n;
 }
 
 void LatencySketch::Merge(const LatencySketch& other) {
-  for (size_t i = 0; i < other.counts_.size(); ++i) {
-    if (other.counts_[i] != 0) AddKey(other.offset_ + static_cast<int32_t>(i), other.counts_[i]);
+  if (other.buckets_.empty()) return;
+  std::vector<std::pair<int32_t, int64_t>> merged;
+  merged.reserve(buckets_.size() + other.buckets_.size());
+  auto a = buckets_.cbegin(), b = other.buckets_.cbegin();
+  while (a != buckets_.cend() || b != other.buckets_.cend()) {
+    if (b == other.buckets_.cend() || (a != buckets_.cend() && a->first < b->first)) {
+      merged.push_back(*a++);
+    } else if (a == buckets_.cend() || b->first < a->first) {
+      merged.push_back(*b++);
+    } else {
+      merged.emplace_back(a->first, a->second + b->second);
+      ++a;
+      ++b;
+    }
   }
+  buckets_ = std::move(merged);
+  count_ += other.count_;
 }
 
 Status LatencySketch::MergeEncoded(std::string_view text) {
+  LatencySketch parsed;
   const char* p = text.data();
   const char* end = text.data() + text.size();
   while (p < end) {
@@ -63,32 +75,39 @@ Status LatencySketch::MergeEncoded(std::string_view text) {
     if (k.ec != std::errc() || k.ptr == end || *k.ptr != ':') return Status::Internal("malformed latency sketch");
     auto c = std::from_chars(k.ptr + 1, end, n);
     if (c.ec != std::errc() || n < 0) return Status::Internal("malformed latency sketch");
-    if (n > 0) AddKey(key, n);
+    // Encode writes keys ascending: appending keeps the order.
+    if (!parsed.buckets_.empty() && key <= parsed.buckets_.back().first) {
+      return Status::Internal("malformed latency sketch: keys out of order");
+    }
+    if (n > 0) {
+      parsed.buckets_.emplace_back(key, n);
+      parsed.count_ += n;
+    }
     p = c.ptr;
   }
+  Merge(parsed);
   return Status::Ok();
 }
 
 std::string LatencySketch::Encode() const {
   std::string out;
   char key[16], count[24];
-  for (size_t i = 0; i < counts_.size(); ++i) {
-    if (counts_[i] == 0) continue;
+  for (const auto& [k, n] : buckets_) {
     if (!out.empty()) out.push_back(' ');
-    out.append(key, std::to_chars(key, key + sizeof(key), offset_ + static_cast<int32_t>(i)).ptr);
+    out.append(key, std::to_chars(key, key + sizeof(key), k).ptr);
     out.push_back(':');
-    out.append(count, std::to_chars(count, count + sizeof(count), counts_[i]).ptr);
+    out.append(count, std::to_chars(count, count + sizeof(count), n).ptr);
   }
   return out;
 }
 
 double LatencySketch::ValueAtRank(int64_t rank) const {
   int64_t seen = 0;
-  for (size_t i = 0; i < counts_.size(); ++i) {
-    seen += counts_[i];
-    if (seen > rank) return ValueOf(offset_ + static_cast<int32_t>(i));
+  for (const auto& [k, n] : buckets_) {
+    seen += n;
+    if (seen > rank) return ValueOf(k);
   }
-  return ValueOf(offset_ + static_cast<int32_t>(counts_.size()) - 1);
+  return ValueOf(buckets_.back().first);
 }
 
 double LatencySketch::Percentile(double q, int64_t min_ns, int64_t max_ns) const {

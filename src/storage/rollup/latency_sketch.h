@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -50,8 +51,10 @@ class LatencySketch {
   //! The representative value of the rank-th smallest duration (0-based).
   double ValueAtRank(int64_t rank) const;
 
-  int32_t offset_ = 0;           // the key of counts_[0]
-  std::vector<int64_t> counts_;  // dense over the keys seen
+  //! (key, count) of the non-empty buckets, by key: sparse, so a sketch
+  //! holds no more entries than values (two spans a second and an hour
+  //! apart are two entries, not the ~1,400 buckets between them).
+  std::vector<std::pair<int32_t, int64_t>> buckets_;
   int64_t count_ = 0;
 };
 

@@ -90,10 +90,17 @@ TEST(LatencySketchTest, EncodingRoundTripsAndRefusesGarbage) {
   EXPECT_EQ(back.Encode(), s.Encode());
   EXPECT_EQ(back.count(), 6);
   EXPECT_EQ(LatencySketch().Encode(), "");
-  for (const char* bad : {"x", "1", "1:", ":3", "1:-2", "1:2,3:4"}) {
+  for (const char* bad : {"x", "1", "1:", ":3", "1:-2", "1:2,3:4", "3:1 1:1"}) {
     LatencySketch t;
     EXPECT_FALSE(t.MergeEncoded(bad).ok()) << bad;
   }
+}
+
+TEST(LatencySketchTest, ASketchHoldsNoMoreBucketsThanValues) {
+  // A nanosecond and 20 minutes: two entries, not the buckets between them.
+  const LatencySketch s = SketchOf({1, 1'200'000'000'000});
+  EXPECT_EQ(s.Encode(), "1:1 " + std::to_string(LatencySketch::KeyOf(1'200'000'000'000)) + ":1");
+  EXPECT_GT(LatencySketch::KeyOf(1'200'000'000'000), 1000);
 }
 
 TEST(LatencySketchTest, AnEmptySketchHasNoPercentile) {
