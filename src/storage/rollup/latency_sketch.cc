@@ -42,7 +42,14 @@ void LatencySketch::AddKey(int32_t key, int64_t n) {
 
 void LatencySketch::Merge(const LatencySketch& other) {
   if (other.buckets_.empty()) return;
-  std::vector<std::pair<int32_t, int64_t>> merged;
+  if (buckets_.empty()) {
+    buckets_ = other.buckets_;
+    count_ = other.count_;
+    return;
+  }
+  // One scratch buffer per thread: a read merges a sketch per rollup row.
+  thread_local std::vector<std::pair<int32_t, int64_t>> merged;
+  merged.clear();
   merged.reserve(buckets_.size() + other.buckets_.size());
   auto a = buckets_.cbegin(), b = other.buckets_.cbegin();
   while (a != buckets_.cend() || b != other.buckets_.cend()) {
@@ -56,7 +63,7 @@ void LatencySketch::Merge(const LatencySketch& other) {
       ++b;
     }
   }
-  buckets_ = std::move(merged);
+  buckets_.swap(merged);
   count_ += other.count_;
 }
 
@@ -85,7 +92,12 @@ Status LatencySketch::MergeEncoded(std::string_view text) {
     }
     p = c.ptr;
   }
-  Merge(parsed);
+  if (buckets_.empty()) {
+    buckets_ = std::move(parsed.buckets_);
+    count_ = parsed.count_;
+  } else {
+    Merge(parsed);
+  }
   return Status::Ok();
 }
 
