@@ -913,6 +913,26 @@ std::vector<Named<LogVolumeQuery>> VolumeQueries() {
       {"text", Volume(LogsWithText("échec"))},
       {"empty range", Volume(Logs(kProjectA, kEmptyRange))},
       {"project B", Volume(Logs(kProjectB))},
+      // Whole minutes and hours, which the rollup engines read from their log
+      // rollups (kT0 is 20 s into its minute, 800 s into its hour).
+      {"minute buckets, raw edges",
+       Volume(Logs(kProjectA, {kT0 - Ms(70'000), At(130'000)}), {kT0 - Ms(80'000), Ms(60'000), 4})},
+      {"hour buckets",
+       Volume(Logs(kProjectA, {kT0 - Ms(4'400'000), At(4'000'000)}), {kT0 - Ms(4'400'000), Ms(3'600'000), 3})},
+      {"minute buckets, warnings and up", Volume(
+                                              [] {
+                                                LogFilter f = Logs(kProjectA, {kT0 - Ms(20'000), At(100'000)});
+                                                f.severity_min = 13;
+                                                return f;
+                                              }(),
+                                              {kT0 - Ms(20'000), Ms(60'000), 2})},
+      {"minute buckets, one service, project B", Volume(
+                                                     [] {
+                                                       LogFilter f = Logs(kProjectB, {kT0 - Ms(20'000), At(100'000)});
+                                                       f.service = "checkout";
+                                                       return f;
+                                                     }(),
+                                                     {kT0 - Ms(20'000), Ms(60'000), 2})},
   };
 }
 

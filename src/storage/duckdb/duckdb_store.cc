@@ -27,6 +27,7 @@
 #include "common/mutex.h"
 #include "common/units.h"
 #include "storage/rollup/exception_rollup.h"
+#include "storage/rollup/log_rollup.h"
 #include "storage/rollup/span_rollup.h"
 #include "storage/schema.h"
 #include "storage/schema_version.h"
@@ -618,7 +619,7 @@ class DuckDbSink final : public OneSignalSink<DuckDbSink> {
 
  private:
   //! Folds this signal's rollup deltas (span groups and span exceptions, or
-  //! log exceptions) into the minute and hour tables once
+  //! log counts and log exceptions) into the minute and hour tables once
   //! StoreOptions::rollup_compaction_interval_ms has passed since the last
   //! fold. A failed fold changes nothing (its own transaction) and is retried
   //! the next time; reads are right either way, since they add the deltas.
@@ -651,6 +652,7 @@ void DuckDbSink::MaybeCompactRollups() {
   DuckDbRollupSession session(conn_, &txn);
   const bool logs = signal() == Signal::kLogs;
   if (!logs && !rollup::CompactSpanRollups(&session).ok()) return;
+  if (logs && !rollup::CompactLogRollups(&session).ok()) return;
   if (!rollup::CompactExceptionRollups(&session, logs).ok()) return;
   (void)store_->Classify(txn.Commit());
 }
@@ -700,8 +702,13 @@ Status DuckDbSink::Append(const std::vector<const Batch*>& batches) {
     SL_RETURN_IF_ERROR(rollup::ExceptionRollupTraits::Append(&session, rollup::kExceptionDeltaTable, exceptions));
   }
   if constexpr (std::is_same_v<Batch, LogBatch>) {
+    rollup::LogRollupMap counts;
     rollup::ExceptionRollupMap exceptions;
-    for (const LogBatch* b : batches) rollup::AddLogExceptions(*b, &exceptions);
+    for (const LogBatch* b : batches) {
+      rollup::AddLogs(*b, &counts);
+      rollup::AddLogExceptions(*b, &exceptions);
+    }
+    SL_RETURN_IF_ERROR(rollup::LogRollupTraits::Append(&session, rollup::kLogRollupTables.delta, counts));
     SL_RETURN_IF_ERROR(rollup::ExceptionRollupTraits::Append(&session, rollup::kExceptionDeltaTable, exceptions));
   }
   SL_RETURN_IF_ERROR(txn.Commit());
@@ -799,7 +806,9 @@ Status DuckDbStore::CreateRollups() {
   for (const std::string& sql : rollup::CreateExceptionRollupSql(kDuckDbTypes)) {
     SL_RETURN_IF_ERROR(session.Exec(sql, {}));
   }
+  for (const std::string& sql : rollup::CreateLogRollupSql(kDuckDbTypes)) SL_RETURN_IF_ERROR(session.Exec(sql, {}));
   SL_RETURN_IF_ERROR(rollup::InitSpanRollupState(&session));
+  SL_RETURN_IF_ERROR(rollup::InitLogRollupState(&session));
   SL_RETURN_IF_ERROR(rollup::InitExceptionRollupState(&session));
   return txn.Commit();
 }
@@ -964,7 +973,8 @@ Result<uint64_t> DuckDbStore::DeleteBefore(Signal signal, const ProjectSet& proj
     SL_RETURN_IF_ERROR(Classify(txn.Begin()));
     DuckDbRollupSession session(maintenance_conn_, &txn);
     const std::string filter = sql::ProjectFilterSql(projects);
-    Status expired = signal == Signal::kSpans ? rollup::ExpireSpanRollups(&session, filter, before_ns) : Status::Ok();
+    Status expired = signal == Signal::kSpans ? rollup::ExpireSpanRollups(&session, filter, before_ns)
+                                              : rollup::ExpireLogRollups(&session, filter, before_ns);
     if (expired.ok()) {
       expired = rollup::ExpireExceptionRollups(&session, signal == Signal::kLogs, filter, before_ns);
     }

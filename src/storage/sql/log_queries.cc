@@ -87,7 +87,7 @@ Result<LogPage> SqlReader::Logs(const LogPageQuery& q) {
   return page;
 }
 
-Result<LogVolume> SqlReader::CountLogs(const LogVolumeQuery& q) {
+Result<LogVolume> SqlReader::CountRawLogs(const LogVolumeQuery& q) {
   sql::Sql sql;
   sql << "SELECT " << BucketExpr("time_ns", q.buckets) << ", " << kLevelExpr << ", count(*) FROM logs";
   sql.Append(LogWhere(q.filter));

@@ -1,4 +1,4 @@
-// GroupSpans and GroupExceptions from the rollups (storage/rollup/): whole
+// GroupSpans, GroupExceptions and CountLogs from the rollups (storage/rollup/): whole
 // hours from the hour table, whole minutes at the range's edges from the
 // minute table, what no fold has moved yet from the delta table, and the
 // partial minutes at the very edges from raw rows. Span counts and errors
@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "storage/rollup/exception_rollup.h"
+#include "storage/rollup/log_rollup.h"
 #include "storage/rollup/span_rollup.h"
 #include "storage/sql/sql_reader.h"
 
@@ -324,6 +325,88 @@ Result<std::optional<ExceptionGroups>> SqlReader::GroupExceptionsFromRollups(con
   });
   if (static_cast<int64_t>(out.size()) > q.limit) out.resize(static_cast<size_t>(q.limit));
   return std::optional<ExceptionGroups>(std::move(out));
+}
+
+namespace {
+
+//! LogVolumeRow::level of a severity number (log_queries.cc kLevelExpr).
+int32_t LevelOf(int64_t severity_number) {
+  if (severity_number >= 21) return 6;
+  if (severity_number >= 17) return 5;
+  if (severity_number >= 13) return 4;
+  if (severity_number >= 9) return 3;
+  if (severity_number >= 5) return 2;
+  if (severity_number >= 1) return 1;
+  return 0;
+}
+
+}  // namespace
+
+Result<LogVolume> SqlReader::CountLogs(const LogVolumeQuery& q) {
+  const LogFilter& f = q.filter;
+  const bool fits = !f.text && !f.trace_id && f.attributes.empty() && q.buckets.step_ns % kMinuteNs == 0 &&
+                    FloorTo(q.buckets.origin_ns, kMinuteNs) == q.buckets.origin_ns;
+  if (HasSpanRollups() && fits) {
+    Result<std::optional<LogVolume>> from_rollups = CountLogsFromRollups(q);
+    if (!from_rollups.ok()) return from_rollups.status();
+    if (from_rollups->has_value()) return std::move(**from_rollups);
+  }
+  return CountRawLogs(q);
+}
+
+Result<std::optional<LogVolume>> SqlReader::CountLogsFromRollups(const LogVolumeQuery& q) {
+  const LogFilter& f = q.filter;
+  Result<int64_t> complete_from = RollupsCompleteFrom(rollup::kLogStateTable);
+  if (!complete_from.ok()) return complete_from.status();
+  const bool hours = q.buckets.step_ns % kHourNs == 0 && FloorTo(q.buckets.origin_ns, kHourNs) == q.buckets.origin_ns;
+  const RangePlan plan = PlanRange(f.range, *complete_from, hours);
+  if (plan.empty()) return std::optional<LogVolume>();
+  std::map<std::pair<int64_t, int32_t>, int64_t> counts;  // (bucket, level) -> records
+  Status row_status;
+  auto read_level = [&](const char* table, int64_t lo, int64_t hi) -> Status {
+    if (lo >= hi) return Status::Ok();
+    sql::Sql s;
+    s << "SELECT " << rollup::LogRollupTraits::kSelect << " FROM " << table << " WHERE project_id = ";
+    s.Bind(f.project_id);
+    s << " AND bucket_ns >= ";
+    s.Bind(lo);
+    s << " AND bucket_ns < ";
+    s.Bind(hi);
+    if (f.severity_min > 0) {
+      s << " AND severity_number >= ";
+      s.Bind(int64_t{f.severity_min});
+    }
+    if (f.service) {
+      s << " AND service_name = ";
+      s.Bind(*f.service);
+    }
+    return Rows(s, [&](const RowView& r) {
+      rollup::LogRollupKey k;
+      rollup::LogRollupValue v;
+      if (!row_status.ok()) return;
+      row_status = rollup::LogRollupTraits::Read(r, &k, &v);
+      if (k.bucket_ns < q.buckets.origin_ns) return;
+      const int64_t bucket = (k.bucket_ns - q.buckets.origin_ns) / q.buckets.step_ns;
+      if (bucket >= q.buckets.count) return;
+      counts[{bucket, LevelOf(k.severity_number)}] += v.count;
+    });
+  };
+  SL_RETURN_IF_ERROR(read_level(rollup::kLogRollupTables.hour, plan.h0, plan.h1));
+  SL_RETURN_IF_ERROR(read_level(rollup::kLogRollupTables.minute, plan.m0, plan.h0));
+  SL_RETURN_IF_ERROR(read_level(rollup::kLogRollupTables.minute, plan.h1, plan.m1));
+  SL_RETURN_IF_ERROR(read_level(rollup::kLogRollupTables.delta, plan.m0, plan.m1));
+  SL_RETURN_IF_ERROR(row_status);
+  for (const TimeRange edge : {TimeRange{f.range.from_ns, plan.m0}, TimeRange{plan.m1, f.range.to_ns}}) {
+    if (edge.from_ns >= edge.to_ns) continue;
+    LogVolumeQuery part = q;
+    part.filter.range = edge;
+    Result<LogVolume> raw = CountRawLogs(part);
+    if (!raw.ok()) return raw.status();
+    for (const LogVolumeRow& row : *raw) counts[{row.bucket, row.level}] += row.count;
+  }
+  LogVolume out;
+  for (const auto& [key, n] : counts) out.push_back({key.first, key.second, n});
+  return std::optional<LogVolume>(std::move(out));
 }
 
 }  // namespace sightline

@@ -53,6 +53,8 @@ class SqlReader : public TelemetryReader {
   Result<AttributeSuggestions> SuggestAttributes(const AttributeSuggestionQuery& q) override;
   //! Newest first in growing time windows; the cursor is "<time_ns>:<rowid>".
   Result<LogPage> Logs(const LogPageQuery& q) override;
+  //! From the log rollups where the engine keeps them and the filter fits
+  //! (exact either way); otherwise CountRawLogs.
   Result<LogVolume> CountLogs(const LogVolumeQuery& q) override;
   Result<LogFacets> FacetLogs(const LogFacetsQuery& q) override;
   Result<MetricCatalog> ListMetrics(const MetricCatalogQuery& q) override;
@@ -138,6 +140,9 @@ class SqlReader : public TelemetryReader {
   //! Span-event and log-based exceptions of every row in range, in SQL.
   Result<ExceptionGroups> GroupRawExceptions(const ExceptionQuery& q);
   Result<std::optional<ExceptionGroups>> GroupExceptionsFromRollups(const ExceptionQuery& q);
+  //! Log counts per bucket and level of every record in range, in SQL.
+  Result<LogVolume> CountRawLogs(const LogVolumeQuery& q);
+  Result<std::optional<LogVolume>> CountLogsFromRollups(const LogVolumeQuery& q);
   sql::Sql LogWhere(const LogFilter& f) const;
   //! " AND <column at key> <op> value" for each filter.
   void AppendAttrFilters(sql::Sql* w, const char* column, const std::vector<AttrFilter>& filters) const;

@@ -1,0 +1,93 @@
+#include "storage/rollup/log_rollup.h"
+
+#include <algorithm>
+
+namespace sightline::rollup {
+
+void AddLogs(const LogBatch& b, LogRollupMap* m) {
+  LogRollupKey key;
+  key.project_id = b.project_id;
+  for (size_t r = 0; r < b.rows(); ++r) {
+    key.bucket_ns = FloorTo(b.time_ns[r], kMinuteNs);
+    key.service.assign(b.service_name.Get(r));
+    key.severity_number = b.severity_number[r];
+    (*m)[key].count++;
+  }
+}
+
+Status LogRollupTraits::Read(const RowView& r, Key* k, Value* v) {
+  k->project_id = r.GetInt(0);
+  k->bucket_ns = r.GetInt(1);
+  k->service = r.GetString(2);
+  k->severity_number = r.GetInt(3);
+  v->count = r.GetInt(4);
+  return Status::Ok();
+}
+
+namespace {
+
+struct LogRollupRows {
+  std::vector<int64_t> project_id, bucket_ns, severity_number, count;
+  StringColumn service;
+};
+
+std::vector<schema::Column> LogRollupColumns(const LogRollupRows& r) {
+  using namespace schema::internal;
+  return {Ints("project_id", r.project_id), Ints("bucket_ns", r.bucket_ns), Text("service_name", r.service),
+          Ints("severity_number", r.severity_number), Ints("count", r.count)};
+}
+
+}  // namespace
+
+Status LogRollupTraits::Append(RollupSession* s, const char* table, const LogRollupMap& m) {
+  if (m.empty()) return Status::Ok();
+  LogRollupRows rows;
+  for (const auto& [k, v] : m) {
+    rows.project_id.push_back(k.project_id);
+    rows.bucket_ns.push_back(k.bucket_ns);
+    rows.service.Append(k.service);
+    rows.severity_number.push_back(k.severity_number);
+    rows.count.push_back(v.count);
+  }
+  const std::vector<schema::Column> columns = LogRollupColumns(rows);
+  return s->Append(table, columns, m.size());
+}
+
+std::vector<std::string> CreateLogRollupSql(const schema::TypeNames& types) {
+  const LogRollupRows empty;
+  const std::vector<schema::Column> columns = LogRollupColumns(empty);
+  std::vector<std::string> out;
+  for (const char* table : {kLogRollupTables.delta, kLogRollupTables.minute, kLogRollupTables.hour}) {
+    out.push_back(schema::CreateTableSql(table, columns, types));
+  }
+  out.push_back(std::string("CREATE TABLE IF NOT EXISTS ") + kLogStateTable + " (complete_from_ns " + types.int64 +
+                ")");
+  return out;
+}
+
+Status InitLogRollupState(RollupSession* s) {
+  bool present = false;
+  SL_RETURN_IF_ERROR(s->Query(std::string("SELECT count(*) FROM ") + kLogStateTable, {},
+                              [&](const RowView& r) { present = r.GetInt(0) > 0; }));
+  if (present) return Status::Ok();
+  int64_t from = INT64_MIN;
+  SL_RETURN_IF_ERROR(s->Query("SELECT max(time_ns) FROM logs", {}, [&](const RowView& r) {
+    if (!r.IsNull(0)) from = FloorTo(r.GetInt(0), kHourNs) + kHourNs;
+  }));
+  return s->Exec(std::string("INSERT INTO ") + kLogStateTable + " VALUES (?)", {from});
+}
+
+Status ExpireLogRollups(RollupSession* s, const std::string& project_filter, int64_t before_ns) {
+  return Expire<LogRollupTraits>(
+      s, kLogRollupTables, "", project_filter, before_ns, [&](int64_t from, int64_t to, LogRollupMap* m) {
+        return s->Query(
+            "SELECT project_id, time_ns, service_name, severity_number FROM logs WHERE time_ns >= ? AND time_ns < ?" +
+                project_filter,
+            {from, to}, [&](const RowView& r) {
+              LogRollupKey k{r.GetInt(0), FloorTo(r.GetInt(1), kMinuteNs), r.GetString(2), r.GetInt(3)};
+              (*m)[k].count++;
+            });
+      });
+}
+
+}  // namespace sightline::rollup
