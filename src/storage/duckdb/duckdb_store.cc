@@ -1,4 +1,5 @@
 #include "storage/duckdb/duckdb_store.h"
+#include "storage/duckdb/duckdb_indexes.h"
 #include "storage/duckdb/duckdb_reader.h"
 #include "storage/duckdb/duckdb_telemetry_reader.h"
 #include "storage/read_pool.h"
@@ -488,9 +489,13 @@ class DuckDbStore final : public TelemetryStore {
   Status Close() override;
   Result<uint64_t> DeleteBefore(Signal signal, const ProjectSet& projects, int64_t before_ns) override;
   Result<std::optional<int64_t>> OldestTime(Signal signal) override;
-  //! A checkpoint: deleted row groups' blocks go on the free list, which new
-  //! row groups reuse (the file does not shrink; docs/STORAGE.md).
-  Status ReclaimSpace() override { return Checkpoint(/*only_over_threshold=*/false); }
+  //! Compacts the engine's own indexes, then checkpoints: deleted row
+  //! groups' blocks go on the free list, which new row groups reuse (the
+  //! file does not shrink; docs/STORAGE.md).
+  Status ReclaimSpace() override {
+    (void)CompactIndexes(/*only_when_wanted=*/false);
+    return Checkpoint(/*only_over_threshold=*/false);
+  }
   Result<StoreFootprint> Footprint() override;
 
  private:
@@ -503,6 +508,10 @@ class DuckDbStore final : public TelemetryStore {
   //! is under checkpoint_threshold; Unavailable, without trying, when the
   //! disk has less free space than the WAL plus a headroom.
   Status Checkpoint(bool only_over_threshold) EXCLUDES(maintenance_mu_);
+  //! Moves the index tails into sorted runs (duckdb_indexes.h) on the
+  //! maintenance connection while no span or log sink writes; with
+  //! `only_when_wanted`, only once a tail has reached its size.
+  Status CompactIndexes(bool only_when_wanted) EXCLUDES(maintenance_mu_);
   //! OK when the data directory's filesystem has room for a checkpoint of a
   //! WAL of `wal_bytes`.
   Status RoomToCheckpoint(uint64_t wal_bytes) const;
@@ -534,6 +543,9 @@ class DuckDbStore final : public TelemetryStore {
   Mutex maintenance_mu_;
   duckdb_connection maintenance_conn_ GUARDED_BY(maintenance_mu_) = nullptr;
   std::atomic<bool> invalidated_{false};
+  //! Compacted and expired under maintenance_mu_; the sinks only add to its
+  //! tails' (atomic) row counts.
+  duckdb_index::DuckDbIndexes indexes_;
 
   //! The keys each signal's keyed tables hold (schema::SignalTables). A
   //! sink holds `mu` for its whole write, so two sinks of one signal never
@@ -576,6 +588,7 @@ class DuckDbSink final : public OneSignalSink<DuckDbSink> {
   template <typename Batch>
   Status Write(const std::vector<const Batch*>& batches) {
     Status s = store_->Classify(Append(batches));
+    if (s.ok()) (void)store_->CompactIndexes(/*only_when_wanted=*/true);
     if (s.ok()) (void)store_->Checkpoint(/*only_over_threshold=*/true);
     return s;
   }
@@ -594,6 +607,7 @@ class DuckDbSink final : public OneSignalSink<DuckDbSink> {
   duckdb_connection conn_;
   std::vector<std::unique_ptr<ChunkBuffer>> keyed_chunks_;  // one per keyed table; each holds 2,048 rows
   std::unique_ptr<ChunkBuffer> main_chunk_;
+  duckdb_index::IndexWriter index_writer_;  // the engine's own index rows, in the same transaction
 };
 
 // One transaction: the keyed rows not stored yet, then every main row.
@@ -611,6 +625,10 @@ Status DuckDbSink::Append(const std::vector<const Batch*>& batches) {
   std::array<duckdb_appender, schema::kMaxKeyedTables> keyed{};
   schema::KeySets pending;
   uint64_t rows = 0;
+  index_writer_.Discard();
+  const duckdb_index::IndexWriter::OpenAppender open_index = [&txn](const char* table) {
+    return txn.OpenAppender(table);
+  };
   for (const Batch* b : batches) {
     Result<schema::BatchWrite<Batch>> w = schema::PlanBatchWrite(*b, known.keys, &pending);
     if (!w.ok()) return w.status();
@@ -626,9 +644,11 @@ Status DuckDbSink::Append(const std::vector<const Batch*>& batches) {
           keyed_chunks_[t]->Append(keyed[t], w->columns.keyed[t].columns, new_rows.size(), new_rows.data()));
     }
     SL_RETURN_IF_ERROR(main_chunk_->Append(*main, w->columns.main, b->rows(), nullptr));
+    SL_RETURN_IF_ERROR(index_writer_.Add(*b, open_index));
     rows += b->rows();
   }
   SL_RETURN_IF_ERROR(txn.Commit());
+  index_writer_.Written(&store_->indexes_);
   for (size_t t = 0; t < tables.keyed.size(); ++t) known.keys[t].insert(pending[t].begin(), pending[t].end());
   if (signal() == Signal::kMetrics) store_->series_count_.fetch_add(pending[schema::kMetricSeriesPart].size());
   store_->rows_[static_cast<int>(signal())].fetch_add(rows);
@@ -694,6 +714,7 @@ Status DuckDbStore::Init(const StoreOptions& options) {
   {
     MutexLock maintenance_lock(&maintenance_mu_);
     if (duckdb_connect(db_, &maintenance_conn_) != DuckDBSuccess) return Status::IoError("duckdb: cannot connect");
+    SL_RETURN_IF_ERROR(indexes_.Open(maintenance_conn_));
   }
   std::vector<std::unique_ptr<ReadConnection>> readers;
   for (int i = 0; i < std::max(1, options.read_connections); ++i) {
@@ -855,6 +876,19 @@ Status DuckDbStore::Checkpoint(bool only_over_threshold) {
   return Classify(ExecWithoutSpinning(maintenance_conn_, "CHECKPOINT"));
 }
 
+Status DuckDbStore::CompactIndexes(bool only_when_wanted) {
+  if (only_when_wanted && !indexes_.WantsCompaction()) return Status::Ok();
+  if (invalidated_.load()) return Status::Unavailable("duckdb: the database must be reopened");
+  // The span and log write locks, in signal order as Checkpoint takes them:
+  // no sink appends to a tail while it moves.
+  MutexLock spans(&known_[static_cast<int>(Signal::kSpans)].mu);
+  MutexLock logs(&known_[static_cast<int>(Signal::kLogs)].mu);
+  if (only_when_wanted && !indexes_.WantsCompaction()) return Status::Ok();  // another sink did it
+  MutexLock lock(&maintenance_mu_);
+  if (maintenance_conn_ == nullptr) return Status::Unavailable("duckdb: store is closed");
+  return Classify(indexes_.Compact(maintenance_conn_));
+}
+
 Result<uint64_t> DuckDbStore::DeleteBefore(Signal signal, const ProjectSet& projects, int64_t before_ns) {
   if (!projects.all_but && projects.ids.empty()) return uint64_t{0};
   // The signal's write lock: a checkpoint must not find this delete's
@@ -870,6 +904,8 @@ Result<uint64_t> DuckDbStore::DeleteBefore(Signal signal, const ProjectSet& proj
   if (!s.ok()) return Classify(Status::IoError("duckdb: " + sql + ": " + s.message()));
   const uint64_t deleted = duckdb_rows_changed(result.get());
   rows_[static_cast<int>(signal)].fetch_sub(deleted);
+  // After the rows: an index row outliving its rows only widens a lookup.
+  SL_RETURN_IF_ERROR(Classify(indexes_.Expire(maintenance_conn_, signal, projects, before_ns)));
   return deleted;
 }
 
