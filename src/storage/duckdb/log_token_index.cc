@@ -32,7 +32,8 @@ std::string NeedleOf(std::string_view text) {
       run.push_back(c >= 'A' && c <= 'Z' ? static_cast<char>(c + 0x20) : static_cast<char>(c));
       continue;
     }
-    if (run.size() > best.size()) best = run;
+    // A run of digits alone is no needle: such runs are not stored.
+    if (run.size() > best.size() && !internal::AllDigits(run)) best = run;
     run.clear();
   }
   if (best.size() > kMaxNeedleBytes) best.resize(kMaxNeedleBytes);
@@ -54,12 +55,13 @@ Status CreateLogTokenIndex(duckdb_connection conn) {
   }
   if (s.ok() && !*exists) {
     // lower() then a split on everything but [a-z0-9] gives the maximal
-    // ASCII letter-and-digit runs of lower(body): the tokens Tokenize makes,
-    // whole (no windows, no cap), which only ever finds more.
+    // ASCII letter-and-digit runs of lower(body); those with a letter are
+    // the tokens Tokenize makes, whole (no windows, no cap), which only ever
+    // finds more.
     s = Exec(conn, std::string("INSERT INTO ") + kLogTokens.runs +
                        " SELECT DISTINCT project_id, token, minute, 1 FROM (SELECT project_id, " + kMinuteSql +
                        " AS minute, unnest(string_split_regex(lower(body), '[^a-z0-9]+')) AS token FROM logs) "
-                       "WHERE token <> '' ORDER BY token, project_id, minute");
+                       "WHERE regexp_matches(token, '[a-z]') ORDER BY token, project_id, minute");
     if (s.ok()) {
       s = Exec(conn, std::string("INSERT INTO ") + kDictionary + " SELECT DISTINCT project_id, token FROM " +
                          kLogTokens.runs);

@@ -7,20 +7,23 @@
 // The search is substring-contains of lower(text) in lower(body), with
 // DuckDB's lower() (Unicode simple case mapping), so the index only ever
 // proves absence:
-// - Tokens are the maximal runs of ASCII letters and digits of lower(body).
-//   Every other character separates; lower() maps ASCII to ASCII and only
-//   U+0130 (to 'i') and U+212A KELVIN SIGN (to 'k') from outside ASCII into
-//   it, and the tokenizer maps those two the same way.
+// - Tokens are the maximal runs of ASCII letters and digits of lower(body)
+//   that hold a letter. Every other character separates; lower() maps ASCII
+//   to ASCII and only U+0130 (to 'i') and U+212A KELVIN SIGN (to 'k') from
+//   outside ASCII into it, and the tokenizer maps those two the same way.
+//   Runs of digits alone (counts, ports, ids: most of a log's distinct
+//   words, and most of what this index would cost) are not stored.
 // - The needle is the longest run of ASCII letters and digits of the query
-//   (non-ASCII characters separate), lower-cased, cut to kMaxNeedleBytes.
-//   It is a substring of lower(query), hence of lower(body) in a match,
-//   hence of one token of that body: the minutes of the tokens that contain
-//   the needle hold every match.
+//   (non-ASCII characters separate) that holds a letter, lower-cased, cut to
+//   kMaxNeedleBytes. It is a substring of lower(query), hence of lower(body)
+//   in a match, hence of one run of that body, which holds a letter as the
+//   needle does, so is a stored token: the minutes of the tokens that
+//   contain the needle hold every match.
 // - A token longer than kMaxTokenBytes is stored as windows of that length
 //   every kMaxNeedleBytes (a needle lies inside one). A record with more
 //   than kMaxTokensPerRecord tokens stores the overflow token '' instead of
 //   the rest, and every search reads the minutes holding ''.
-// - A query without ASCII letters or digits, or whose needle is in more than
+// - A query without an ASCII letter, or whose needle is in more than
 //   kMaxCandidateTokens tokens, is not helped: the caller scans.
 //
 // Tables (sorted_runs.h for the tail and runs):
@@ -140,6 +143,13 @@ inline bool IsAsciiWord(unsigned char c) {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
+inline bool AllDigits(std::string_view s) {
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
+
 }  // namespace internal
 
 template <typename Emit>
@@ -209,7 +219,8 @@ void Tokenize(std::string_view body, std::string* scratch, Emit&& emit) {
       if (copied) scratch->push_back(out);
       i += len;
     }
-    token(copied ? std::string_view(*scratch) : body.substr(start, i - start));
+    const std::string_view run = copied ? std::string_view(*scratch) : body.substr(start, i - start);
+    if (!internal::AllDigits(run)) token(run);
   }
   if (overflow) emit(std::string_view("", 0));
 }

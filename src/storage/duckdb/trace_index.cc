@@ -29,8 +29,8 @@ Status AppenderError(duckdb_appender appender) {
 const RunTableDef kTraceRanges{
     "trace_ranges",
     "trace_ranges_tail",
-    "project_id, trace_id_high, trace_id_low, signal, min(min_ns), max(max_ns)",
-    "project_id, trace_id_high, trace_id_low, signal",
+    "project_id, trace_id_high, trace_id_low, signal, min_ns, max_ns",
+    "",
     "trace_id_high, trace_id_low, project_id",
 };
 
@@ -122,17 +122,39 @@ Result<uint64_t> TraceRangeWriter::Append(duckdb_appender appender, const LogBat
   return Flush(appender, b.project_id, kLogsSignal);
 }
 
+TraceRangeWriter::TraceRangeWriter() {
+  duckdb_logical_type types[6];
+  for (int i = 0; i < 6; ++i) types[i] = duckdb_create_logical_type(i == 3 ? DUCKDB_TYPE_TINYINT : DUCKDB_TYPE_BIGINT);
+  chunk_ = duckdb_create_data_chunk(types, 6);
+  for (duckdb_logical_type& t : types) duckdb_destroy_logical_type(&t);
+}
+
+TraceRangeWriter::~TraceRangeWriter() { duckdb_destroy_data_chunk(&chunk_); }
+
 Result<uint64_t> TraceRangeWriter::Flush(duckdb_appender appender, int64_t project_id, int8_t signal) {
-  for (const auto& [key, range] : ranges_) {
-    if (duckdb_append_int64(appender, project_id) != DuckDBSuccess ||
-        duckdb_append_int64(appender, static_cast<int64_t>(key.high)) != DuckDBSuccess ||
-        duckdb_append_int64(appender, static_cast<int64_t>(key.low)) != DuckDBSuccess ||
-        duckdb_append_int8(appender, signal) != DuckDBSuccess ||
-        duckdb_append_int64(appender, range.min) != DuckDBSuccess ||
-        duckdb_append_int64(appender, range.max) != DuckDBSuccess ||
-        duckdb_appender_end_row(appender) != DuckDBSuccess) {
-      return AppenderError(appender);
+  const size_t capacity = duckdb_vector_size();
+  auto column = [&](idx_t c) { return duckdb_vector_get_data(duckdb_data_chunk_get_vector(chunk_, c)); };
+  auto it = ranges_.begin();
+  for (size_t left = ranges_.size(); left > 0;) {
+    const size_t n = std::min(capacity, left);
+    duckdb_data_chunk_reset(chunk_);
+    auto* project = static_cast<int64_t*>(column(0));
+    auto* high = static_cast<int64_t*>(column(1));
+    auto* low = static_cast<int64_t*>(column(2));
+    auto* sig = static_cast<int8_t*>(column(3));
+    auto* min = static_cast<int64_t*>(column(4));
+    auto* max = static_cast<int64_t*>(column(5));
+    for (size_t j = 0; j < n; ++j, ++it) {
+      project[j] = project_id;
+      high[j] = static_cast<int64_t>(it->first.high);
+      low[j] = static_cast<int64_t>(it->first.low);
+      sig[j] = signal;
+      min[j] = it->second.min;
+      max[j] = it->second.max;
     }
+    duckdb_data_chunk_set_size(chunk_, n);
+    if (duckdb_append_data_chunk(appender, chunk_) != DuckDBSuccess) return AppenderError(appender);
+    left -= n;
   }
   return static_cast<uint64_t>(ranges_.size());
 }

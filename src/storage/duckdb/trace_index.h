@@ -6,7 +6,10 @@
 // every span and log record of the project (random ids defeat zone maps).
 //
 // trace_ranges_tail / trace_ranges (sorted_runs.h), one row per trace, per
-// signal, per written batch (compaction folds a trace's rows into one):
+// signal, per written batch (a lookup takes the least min and greatest max
+// of a trace's rows; compaction sorts them, it does not fold them: a log
+// record usually has a trace of its own, so there is little to fold, and a
+// sort alone costs half as much):
 //   project_id, trace_id_high, trace_id_low  the trace (ids never NULL here)
 //   signal     0 spans, 1 log records
 //   min_ns     the least start_time_ns (spans) or time_ns (logs)
@@ -49,6 +52,11 @@ sql::Sql TraceExtentSql(int64_t project_id, const TraceId& id);
 //! the scratch map is reused across batches.
 class TraceRangeWriter {
  public:
+  TraceRangeWriter();
+  ~TraceRangeWriter();
+  TraceRangeWriter(const TraceRangeWriter&) = delete;
+  TraceRangeWriter& operator=(const TraceRangeWriter&) = delete;
+
   //! Appends the batch's rows; returns how many.
   Result<uint64_t> Append(duckdb_appender appender, const SpanBatch& b);
   Result<uint64_t> Append(duckdb_appender appender, const LogBatch& b);
@@ -67,6 +75,9 @@ class TraceRangeWriter {
   Result<uint64_t> Flush(duckdb_appender appender, int64_t project_id, int8_t signal);
 
   std::unordered_map<Key, Range, KeyHash> ranges_;
+  //! Rows go to the appender a chunk at a time (value by value costs
+  //! several times more per row).
+  duckdb_data_chunk chunk_ = nullptr;
 };
 
 }  // namespace sightline::duckdb_index

@@ -88,42 +88,35 @@ Result<LogPage> SqlReader::Logs(const LogPageQuery& q) {
     if (n > want) page.next_cursor = next;
     return n <= want;
   };
-  const int64_t oldest = f.range.from_ns;
-  if (text_ranges) {
-    // The ranges that can hold the text, newest first, each read once:
-    // disjoint, so their pages join in order.
-    for (const TimeRange& r : *text_ranges) {
-      if (r.from_ns >= newest) continue;
+  // The ranges that can hold a match, newest first (disjoint, so their rows
+  // join in order): the engine's for a text, else the whole range. Each is
+  // read newest first, in growing windows: a page is usually found in the
+  // newest sliver of the range, and zone maps (DuckDB) or the time index
+  // (SQLite) skip the rest. Each window is 4x the last, so a page that needs
+  // the whole range costs at most 4/3 of one full scan. A trace id matches a
+  // handful of rows anywhere in the range: growing windows would scan it 4/3
+  // times over, so it gets one pass.
+  const std::vector<TimeRange> ranges = text_ranges ? *text_ranges : std::vector<TimeRange>{f.range};
+  for (const TimeRange& r : ranges) {
+    const int64_t top = std::min(r.to_ns, newest);
+    if (r.from_ns >= top) continue;
+    const size_t kept = page.records.size();
+    int64_t window = f.trace_id ? top - r.from_ns : std::max<int64_t>((top - r.from_ns) / 256, kMinuteNs);
+    for (;;) {
+      const int64_t low = top - window > r.from_ns ? top - window : r.from_ns;
       sql::Sql sql = base;
       sql << " AND time_ns >= ";
-      sql.Bind(r.from_ns);
+      sql.Bind(low);
       sql << " AND time_ns < ";
-      sql.Bind(std::min(r.to_ns, newest));
+      sql.Bind(top);
+      page.records.resize(kept);
+      page.next_cursor.reset();
       Result<bool> more = read(std::move(sql));
       if (!more.ok()) return more.status();
-      if (!*more) break;
+      if (!*more) return page;
+      if (low == r.from_ns) break;
+      window = window > INT64_MAX / 4 ? INT64_MAX : window * 4;
     }
-    return page;
-  }
-  // Newest first, in growing windows: a page is usually found in the newest
-  // sliver of the range, and zone maps (DuckDB) or the time index (SQLite)
-  // skip the rest. Each window is 4x the last, so a page that needs the whole
-  // range costs at most 4/3 of one full scan. A trace id matches a handful of
-  // rows anywhere in the range: growing windows would scan it 4/3 times over,
-  // so it gets one pass.
-  int64_t window = f.trace_id ? newest - oldest : std::max<int64_t>((newest - oldest) / 256, kMinuteNs);
-  for (;;) {
-    int64_t low = newest - window > oldest ? newest - window : oldest;
-    sql::Sql sql = base;
-    if (low > oldest) {
-      sql << " AND time_ns >= ";
-      sql.Bind(low);
-    }
-    page.records.clear();
-    Result<bool> more = read(std::move(sql));
-    if (!more.ok()) return more.status();
-    if (!*more || low == oldest) break;
-    window = window > INT64_MAX / 4 ? INT64_MAX : window * 4;
   }
   return page;
 }
