@@ -286,6 +286,30 @@ TEST_F(DuckDbIndexesTest, AnExistingDatabaseIsBackfilledAtOpen) {
   EXPECT_EQ(Int("SELECT count(*) FROM trace_ranges"), 4);
 }
 
+// More rows than a DuckDB row group (122,880), which DuckDB writes to the
+// file before the commit, and no spans: the backfill's rows must be there at
+// once, not only after a checkpoint.
+TEST_F(DuckDbIndexesTest, ALargeBackfillIsReadAtOnce) {
+  constexpr int kRows = 150'000;
+  std::vector<LogRow> rows;
+  for (int i = 0; i < kRows; ++i) rows.push_back({kT0 + i, "r", TraceId{7, static_cast<uint64_t>(i + 1)}});
+  Write(Logs(rows));
+  ASSERT_TRUE(store_->ExecuteSql("DROP TABLE trace_ranges; DROP TABLE trace_ranges_tail").ok());
+  Close();
+  Open();
+  EXPECT_EQ(Int("SELECT count(*) FROM trace_ranges"), kRows);
+  Result<std::unique_ptr<TelemetryReader>> reader = store_->AcquireReader(1000);
+  ASSERT_TRUE(reader.ok());
+  LogPageQuery q;
+  q.filter.project_id = kProject;
+  q.filter.range = {kT0, kT0 + kRows};
+  q.filter.trace_id = TraceId{7, 1234};
+  Result<LogPage> page = (*reader)->Logs(q);
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->records.size(), 1u);
+  EXPECT_EQ(page->records[0].time_ns, kT0 + 1233);
+}
+
 TEST_F(DuckDbIndexesTest, RetentionExpiresIndexRowsWithTheirRows) {
   Write(Spans({{kTraceA, kT0 - 120 * kMinuteNs}, {kTraceB, kT0 - 120 * kMinuteNs}, {kTraceB, kT0}}));
   Write(Logs({{kT0 - 120 * kMinuteNs, "old zebrafish", kTraceA}, {kT0, "new record", kTraceB}}));
