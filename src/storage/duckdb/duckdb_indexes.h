@@ -7,8 +7,10 @@
 // Lifecycle: Open() at store open (creates, backfills, loads run sizes);
 // every sink writes its batches' index rows with an IndexWriter inside its
 // own transaction, then reports them (Written); Compact() and Expire() run on
-// the maintenance connection under the store's maintenance lock while no
-// sink of spans or logs writes (the store holds their write locks).
+// the maintenance connection under the store's maintenance lock: Expire()
+// while its signal's sink cannot write (the store holds that write lock),
+// Compact() beside the sinks (its transaction moves only the tail rows it
+// sees; rows committed later stay for the next one).
 
 #include <duckdb.h>
 

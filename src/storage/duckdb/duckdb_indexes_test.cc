@@ -6,8 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/testing/temp_dir.h"
@@ -308,6 +310,36 @@ TEST_F(DuckDbIndexesTest, ALargeBackfillIsReadAtOnce) {
   ASSERT_TRUE(page.ok());
   ASSERT_EQ(page->records.size(), 1u);
   EXPECT_EQ(page->records[0].time_ns, kT0 + 1233);
+}
+
+// Compaction runs beside the sinks (no write lock): a trace committed while
+// a tail moves must be in the runs or still in the tail afterwards.
+TEST_F(DuckDbIndexesTest, CompactionBesideWritesLosesNoTrace) {
+  constexpr int kBatches = 60;
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    Result<std::unique_ptr<SignalSink>> sink = store_->NewSink(Signal::kSpans);
+    ASSERT_TRUE(sink.ok());
+    for (int i = 0; i < kBatches; ++i) {
+      std::vector<std::pair<TraceId, int64_t>> spans;
+      for (int j = 0; j < 2000; ++j)
+        spans.push_back({TraceId{static_cast<uint64_t>(i + 1), static_cast<uint64_t>(j + 1)}, kT0 + j});
+      const SpanBatch b = Spans(spans);
+      ASSERT_TRUE((*sink)->WriteSpans({&b}).ok());
+    }
+    done = true;
+  });
+  int compactions = 0;
+  while (!done) {
+    ASSERT_TRUE(store_->ReclaimSpace().ok());
+    ++compactions;
+  }
+  writer.join();
+  EXPECT_GT(compactions, 1);
+  EXPECT_EQ(Int("SELECT count(*) FROM trace_ranges") + Int("SELECT count(*) FROM trace_ranges_tail"), kBatches * 2000);
+  for (int i = 0; i < kBatches; i += 7) {
+    EXPECT_EQ(TraceStarts(TraceId{static_cast<uint64_t>(i + 1), 1999}), (std::vector<int64_t>{kT0 + 1998})) << i;
+  }
 }
 
 TEST_F(DuckDbIndexesTest, RetentionExpiresIndexRowsWithTheirRows) {

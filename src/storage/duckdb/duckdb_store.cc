@@ -509,9 +509,17 @@ class DuckDbStore final : public TelemetryStore {
   //! disk has less free space than the WAL plus a headroom.
   Status Checkpoint(bool only_over_threshold) EXCLUDES(maintenance_mu_);
   //! Moves the index tails into sorted runs (duckdb_indexes.h) on the
-  //! maintenance connection while no span or log sink writes; with
-  //! `only_when_wanted`, only once a tail has reached its size.
+  //! maintenance connection; with `only_when_wanted`, only once a tail has
+  //! reached its size. Sinks keep appending to the tails meanwhile: the move
+  //! is one transaction, which copies and deletes the tail rows it sees, and
+  //! rows committed after it began are not among them.
   Status CompactIndexes(bool only_when_wanted) EXCLUDES(maintenance_mu_);
+  //! The compactor thread: compacts when a sink finds a tail at its size,
+  //! so no writer waits for a sort or a merge of runs (which holding up a
+  //! writer cost a third of log ingest).
+  void RunCompactor() EXCLUDES(compactor_mu_);
+  void WakeCompactor() EXCLUDES(compactor_mu_);
+  void StopCompactor() EXCLUDES(compactor_mu_);
   //! OK when the data directory's filesystem has room for a checkpoint of a
   //! WAL of `wal_bytes`.
   Status RoomToCheckpoint(uint64_t wal_bytes) const;
@@ -546,6 +554,11 @@ class DuckDbStore final : public TelemetryStore {
   //! Compacted and expired under maintenance_mu_; the sinks only add to its
   //! tails' (atomic) row counts.
   duckdb_index::DuckDbIndexes indexes_;
+  Mutex compactor_mu_;
+  CondVar compactor_cv_{&compactor_mu_};
+  bool compactor_wanted_ GUARDED_BY(compactor_mu_) = false;
+  bool compactor_stop_ GUARDED_BY(compactor_mu_) = false;
+  std::thread compactor_;
 
   //! The keys each signal's keyed tables hold (schema::SignalTables). A
   //! sink holds `mu` for its whole write, so two sinks of one signal never
@@ -588,7 +601,7 @@ class DuckDbSink final : public OneSignalSink<DuckDbSink> {
   template <typename Batch>
   Status Write(const std::vector<const Batch*>& batches) {
     Status s = store_->Classify(Append(batches));
-    if (s.ok()) (void)store_->CompactIndexes(/*only_when_wanted=*/true);
+    if (s.ok() && store_->indexes_.WantsCompaction()) store_->WakeCompactor();
     if (s.ok()) (void)store_->Checkpoint(/*only_over_threshold=*/true);
     return s;
   }
@@ -723,7 +736,35 @@ Status DuckDbStore::Init(const StoreOptions& options) {
     readers.push_back(NewDuckDbReader(conn));
   }
   read_pool_ = std::make_unique<ReadPool>(std::move(readers));
+  compactor_ = std::thread([this] { RunCompactor(); });
   return Status::Ok();
+}
+
+void DuckDbStore::RunCompactor() {
+  for (;;) {
+    {
+      MutexLock lock(&compactor_mu_);
+      while (!compactor_wanted_ && !compactor_stop_) compactor_cv_.Wait(&compactor_mu_);
+      if (compactor_stop_) return;
+      compactor_wanted_ = false;
+    }
+    (void)CompactIndexes(/*only_when_wanted=*/true);  // a failure waits for the next wake or maintenance pass
+  }
+}
+
+void DuckDbStore::WakeCompactor() {
+  MutexLock lock(&compactor_mu_);
+  compactor_wanted_ = true;
+  compactor_cv_.Signal();
+}
+
+void DuckDbStore::StopCompactor() {
+  {
+    MutexLock lock(&compactor_mu_);
+    compactor_stop_ = true;
+    compactor_cv_.Signal();
+  }
+  if (compactor_.joinable()) compactor_.join();
 }
 
 Result<std::unique_ptr<TelemetryReader>> DuckDbStore::AcquireReader(int64_t wait_ms) {
@@ -879,11 +920,6 @@ Status DuckDbStore::Checkpoint(bool only_over_threshold) {
 Status DuckDbStore::CompactIndexes(bool only_when_wanted) {
   if (only_when_wanted && !indexes_.WantsCompaction()) return Status::Ok();
   if (invalidated_.load()) return Status::Unavailable("duckdb: the database must be reopened");
-  // The span and log write locks, in signal order as Checkpoint takes them:
-  // no sink appends to a tail while it moves.
-  MutexLock spans(&known_[static_cast<int>(Signal::kSpans)].mu);
-  MutexLock logs(&known_[static_cast<int>(Signal::kLogs)].mu);
-  if (only_when_wanted && !indexes_.WantsCompaction()) return Status::Ok();  // another sink did it
   MutexLock lock(&maintenance_mu_);
   if (maintenance_conn_ == nullptr) return Status::Unavailable("duckdb: store is closed");
   return Classify(indexes_.Compact(maintenance_conn_));
@@ -951,6 +987,7 @@ Status DuckDbStore::CloseLocked(bool force) {
   if (sinks != 0 && !force) {
     return Status::Internal("duckdb: Close with " + std::to_string(sinks) + " sinks still open");
   }
+  StopCompactor();
   read_pool_.reset();  // callers have returned every lease (the server stops queries first)
   // Folds the WAL into the database file so the next open replays nothing,
   // when the disk has room; otherwise the WAL stays, whole, for the next

@@ -104,20 +104,25 @@ Result<uint64_t> TraceRangeWriter::Append(duckdb_appender appender, const SpanBa
     range->min = std::min(range->min, t);
     range->max = std::max(range->max, t);
   }
+  rows_.assign(ranges_.begin(), ranges_.end());
   return Flush(appender, b.project_id, kSpansSignal);
 }
 
+// Log records mostly carry a trace of their own, or sit beside the other
+// records of theirs: only neighbours are folded (no hash map per record); a
+// trace's records apart in the batch make several rows, which lookups fold.
 Result<uint64_t> TraceRangeWriter::Append(duckdb_appender appender, const LogBatch& b) {
-  ranges_.clear();
+  rows_.clear();
   for (size_t i = 0; i < b.rows(); ++i) {
     const Key key{b.trace_id_high[i], b.trace_id_low[i]};
     if (key.high == 0 && key.low == 0) continue;
     const int64_t t = b.time_ns[i];
     const int64_t age = std::max(t, t == 0 ? b.observed_time_ns[i] : t);  // sql::AgeTimeSql(kLogs)
-    auto [it, added] = ranges_.try_emplace(key, Range{t, age});
-    if (!added) {
-      it->second.min = std::min(it->second.min, t);
-      it->second.max = std::max(it->second.max, age);
+    if (!rows_.empty() && rows_.back().first == key) {
+      rows_.back().second.min = std::min(rows_.back().second.min, t);
+      rows_.back().second.max = std::max(rows_.back().second.max, age);
+    } else {
+      rows_.push_back({key, Range{t, age}});
     }
   }
   return Flush(appender, b.project_id, kLogsSignal);
@@ -135,8 +140,8 @@ TraceRangeWriter::~TraceRangeWriter() { duckdb_destroy_data_chunk(&chunk_); }
 Result<uint64_t> TraceRangeWriter::Flush(duckdb_appender appender, int64_t project_id, int8_t signal) {
   const size_t capacity = duckdb_vector_size();
   auto column = [&](idx_t c) { return duckdb_vector_get_data(duckdb_data_chunk_get_vector(chunk_, c)); };
-  auto it = ranges_.begin();
-  for (size_t left = ranges_.size(); left > 0;) {
+  auto it = rows_.begin();
+  for (size_t left = rows_.size(); left > 0;) {
     const size_t n = std::min(capacity, left);
     duckdb_data_chunk_reset(chunk_);
     auto* project = static_cast<int64_t*>(column(0));
@@ -157,7 +162,7 @@ Result<uint64_t> TraceRangeWriter::Flush(duckdb_appender appender, int64_t proje
     if (duckdb_append_data_chunk(appender, chunk_) != DuckDBSuccess) return AppenderError(appender);
     left -= n;
   }
-  return static_cast<uint64_t>(ranges_.size());
+  return static_cast<uint64_t>(rows_.size());
 }
 
 }  // namespace sightline::duckdb_index

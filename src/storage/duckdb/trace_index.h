@@ -6,7 +6,8 @@
 // every span and log record of the project (random ids defeat zone maps).
 //
 // trace_ranges_tail / trace_ranges (sorted_runs.h), one row per trace, per
-// signal, per written batch (a lookup takes the least min and greatest max
+// signal, per written batch (for log records: per run of neighbouring
+// records of the trace in the batch) (a lookup takes the least min and greatest max
 // of a trace's rows; compaction sorts them, it does not fold them: a log
 // record usually has a trace of its own, so there is little to fold, and a
 // sort alone costs half as much):
@@ -24,6 +25,8 @@
 
 #include <cstdint>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "common/status.h"
 #include "model/batch.h"
@@ -74,7 +77,8 @@ class TraceRangeWriter {
   };
   Result<uint64_t> Flush(duckdb_appender appender, int64_t project_id, int8_t signal);
 
-  std::unordered_map<Key, Range, KeyHash> ranges_;
+  std::unordered_map<Key, Range, KeyHash> ranges_;  // spans: one per trace
+  std::vector<std::pair<Key, Range>> rows_;         // what Flush appends
   //! Rows go to the appender a chunk at a time (value by value costs
   //! several times more per row).
   duckdb_data_chunk chunk_ = nullptr;
