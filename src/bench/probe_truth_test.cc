@@ -195,6 +195,29 @@ TEST(ProbeTruth, LogsAreTheNewestPageOfEachFilter) {
   EXPECT_NE(t.CheckLogs(LogsAnswer({}), F::kTraceId), "ok");
 }
 
+TEST(ProbeTruth, TraceIsEverySpanSentWithItsIdAtAnyTime) {
+  ProbeTruthOptions o = Options();
+  o.span_trace[15] = 0x7;
+  ProbeTruth t(o);
+  SpanRequest r;
+  // Two spans of the trace, one before the queried range, and one of another trace.
+  r.rows = {Span(&kServiceA, "late", "", 1, true, 5000, 1, false),
+            Span(&kServiceA, "early", "", 2, false, 10, 1, false),
+            Span(&kServiceA, "other", "", 2, false, 3000, 1, false)};
+  r.rows[0].trace_id = o.span_trace;
+  r.rows[0].span_id[7] = 3;
+  r.rows[1].trace_id = o.span_trace;
+  r.rows[2].trace_id[15] = 0x8;
+  t.AddSpans(r);
+  const std::string ok = R"({"spans":[{"span_id":"0000000000000002","start_time_ns":"10000000"},)"
+                         R"({"span_id":"0000000000000003","start_time_ns":"5000000000"}]})";
+  EXPECT_EQ(t.CheckTrace(ok), "ok");
+  EXPECT_NE(t.CheckTrace(R"({"spans":[{"span_id":"0000000000000003","start_time_ns":"5000000000"}]})"), "ok");
+  EXPECT_NE(t.CheckTrace(R"({"spans":[{"span_id":"0000000000000003","start_time_ns":"5000000000"},)"
+                         R"({"span_id":"0000000000000002","start_time_ns":"10000000"}]})"),
+            "ok");
+}
+
 TEST(ProbeTruth, MetricNamesAndGroupValues) {
   ProbeTruth t(Options());
   const MetricDef cpu{"cpu", "", "1", MetricKind::kGauge, false}, mem{"mem", "", "By", MetricKind::kGauge, true},
