@@ -163,14 +163,15 @@ struct CallSpec {
   std::string name, path;
 };
 
-std::vector<CallSpec> CallsFor(Signal s, const Window& w, const std::string& trace_id) {
+std::vector<CallSpec> CallsFor(Signal s, const Window& w, const std::string& trace_id, const std::string& span_trace) {
   const std::string r = "from=" + std::to_string(w.from_ms) + "&to=" + std::to_string(w.to_ms);
   const std::string page = "&limit=" + std::to_string(kPage);
   switch (s) {
     case Signal::kSpans:
       return {{"endpoints", "/api/v1/endpoints?" + r + page},
               {"endpoints_series", "/api/v1/endpoints/series?" + r + "&metric=p95&top=10"},
-              {"exceptions", "/api/v1/exceptions?" + r + page}};
+              {"exceptions", "/api/v1/exceptions?" + r + page},
+              {"trace", "/api/v1/traces/" + span_trace}};
     case Signal::kLogs:
       return {{"logs_errors", "/api/v1/logs?" + r + "&severity_min=17" + page},
               {"logs_search", "/api/v1/logs?" + r + "&q=" + kSearchWord + page},
@@ -190,6 +191,7 @@ std::string CheckCall(const ProbeTruth& t, const std::string& name, const std::s
   if (name == "endpoints") return t.CheckEndpoints(body);
   if (name == "endpoints_series") return t.CheckEndpointSeries(body);
   if (name == "exceptions") return t.CheckExceptions(body);
+  if (name == "trace") return t.CheckTrace(body);
   if (name == "logs_errors") return t.CheckLogs(body, F::kSeverity);
   if (name == "logs_search") return t.CheckLogs(body, F::kWord);
   if (name == "logs_trace") return t.CheckLogs(body, F::kTraceId);
@@ -209,6 +211,13 @@ std::string KnownLogTraceId(const LoadGenerator& gen) {
     }
   }
   return "";
+}
+
+//! A span trace id the data is known to hold: the middle trace of the first
+//! span request (a trace's spans are all in one request).
+TraceId KnownSpanTrace(const LoadGenerator& gen) {
+  const SpanRequest first = gen.Spans(0);
+  return first.rows.empty() ? TraceId{} : first.rows[first.rows.size() / 2].trace_id;
 }
 
 //! Feeds the rows of payload `index` of a signal, as the generator chose
@@ -339,6 +348,7 @@ class Ladder {
     SpreadOverWindow(&g);
     gen_ = std::make_unique<LoadGenerator>(g);
     trace_id_ = KnownLogTraceId(*gen_);
+    span_trace_ = KnownSpanTrace(*gen_);
     if (o_.check) {
       ProbeTruthOptions to;
       to.from_ns = window_.from_ms * kNsPerMs;
@@ -346,6 +356,7 @@ class Ladder {
       to.page = kPage;
       to.word = kSearchWord;
       to.trace_id = trace_id_;
+      to.span_trace = span_trace_;
       to.exact_percentile_rows = o_.exact_percentile_rows;
       // The spawned server's threshold, when the run sets it.
       for (const std::string& a : o_.server_args) {
@@ -524,7 +535,7 @@ class Ladder {
     const int timeout_ms = static_cast<int>(o_.timeout_s * 1000);
     std::vector<std::string> names;
     std::vector<CallSamples> samples;
-    for (const CallSpec& spec : CallsFor(s, window_, trace_id_)) {
+    for (const CallSpec& spec : CallsFor(s, window_, trace_id_, IdHex(span_trace_))) {
       CallResult c;
       c.name = spec.name;
       c.path = spec.path;
@@ -574,6 +585,7 @@ class Ladder {
   std::unique_ptr<ProbeTruth> truth_;
   bool truth_complete_ = true;
   std::string trace_id_;
+  TraceId span_trace_{};  // the trace call's
   uint64_t first_payload_ = 0;
   uint64_t background_payload_ = 0;  // next payload of the background ingest
   uint64_t sent_ = 0;                // payloads sent per signal

@@ -107,6 +107,7 @@ bool CloseMs(double got, double want, double relative = 1e-9) {
 void ProbeTruth::AddSpans(const SpanRequest& request) {
   for (const SpanRow& span : request.rows) {
     const int64_t start = span.start_time_ns;
+    if (span.trace_id == o_.span_trace && !IsZero(span.trace_id)) trace_spans_.insert({start, IdHex(span.span_id)});
     if (!InRange(start)) continue;
     const std::string service(span.resource->service_name);
     if (span.event && span.event->name == "exception") {
@@ -377,6 +378,29 @@ std::string ProbeTruth::CheckLogs(std::string_view json, LogFilter filter) const
     size_t i = 0;
     while (got[i] == want[i]) ++i;
     d.Add("row ", i, " time_ns ", got[i], " != ", want[i], " (not the newest ", want.size(), ")");
+  }
+  return d.Verdict();
+}
+
+std::string ProbeTruth::CheckTrace(std::string_view json) const {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  std::string error;
+  if (!Parse(&parser, json, &doc, &error)) return error;
+  simdjson::dom::array rows;
+  if (doc["spans"].get_array().get(rows) != simdjson::SUCCESS) return "mismatch: no spans array";
+  std::vector<std::pair<int64_t, std::string>> got;
+  for (simdjson::dom::element row : rows) got.emplace_back(Int(row, "start_time_ns"), Str(row, "span_id"));
+  // By start; ties by span id as the API orders them (unsigned, which the
+  // fixed-width hex sorts alike).
+  const std::vector<std::pair<int64_t, std::string>> want(trace_spans_.begin(), trace_spans_.end());
+  Diff d;
+  if (got.size() != want.size()) {
+    d.Add(got.size(), " spans != ", want.size());
+  } else if (got != want) {
+    size_t i = 0;
+    while (got[i] == want[i]) ++i;
+    d.Add("span ", i, " (", got[i].first, ", ", got[i].second, ") != (", want[i].first, ", ", want[i].second, ")");
   }
   return d.Verdict();
 }

@@ -45,6 +45,7 @@ struct ProbeTruthOptions {
   int severity_min = 17;
   std::string word;      // logs q=
   std::string trace_id;  // logs trace_id= (hex)
+  TraceId span_trace;    // traces/{id}: a trace the spans hold
 };
 
 //! Linear-interpolation percentile (q in [0,1]) of sorted values; NaN when empty.
@@ -69,6 +70,9 @@ class ProbeTruth {
   enum class LogFilter { kSeverity, kWord, kTraceId };
   //! GET /api/v1/logs?limit=page with one filter: the times of the newest page.
   std::string CheckLogs(std::string_view json, LogFilter filter) const;
+  //! GET /api/v1/traces/{span_trace}: every span sent with that trace id
+  //! (at any time), as (span id, start) in the answer's order.
+  std::string CheckTrace(std::string_view json) const;
   //! GET /api/v1/metrics: the set of metric names.
   std::string CheckMetricList(std::string_view json) const;
   //! GET /api/v1/metrics/series?name=N&group_by=K: the set of values of K;
@@ -108,6 +112,7 @@ class ProbeTruth {
   std::map<std::pair<std::string, std::string>, EndpointTally> endpoints_;            // (service, endpoint)
   std::map<std::tuple<std::string, std::string, std::string>, uint64_t> exceptions_;  // (type, message, service)
   NewestPage logs_[3];
+  std::multiset<std::pair<int64_t, std::string>> trace_spans_;  // (start, span id hex) of o_.span_trace
   // metric name -> (service, point attributes as "k=v\n..." in sent order) ->
   // the label values by key (service.name included), for every series with a
   // point in range. Map nodes never move: points refer to their series' key.

@@ -106,8 +106,8 @@ TEST(ProbeTruth, PastTheRollupThresholdPercentilesMayBeOffByOnePercent) {
       R"("error_rate":0,"p50_ms":5,"p95_ms":5,"p99_ms":5}]})";
   std::string near = good, far = good;
   near.replace(near.find("\"p95_ms\":29"), 11, "\"p95_ms\":29.2");  // 0.7% off
-  far.replace(far.find("\"p95_ms\":29"), 11, "\"p95_ms\":29.4");   // 1.4% off
-  ProbeTruth exact(Options());  // 4 entry spans, under the default 1M: exact
+  far.replace(far.find("\"p95_ms\":29"), 11, "\"p95_ms\":29.4");    // 1.4% off
+  ProbeTruth exact(Options());                                      // 4 entry spans, under the default 1M: exact
   exact.AddSpans(Spans());
   EXPECT_NE(exact.CheckEndpoints(near).find("p95_ms"), std::string::npos);
   ProbeTruthOptions o = Options();
@@ -212,6 +212,29 @@ TEST(ProbeTruth, LogsAreTheNewestPageOfEachFilter) {
   EXPECT_EQ(t.CheckLogs(LogsAnswer({5000, 4000}), F::kWord), "ok");
   EXPECT_EQ(t.CheckLogs(LogsAnswer({2000}), F::kTraceId), "ok");
   EXPECT_NE(t.CheckLogs(LogsAnswer({}), F::kTraceId), "ok");
+}
+
+TEST(ProbeTruth, TraceIsEverySpanSentWithItsIdAtAnyTime) {
+  ProbeTruthOptions o = Options();
+  o.span_trace[15] = 0x7;
+  ProbeTruth t(o);
+  SpanRequest r;
+  // Two spans of the trace, one before the queried range, and one of another trace.
+  r.rows = {Span(&kServiceA, "late", "", 1, true, 5000, 1, false),
+            Span(&kServiceA, "early", "", 2, false, 10, 1, false),
+            Span(&kServiceA, "other", "", 2, false, 3000, 1, false)};
+  r.rows[0].trace_id = o.span_trace;
+  r.rows[0].span_id[7] = 3;
+  r.rows[1].trace_id = o.span_trace;
+  r.rows[2].trace_id[15] = 0x8;
+  t.AddSpans(r);
+  const std::string ok = R"({"spans":[{"span_id":"0000000000000002","start_time_ns":"10000000"},)"
+                         R"({"span_id":"0000000000000003","start_time_ns":"5000000000"}]})";
+  EXPECT_EQ(t.CheckTrace(ok), "ok");
+  EXPECT_NE(t.CheckTrace(R"({"spans":[{"span_id":"0000000000000003","start_time_ns":"5000000000"}]})"), "ok");
+  EXPECT_NE(t.CheckTrace(R"({"spans":[{"span_id":"0000000000000003","start_time_ns":"5000000000"},)"
+                         R"({"span_id":"0000000000000002","start_time_ns":"10000000"}]})"),
+            "ok");
 }
 
 TEST(ProbeTruth, MetricNamesAndGroupValues) {

@@ -1399,6 +1399,105 @@ TEST_P(ReadConformanceTest, GroupServiceCallsMatchesTheReference) {
   EXPECT_EQ(reader_->GroupServiceCalls(bad).status().code(), StatusCode::kInvalidArgument);
 }
 
+// ------------------------------------------------------- indexed lookups
+
+std::vector<Named<TraceQuery>> IndexedTraceQueries() {
+  return {
+      {"long trace", {kProjectIndex, kTraceLong}},
+      {"long trace, at most 1", {kProjectIndex, kTraceLong, 1, 1}},
+      {"logs only: not found", {kProjectIndex, kTraceLogsOnly}},
+      {"no logs", {kProjectIndex, kTraceOther}},
+      {"another project", {kProjectA, kTraceLong}},
+  };
+}
+
+std::vector<Named<LogPageQuery>> IndexedLogQueries() {
+  auto text = [](std::string t, int64_t limit = 100) {
+    LogFilter f = Logs(kProjectIndex, kIndexRange);
+    f.text = std::move(t);
+    return Page(f, limit);
+  };
+  std::vector<Named<LogPageQuery>> out = {
+      {"a word only in the oldest record", text("zebrafish")},
+      {"capitals", text("ZEBRA")},
+      {"a separator inside", text("fish rare")},
+      {"a hyphen inside", text("rare-word")},
+      {"an absent word", text("absentword")},
+      {"an underscore inside", text("card_declined")},
+      {"a word after a non-ASCII capital", text("émile")},
+      {"a non-ASCII capital, folded", text("ÉMILE")},
+      {"Cyrillic only", text("журнал")},
+      {"the middle of a long token", text("stuvwxyz0123456789ABCDEFGH")},
+      {"past the token cap", text("needleinoverflow")},
+      {"separators only", text(" : ")},
+      {"a common letter, pages of 1", text("e", 1)},
+      {"a common letter, pages of 2", text("o", 2)},
+      {"a word in another project", text("payment")},
+  };
+  for (const auto& [name, id] : {std::pair<const char*, TraceId>{"long trace", kTraceLong},
+                                 {"logs only", kTraceLogsOnly},
+                                 {"no logs", kTraceOther},
+                                 {"missing", kTraceMissing}}) {
+    LogFilter f = Logs(kProjectIndex, kIndexRange);
+    f.trace_id = id;
+    out.push_back({std::string("trace: ") + name, Page(f)});
+    out.push_back({std::string("trace, pages of 1: ") + name, Page(f, 1)});
+    f.text = "the";
+    out.push_back({std::string("trace and text: ") + name, Page(f)});
+  }
+  LogFilter f = Logs(kProjectIndex, {At(-150 * 60'000), At(0)});
+  f.trace_id = kTraceLogsOnly;
+  out.push_back({"trace in part of its range", Page(f)});
+  return out;
+}
+
+//! The engines' own indexes (DuckDB's trace ranges and log tokens) only
+//! narrow what a lookup reads: a trace in several writes, before and after
+//! compaction (ReclaimSpace compacts DuckDB's), a late span, retention.
+TEST_P(ReadConformanceTest, IndexedLookupsMatchTheReference) {
+  const std::vector<WriteStep> steps = IndexedLookupWrites();
+  auto write = [](TelemetryStore* store, const WriteStep& step) {
+    Result<std::unique_ptr<SignalSink>> spans = store->NewSink(Signal::kSpans);
+    Result<std::unique_ptr<SignalSink>> logs = store->NewSink(Signal::kLogs);
+    ASSERT_TRUE(spans.ok() && logs.ok());
+    std::vector<const SpanBatch*> span_batches;
+    for (const SpanBatch& b : step.spans) span_batches.push_back(&b);
+    std::vector<const LogBatch*> log_batches;
+    for (const LogBatch& b : step.logs) log_batches.push_back(&b);
+    ASSERT_TRUE((*spans)->WriteSpans(span_batches).ok());
+    ASSERT_TRUE((*logs)->WriteLogs(log_batches).ok());
+  };
+  auto check = [&](const std::string& stage) {
+    for (const auto& [name, q] : IndexedTraceQueries()) {
+      EXPECT_TRUE(SameAnswer(reference_->GetTrace(q), reader_->GetTrace(q))) << stage << ", query: " << name;
+    }
+    for (const auto& [name, q] : IndexedLogQueries()) {
+      EXPECT_TRUE(SameAnswer(AllPages(*reference_, q), AllPages(*reader_, q))) << stage << ", query: " << name;
+    }
+  };
+  write(store_.get(), steps[0]);
+  write(&reference_store_, steps[0]);
+  check("one write");
+  write(store_.get(), steps[1]);
+  write(&reference_store_, steps[1]);
+  check("two writes");
+  ASSERT_TRUE(store_->ReclaimSpace().ok());
+  check("compacted");
+  write(store_.get(), steps[2]);
+  write(&reference_store_, steps[2]);
+  check("a late span after compaction");
+  for (Signal signal : {Signal::kSpans, Signal::kLogs}) {
+    const int64_t before = At(-150 * 60'000);
+    Result<uint64_t> want = reference_store_.DeleteBefore(signal, ProjectSet::All(), before);
+    Result<uint64_t> got = store_->DeleteBefore(signal, ProjectSet::All(), before);
+    ASSERT_TRUE(want.ok() && got.ok()) << got.status().ToString();
+    EXPECT_EQ(*got, *want);
+  }
+  check("after retention");
+  ASSERT_TRUE(store_->ReclaimSpace().ok());
+  check("after retention, compacted");
+}
+
 INSTANTIATE_TEST_SUITE_P(Engines, ReadConformanceTest, ::testing::ValuesIn(Engines()),
                          [](const ::testing::TestParamInfo<EngineSpec>& info) { return info.param.name; });
 

@@ -1,4 +1,5 @@
 #include "storage/duckdb/duckdb_store.h"
+#include "storage/duckdb/duckdb_indexes.h"
 #include "storage/duckdb/duckdb_reader.h"
 #include "storage/duckdb/duckdb_telemetry_reader.h"
 #include "storage/read_pool.h"
@@ -520,9 +521,13 @@ class DuckDbStore final : public TelemetryStore {
   Status Close() override;
   Result<uint64_t> DeleteBefore(Signal signal, const ProjectSet& projects, int64_t before_ns) override;
   Result<std::optional<int64_t>> OldestTime(Signal signal) override;
-  //! A checkpoint: deleted row groups' blocks go on the free list, which new
-  //! row groups reuse (the file does not shrink; docs/STORAGE.md).
-  Status ReclaimSpace() override { return Checkpoint(/*only_over_threshold=*/false); }
+  //! Compacts the engine's own indexes, then checkpoints: deleted row
+  //! groups' blocks go on the free list, which new row groups reuse (the
+  //! file does not shrink; docs/STORAGE.md).
+  Status ReclaimSpace() override {
+    (void)CompactIndexes(/*only_when_wanted=*/false);
+    return Checkpoint(/*only_over_threshold=*/false);
+  }
   Result<StoreFootprint> Footprint() override;
 
  private:
@@ -535,6 +540,18 @@ class DuckDbStore final : public TelemetryStore {
   //! is under checkpoint_threshold; Unavailable, without trying, when the
   //! disk has less free space than the WAL plus a headroom.
   Status Checkpoint(bool only_over_threshold) EXCLUDES(maintenance_mu_);
+  //! Moves the index tails into sorted runs (duckdb_indexes.h) on the
+  //! maintenance connection; with `only_when_wanted`, only once a tail has
+  //! reached its size. Sinks keep appending to the tails meanwhile: the move
+  //! is one transaction, which copies and deletes the tail rows it sees, and
+  //! rows committed after it began are not among them.
+  Status CompactIndexes(bool only_when_wanted) EXCLUDES(maintenance_mu_);
+  //! The compactor thread: compacts when a sink finds a tail at its size,
+  //! so no writer waits for a sort or a merge of runs (which holding up a
+  //! writer cost a third of log ingest).
+  void RunCompactor() EXCLUDES(compactor_mu_);
+  void WakeCompactor() EXCLUDES(compactor_mu_);
+  void StopCompactor() EXCLUDES(compactor_mu_);
   //! OK when the data directory's filesystem has room for a checkpoint of a
   //! WAL of `wal_bytes`.
   Status RoomToCheckpoint(uint64_t wal_bytes) const;
@@ -570,6 +587,14 @@ class DuckDbStore final : public TelemetryStore {
   Mutex maintenance_mu_;
   duckdb_connection maintenance_conn_ GUARDED_BY(maintenance_mu_) = nullptr;
   std::atomic<bool> invalidated_{false};
+  //! Compacted and expired under maintenance_mu_; the sinks only add to its
+  //! tails' (atomic) row counts.
+  duckdb_index::DuckDbIndexes indexes_;
+  Mutex compactor_mu_;
+  CondVar compactor_cv_{&compactor_mu_};
+  bool compactor_wanted_ GUARDED_BY(compactor_mu_) = false;
+  bool compactor_stop_ GUARDED_BY(compactor_mu_) = false;
+  std::thread compactor_;
 
   //! The keys each signal's keyed tables hold (schema::SignalTables). A
   //! sink holds `mu` for its whole write, so two sinks of one signal never
@@ -613,6 +638,7 @@ class DuckDbSink final : public OneSignalSink<DuckDbSink> {
   Status Write(const std::vector<const Batch*>& batches) {
     Status s = store_->Classify(Append(batches));
     if (s.ok() && signal() != Signal::kMetrics) MaybeCompactRollups();
+    if (s.ok() && store_->indexes_.WantsCompaction()) store_->WakeCompactor();
     if (s.ok()) (void)store_->Checkpoint(/*only_over_threshold=*/true);
     return s;
   }
@@ -639,6 +665,7 @@ class DuckDbSink final : public OneSignalSink<DuckDbSink> {
   std::vector<std::unique_ptr<ChunkBuffer>> keyed_chunks_;  // one per keyed table; each holds 2,048 rows
   std::unique_ptr<ChunkBuffer> main_chunk_;
   std::chrono::steady_clock::time_point last_compaction_ = std::chrono::steady_clock::now();
+  duckdb_index::IndexWriter index_writer_;  // the engine's own index rows, in the same transaction
 };
 
 void DuckDbSink::MaybeCompactRollups() {
@@ -672,6 +699,10 @@ Status DuckDbSink::Append(const std::vector<const Batch*>& batches) {
   std::array<duckdb_appender, schema::kMaxKeyedTables> keyed{};
   schema::KeySets pending;
   uint64_t rows = 0;
+  index_writer_.Discard();
+  const duckdb_index::IndexWriter::OpenAppender open_index = [&txn](const char* table) {
+    return txn.OpenAppender(table);
+  };
   for (const Batch* b : batches) {
     Result<schema::BatchWrite<Batch>> w = schema::PlanBatchWrite(*b, known.keys, &pending);
     if (!w.ok()) return w.status();
@@ -687,6 +718,7 @@ Status DuckDbSink::Append(const std::vector<const Batch*>& batches) {
           keyed_chunks_[t]->Append(keyed[t], w->columns.keyed[t].columns, new_rows.size(), new_rows.data()));
     }
     SL_RETURN_IF_ERROR(main_chunk_->Append(*main, w->columns.main, b->rows(), nullptr));
+    SL_RETURN_IF_ERROR(index_writer_.Add(*b, open_index));
     rows += b->rows();
   }
   // The rollups' share of these rows, committed with them.
@@ -712,6 +744,7 @@ Status DuckDbSink::Append(const std::vector<const Batch*>& batches) {
     SL_RETURN_IF_ERROR(rollup::ExceptionRollupTraits::Append(&session, rollup::kExceptionDeltaTable, exceptions));
   }
   SL_RETURN_IF_ERROR(txn.Commit());
+  index_writer_.Written(&store_->indexes_);
   for (size_t t = 0; t < tables.keyed.size(); ++t) known.keys[t].insert(pending[t].begin(), pending[t].end());
   if (signal() == Signal::kMetrics) store_->series_count_.fetch_add(pending[schema::kMetricSeriesPart].size());
   store_->rows_[static_cast<int>(signal())].fetch_add(rows);
@@ -780,6 +813,7 @@ Status DuckDbStore::Init(const StoreOptions& options) {
   {
     MutexLock maintenance_lock(&maintenance_mu_);
     if (duckdb_connect(db_, &maintenance_conn_) != DuckDBSuccess) return Status::IoError("duckdb: cannot connect");
+    SL_RETURN_IF_ERROR(indexes_.Open(maintenance_conn_));
   }
   std::vector<std::unique_ptr<ReadConnection>> readers;
   for (int i = 0; i < std::max(1, options.read_connections); ++i) {
@@ -788,7 +822,35 @@ Status DuckDbStore::Init(const StoreOptions& options) {
     readers.push_back(NewDuckDbReader(conn));
   }
   read_pool_ = std::make_unique<ReadPool>(std::move(readers));
+  compactor_ = std::thread([this] { RunCompactor(); });
   return Status::Ok();
+}
+
+void DuckDbStore::RunCompactor() {
+  for (;;) {
+    {
+      MutexLock lock(&compactor_mu_);
+      while (!compactor_wanted_ && !compactor_stop_) compactor_cv_.Wait(&compactor_mu_);
+      if (compactor_stop_) return;
+      compactor_wanted_ = false;
+    }
+    (void)CompactIndexes(/*only_when_wanted=*/true);  // a failure waits for the next wake or maintenance pass
+  }
+}
+
+void DuckDbStore::WakeCompactor() {
+  MutexLock lock(&compactor_mu_);
+  compactor_wanted_ = true;
+  compactor_cv_.Signal();
+}
+
+void DuckDbStore::StopCompactor() {
+  {
+    MutexLock lock(&compactor_mu_);
+    compactor_stop_ = true;
+    compactor_cv_.Signal();
+  }
+  if (compactor_.joinable()) compactor_.join();
 }
 
 Result<std::unique_ptr<TelemetryReader>> DuckDbStore::AcquireReader(int64_t wait_ms) {
@@ -956,6 +1018,14 @@ Status DuckDbStore::Checkpoint(bool only_over_threshold) {
   return Classify(ExecWithoutSpinning(maintenance_conn_, "CHECKPOINT"));
 }
 
+Status DuckDbStore::CompactIndexes(bool only_when_wanted) {
+  if (only_when_wanted && !indexes_.WantsCompaction()) return Status::Ok();
+  if (invalidated_.load()) return Status::Unavailable("duckdb: the database must be reopened");
+  MutexLock lock(&maintenance_mu_);
+  if (maintenance_conn_ == nullptr) return Status::Unavailable("duckdb: store is closed");
+  return Classify(indexes_.Compact(maintenance_conn_));
+}
+
 Result<uint64_t> DuckDbStore::DeleteBefore(Signal signal, const ProjectSet& projects, int64_t before_ns) {
   if (!projects.all_but && projects.ids.empty()) return uint64_t{0};
   // The signal's write lock: a checkpoint must not find this delete's
@@ -986,6 +1056,8 @@ Result<uint64_t> DuckDbStore::DeleteBefore(Signal signal, const ProjectSet& proj
   const uint64_t deleted = duckdb_rows_changed(result.get());
   if (rollups) SL_RETURN_IF_ERROR(Classify(txn.Commit()));
   rows_[static_cast<int>(signal)].fetch_sub(deleted);
+  // After the rows: an index row outliving its rows only widens a lookup.
+  SL_RETURN_IF_ERROR(Classify(indexes_.Expire(maintenance_conn_, signal, projects, before_ns)));
   return deleted;
 }
 
@@ -1031,6 +1103,7 @@ Status DuckDbStore::CloseLocked(bool force) {
   if (sinks != 0 && !force) {
     return Status::Internal("duckdb: Close with " + std::to_string(sinks) + " sinks still open");
   }
+  StopCompactor();
   read_pool_.reset();  // callers have returned every lease (the server stops queries first)
   // Folds the WAL into the database file so the next open replays nothing,
   // when the disk has room; otherwise the WAL stays, whole, for the next

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
+#include "storage/duckdb/log_token_index.h"
+#include "storage/duckdb/trace_index.h"
 #include "storage/sql/sql_reader.h"
 
 namespace sightline {
@@ -23,6 +26,11 @@ class DuckDbTelemetryReader final : public SqlReader {
 
  protected:
   bool HasSpanRollups() const override { return true; }
+  //! From trace_ranges (trace_index.h).
+  Result<std::optional<TraceExtent>> TraceExtentOf(int64_t project_id, const TraceId& id) override;
+  //! From log_tokens (log_token_index.h).
+  Result<std::optional<std::vector<TimeRange>>> LogTextRanges(const LogFilter& f) override;
+
   std::string IntDiv(const std::string& a, const std::string& b) const override { return "(" + a + " // " + b + ")"; }
   //! $."key" with " and \ escaped.
   static std::string JsonPath(const std::string& key) {
@@ -69,6 +77,34 @@ class DuckDbTelemetryReader final : public SqlReader {
            kMin + "), xor(" + key + ".l, " + kMin + ")) END";
   }
 };
+
+Result<std::optional<SqlReader::TraceExtent>> DuckDbTelemetryReader::TraceExtentOf(int64_t project_id,
+                                                                                   const TraceId& id) {
+  TraceExtent extent;
+  bool unbounded = false;
+  SL_RETURN_IF_ERROR(Rows(duckdb_index::TraceExtentSql(project_id, id), [&](const RowView& r) {
+    const int64_t max = r.GetInt(2);
+    unbounded = unbounded || max == std::numeric_limits<int64_t>::max();  // no exclusive end to say it with
+    (r.GetInt(0) == 0 ? extent.spans : extent.logs) = TimeRange{r.GetInt(1), max + (unbounded ? 0 : 1)};
+  }));
+  if (unbounded) return std::optional<TraceExtent>();
+  return std::optional<TraceExtent>(extent);
+}
+
+Result<std::optional<std::vector<TimeRange>>> DuckDbTelemetryReader::LogTextRanges(const LogFilter& f) {
+  using Ranges = std::optional<std::vector<TimeRange>>;
+  const std::string needle = duckdb_index::NeedleOf(*f.text);
+  if (needle.empty() || f.range.from_ns >= f.range.to_ns) return Ranges();
+  std::vector<std::string> tokens;
+  SL_RETURN_IF_ERROR(Rows(duckdb_index::CandidateTokensSql(f.project_id, needle),
+                          [&](const RowView& r) { tokens.push_back(r.GetString(0)); }));
+  if (static_cast<int64_t>(tokens.size()) > duckdb_index::kMaxCandidateTokens) return Ranges();
+  std::vector<int64_t> minutes;
+  SL_RETURN_IF_ERROR(Rows(duckdb_index::MinutesSql(f.project_id, tokens, duckdb_index::MinuteOf(f.range.from_ns),
+                                                   duckdb_index::MinuteOf(f.range.to_ns - 1)),
+                          [&](const RowView& r) { minutes.push_back(r.GetInt(0)); }));
+  return Ranges(duckdb_index::RangesOfMinutes(minutes, f.range));
+}
 
 Result<SpanGroups> DuckDbTelemetryReader::GroupRawSpans(const SpanGroupQuery& q) {
   if (!q.percentiles[0] && !q.percentiles[1] && !q.percentiles[2]) return SqlReader::GroupRawSpans(q);

@@ -30,10 +30,30 @@ bool ParseInt64(std::string_view s, int64_t* out) {
 }  // namespace
 
 Result<LogPage> SqlReader::Logs(const LogPageQuery& q) {
+  // What the engine's own indexes know narrows the scan, never the answer:
+  // the time range of a trace's logs, the time ranges that can hold a text.
+  LogFilter f = q.filter;
+  if (f.trace_id) {
+    Result<std::optional<TraceExtent>> extent = TraceExtentOf(f.project_id, *f.trace_id);
+    if (!extent.ok()) return extent.status();
+    if (*extent) {
+      if (!(*extent)->logs) return LogPage{};
+      f.range.from_ns = std::max(f.range.from_ns, (*extent)->logs->from_ns);
+      f.range.to_ns = std::min(f.range.to_ns, (*extent)->logs->to_ns);
+      if (f.range.from_ns >= f.range.to_ns) return LogPage{};
+    }
+  }
+  std::optional<std::vector<TimeRange>> text_ranges;
+  if (f.text) {
+    Result<std::optional<std::vector<TimeRange>>> ranges = LogTextRanges(f);
+    if (!ranges.ok()) return ranges.status();
+    text_ranges = std::move(ranges).value();
+    if (text_ranges && text_ranges->empty()) return LogPage{};
+  }
   sql::Sql base;
   base << "SELECT " << sql::kLogColumns << ", rowid FROM logs";
-  base.Append(LogWhere(q.filter));
-  int64_t newest = q.filter.range.to_ns;  // exclusive upper bound of the scan
+  base.Append(LogWhere(f));
+  int64_t newest = f.range.to_ns;  // exclusive upper bound of the scan
   // Cursor "<time_ns>:<rowid>": the last row returned; the page continues strictly after it.
   if (!q.cursor.empty()) {
     size_t colon = q.cursor.find(':');
@@ -51,38 +71,52 @@ Result<LogPage> SqlReader::Logs(const LogPageQuery& q) {
     base << "))";
     if (t < INT64_MAX) newest = std::min(newest, t + 1);
   }
-  // Newest first, in growing windows: a page is usually found in the newest
-  // sliver of the range, and zone maps (DuckDB) or the time index (SQLite)
-  // skip the rest. Each window is 4x the last, so a page that needs the whole
-  // range costs at most 4/3 of one full scan. A trace id matches a handful of
-  // rows anywhere in the range: growing windows would scan it 4/3 times over,
-  // so it gets one pass.
-  const int64_t oldest = q.filter.range.from_ns;
-  int64_t window = q.filter.trace_id ? newest - oldest : std::max<int64_t>((newest - oldest) / 256, kMinuteNs);
   LogPage page;
   std::string next;
-  for (;;) {
-    int64_t low = newest - window > oldest ? newest - window : oldest;
-    sql::Sql sql = base;
-    if (low > oldest) {
-      sql << " AND time_ns >= ";
-      sql.Bind(low);
-    }
+  // Reads the rows of `sql` (ORDER BY and LIMIT added here) after those on
+  // the page; false once the page is full and one more row was seen.
+  auto read = [&](sql::Sql sql) -> Result<bool> {
+    const int64_t want = q.limit - static_cast<int64_t>(page.records.size());
     sql << " ORDER BY time_ns DESC, rowid DESC LIMIT ";
-    sql.Bind(q.limit + 1);
-    page.records.clear();
+    sql.Bind(want + 1);
     int64_t n = 0;
     SL_RETURN_IF_ERROR(Rows(sql, [&](const RowView& r) {
-      if (++n > q.limit) return;
+      if (++n > want) return;
       page.records.push_back(sql::LogRecordOf(r));
       next = std::to_string(r.GetInt(0)) + ":" + std::to_string(r.GetInt(sql::kLogColumnCount));
     }));
-    if (n > q.limit) {
-      page.next_cursor = next;
-      break;
+    if (n > want) page.next_cursor = next;
+    return n <= want;
+  };
+  // The ranges that can hold a match, newest first (disjoint, so their rows
+  // join in order): the engine's for a text, else the whole range. Each is
+  // read newest first, in growing windows: a page is usually found in the
+  // newest sliver of the range, and zone maps (DuckDB) or the time index
+  // (SQLite) skip the rest. Each window is 4x the last, so a page that needs
+  // the whole range costs at most 4/3 of one full scan. A trace id matches a
+  // handful of rows anywhere in the range: growing windows would scan it 4/3
+  // times over, so it gets one pass.
+  const std::vector<TimeRange> ranges = text_ranges ? *text_ranges : std::vector<TimeRange>{f.range};
+  for (const TimeRange& r : ranges) {
+    const int64_t top = std::min(r.to_ns, newest);
+    if (r.from_ns >= top) continue;
+    const size_t kept = page.records.size();
+    int64_t window = f.trace_id ? top - r.from_ns : std::max<int64_t>((top - r.from_ns) / 256, kMinuteNs);
+    for (;;) {
+      const int64_t low = top - window > r.from_ns ? top - window : r.from_ns;
+      sql::Sql sql = base;
+      sql << " AND time_ns >= ";
+      sql.Bind(low);
+      sql << " AND time_ns < ";
+      sql.Bind(top);
+      page.records.resize(kept);
+      page.next_cursor.reset();
+      Result<bool> more = read(std::move(sql));
+      if (!more.ok()) return more.status();
+      if (!*more) return page;
+      if (low == r.from_ns) break;
+      window = window > INT64_MAX / 4 ? INT64_MAX : window * 4;
     }
-    if (low == oldest) break;
-    window = window > INT64_MAX / 4 ? INT64_MAX : window * 4;
   }
   return page;
 }

@@ -98,6 +98,27 @@ class SqlReader : public TelemetryReader {
   //! hex characters, '' when no span of the group has one.
   virtual std::string SampleTraceIdHex() const;
 
+  // --- What an engine's own indexes know (the defaults: nothing). ---
+
+  //! Where one trace's rows lie, as [from_ns, to_ns) on spans' start_time_ns
+  //! and on log records' time_ns; nullopt for a signal with none of the
+  //! trace's rows. Never narrower than the truth (it may be wider).
+  struct TraceExtent {
+    std::optional<TimeRange> spans;
+    std::optional<TimeRange> logs;
+  };
+  //! The trace's extent in the project; nullopt when the engine cannot tell
+  //! (GetTrace and the logs of a trace then scan).
+  virtual Result<std::optional<TraceExtent>> TraceExtentOf(int64_t /*project_id*/, const TraceId& /*id*/) {
+    return std::optional<TraceExtent>();
+  }
+  //! Disjoint ranges inside f.range, newest first, outside which no log
+  //! record of f.project_id has a body containing *f.text; nullopt when the
+  //! engine cannot tell (the search scans f.range).
+  virtual Result<std::optional<std::vector<TimeRange>>> LogTextRanges(const LogFilter& /*f*/) {
+    return std::optional<std::vector<TimeRange>>();
+  }
+
   // --- Building blocks for overriding operations. ---
 
   Status Rows(const sql::Sql& sql, const RowCallback& on_row) { return conn_->Query(sql.text, sql.params, on_row); }

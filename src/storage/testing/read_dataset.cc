@@ -713,6 +713,99 @@ std::vector<SpanBatch> ServiceMapSpans() {
   return out;
 }
 
+std::vector<WriteStep> IndexedLookupWrites() {
+  std::vector<WriteStep> out(3);
+  auto spans = [](WriteStep* step) -> SpanBatch& {
+    SpanBatch& b = step->spans.emplace_back();
+    b.project_id = kProjectIndex;
+    AddResource(&b.resources, {kResourceFrontend, R"({"service.name":"indexed"})", "", ""});
+    return b;
+  };
+  auto logs = [](WriteStep* step) -> LogBatch& {
+    LogBatch& b = step->logs.emplace_back();
+    b.project_id = kProjectIndex;
+    b.resources.resource_id.push_back(201);
+    b.resources.resource_attributes.Append(R"({"service.name":"indexed"})");
+    b.resources.scope_name.Append("");
+    b.resources.scope_version.Append("");
+    b.resources.scope_attributes.Append("{}");
+    return b;
+  };
+  const int64_t h = kHourMs;
+  SpanBatch& s1 = spans(&out[0]);
+  AddSpan(&s1, {.trace = kTraceLong,
+                .span = 0x11,
+                .service = "indexed",
+                .name = "root",
+                .kind = kServer,
+                .start = At(-3 * h),
+                .duration = Ms(5)});
+  LogBatch& l1 = logs(&out[0]);
+  AddLog(&l1, {.time = At(-4 * h),
+               .severity = 9,
+               .body = "Zebrafish Rare-Word spotted near the ЖУРНАЛ dock",
+               .service = "indexed",
+               .trace = kNoTrace});
+  AddLog(&l1, {.time = At(-3 * h),
+               .severity = 9,
+               .body = "opened the long trace",
+               .service = "indexed",
+               .trace = kTraceLong,
+               .span = 0x11});
+  AddLog(
+      &l1,
+      {.time = At(-2 * h), .severity = 13, .body = "an orphan record", .service = "indexed", .trace = kTraceLogsOnly});
+
+  SpanBatch& s2 = spans(&out[1]);
+  AddSpan(&s2, {.trace = kTraceLong,
+                .span = 0x12,
+                .parent = 0x11,
+                .service = "indexed",
+                .name = "child",
+                .kind = kClient,
+                .start = At(1000),
+                .duration = Ms(5)});
+  AddSpan(&s2, {.trace = kTraceOther,
+                .span = 0x31,
+                .service = "indexed",
+                .name = "other",
+                .kind = kServer,
+                .start = At(2000),
+                .duration = Ms(5)});
+  LogBatch& l2 = logs(&out[1]);
+  AddLog(&l2, {.time = At(1000),
+               .severity = 17,
+               .body = "request failed: card_declined for ÉMILE",
+               .service = "indexed",
+               .trace = kTraceLong,
+               .span = 0x12});
+  AddLog(&l2, {.time = At(2000),
+               .severity = 9,
+               .body = "blob x0123456789abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 done",
+               .service = "indexed",
+               .trace = kNoTrace});
+  static const std::string kManyWords = [] {
+    std::string body;
+    for (int i = 1; i <= 70; ++i) body += "w" + std::to_string(i) + " ";
+    return body + "needleinoverflow";
+  }();
+  AddLog(&l2, {.time = At(-1 * h), .severity = 9, .body = kManyWords.c_str(), .service = "indexed", .trace = kNoTrace});
+
+  SpanBatch& s3 = spans(&out[2]);
+  AddSpan(&s3, {.trace = kTraceLong,
+                .span = 0x13,
+                .parent = 0x11,
+                .service = "indexed",
+                .name = "late",
+                .kind = kInternal,
+                .start = At(-2 * h),
+                .duration = Ms(5)});
+  LogBatch& l3 = logs(&out[2]);
+  AddLog(&l3,
+         {.time = At(-1000), .severity = 9, .body = "the orphan again", .service = "indexed", .trace = kTraceLogsOnly});
+  return out;
+}
+
 Status WriteReadDataset(const ReadDataset& d, TelemetryStore* store) {
   SL_RETURN_IF_ERROR(
       WriteInTwoCalls(store, Signal::kSpans, d.spans, [](SignalSink& s, const auto& b) { return s.WriteSpans(b); }));

@@ -140,6 +140,34 @@ inline constexpr TraceId kTraceM0{0x4d, 0};
 //! Two batches: kProjectMap's spans and kProjectMapOther's.
 std::vector<SpanBatch> ServiceMapSpans();
 
+// --- The indexed lookups' project (IndexedLookupWrites), apart from
+// BuildReadDataset as the service map is: a trace and log records spread
+// over hours and written in three steps, for the engines' own indexes
+// (DuckDB's trace ranges and log tokens). Times are At(ms).
+// - kTraceLong: spans at -3 h (step 1), +1 s (step 2) and a late span at
+//   -2 h written last (step 3); log records at -3 h and +1 s.
+// - kTraceLogsOnly: log records at -2 h and -1 s, no span.
+// - kTraceOther: one span at +2 s, no log record.
+// - Bodies: a word only in the oldest record (-4 h, "Zebrafish Rare-Word"),
+//   an underscore and a non-ASCII capital ("card_declined", "ÉMILE"), an
+//   80-character token, a record of 70 words whose last word is past any
+//   per-record token cap.
+inline constexpr int64_t kProjectIndex = 6;
+inline constexpr TraceId kTraceLong{0x1d, 1};
+inline constexpr TraceId kTraceLogsOnly{0x1d, 2};
+inline constexpr TraceId kTraceOther{0x1d, 3};
+inline constexpr int64_t kHourMs = 3'600'000;
+//! Every row of the indexed lookups' project.
+inline constexpr TimeRange kIndexRange{At(-5 * kHourMs), At(60'000)};
+
+//! One Write call of spans, then one of log records.
+struct WriteStep {
+  std::vector<SpanBatch> spans;
+  std::vector<LogBatch> logs;
+};
+//! The three steps, in order.
+std::vector<WriteStep> IndexedLookupWrites();
+
 struct ReadDataset {
   std::vector<SpanBatch> spans;
   std::vector<LogBatch> logs;

@@ -1,0 +1,398 @@
+// The DuckDB engine's own indexes (duckdb_indexes.h): the tokenizer and
+// needle rules, compaction into sorted runs and their merging, backfill at
+// open of a database that predates them, retention, and that lookups do
+// read through the indexes (an index row removed by hand hides its rows).
+// The read conformance suite checks the answers against the reference.
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/testing/temp_dir.h"
+#include "model/batch.h"
+#include "storage/duckdb/duckdb_store.h"
+#include "storage/duckdb/log_token_index.h"
+#include "storage/telemetry_reader.h"
+#include "storage/telemetry_store.h"
+
+namespace sightline {
+namespace {
+
+using duckdb_index::kMaxTokensPerRecord;
+using duckdb_index::kMinuteNs;
+
+constexpr int64_t kT0 = 1'700'000'000'000'000'000;
+constexpr int64_t kProject = 1;
+
+std::vector<std::string> Tokens(std::string_view body) {
+  std::vector<std::string> out;
+  std::string scratch;
+  duckdb_index::Tokenize(body, &scratch, [&](std::string_view t) { out.emplace_back(t); });
+  return out;
+}
+
+TEST(LogTokenIndexTest, TokensAreLowerCasedAsciiWordRuns) {
+  EXPECT_EQ(Tokens("GET /api/v1 failed: card_declined (x2) after 250 ms"),
+            (std::vector<std::string>{"get", "api", "v1", "failed", "card", "declined", "x2", "after", "ms"}));
+  // Non-ASCII characters separate, except the two lower() maps into ASCII.
+  EXPECT_EQ(Tokens("Émile ЖУРНАЛ İstanbul 5\u212A"), (std::vector<std::string>{"mile", "istanbul", "5k"}));
+  EXPECT_TRUE(Tokens(" -- ").empty());
+}
+
+TEST(LogTokenIndexTest, LongTokensAreWindowsThatHoldEveryNeedle) {
+  std::string token;
+  for (int i = 0; i < 50; ++i) token.push_back(static_cast<char>('a' + i % 26));
+  const std::vector<std::string> windows = Tokens(token);
+  ASSERT_GT(windows.size(), 1u);
+  for (const std::string& w : windows) EXPECT_EQ(w.size(), duckdb_index::kMaxTokenBytes);
+  for (size_t at = 0; at + duckdb_index::kMaxNeedleBytes <= token.size(); ++at) {
+    const std::string needle = token.substr(at, duckdb_index::kMaxNeedleBytes);
+    bool found = false;
+    for (const std::string& w : windows) found = found || w.find(needle) != std::string::npos;
+    EXPECT_TRUE(found) << needle;
+  }
+}
+
+TEST(LogTokenIndexTest, ARecordPastTheCapEndsWithTheOverflowToken) {
+  std::string body;
+  for (size_t i = 0; i < kMaxTokensPerRecord + 5; ++i) body += "w" + std::to_string(i) + " ";
+  const std::vector<std::string> tokens = Tokens(body);
+  ASSERT_EQ(tokens.size(), kMaxTokensPerRecord + 1);
+  EXPECT_EQ(tokens.back(), "");
+}
+
+TEST(LogTokenIndexTest, TheNeedleIsTheLongestAsciiRunCut) {
+  EXPECT_EQ(duckdb_index::NeedleOf("Card_DECLINED now"), "declined");
+  EXPECT_EQ(duckdb_index::NeedleOf("Émile"), "mile");
+  EXPECT_EQ(duckdb_index::NeedleOf("журнал"), "");
+  EXPECT_EQ(duckdb_index::NeedleOf(" : "), "");
+  EXPECT_EQ(duckdb_index::NeedleOf("12345 ab"), "ab");  // runs of digits alone are not stored
+  EXPECT_EQ(duckdb_index::NeedleOf("#12345"), "");
+  EXPECT_EQ(duckdb_index::NeedleOf("abcdefghijklmnopqrstuvwxyz"), "abcdefghijklmnop");
+}
+
+TEST(LogTokenIndexTest, MinutesBecomeJoinedRangesNewestFirst) {
+  const TimeRange range{5 * kMinuteNs + 7, 20 * kMinuteNs};
+  const std::vector<TimeRange> ranges = duckdb_index::RangesOfMinutes({30, 12, 11, 10, 5}, range);
+  ASSERT_EQ(ranges.size(), 2u);
+  EXPECT_EQ(ranges[0].from_ns, 10 * kMinuteNs);
+  EXPECT_EQ(ranges[0].to_ns, 13 * kMinuteNs);
+  EXPECT_EQ(ranges[1].from_ns, 5 * kMinuteNs + 7);
+  EXPECT_EQ(ranges[1].to_ns, 6 * kMinuteNs);
+  std::vector<int64_t> many;
+  for (int64_t m = 1000; m > 0; m -= 2) many.push_back(m);
+  const std::vector<TimeRange> capped = duckdb_index::RangesOfMinutes(many, {0, 2000 * kMinuteNs});
+  EXPECT_EQ(capped.size(), duckdb_index::kMaxSearchRanges);
+  EXPECT_EQ(capped.front().to_ns, 1001 * kMinuteNs);
+  EXPECT_EQ(capped.back().from_ns, 2 * kMinuteNs);
+}
+
+SpanBatch Spans(const std::vector<std::pair<TraceId, int64_t>>& spans) {
+  SpanBatch b;
+  b.project_id = kProject;
+  b.resources.resource_id.push_back(1);
+  b.resources.resource_attributes.Append(R"({"service.name":"svc"})");
+  b.resources.scope_name.Append("");
+  b.resources.scope_version.Append("");
+  b.resources.scope_attributes.Append("{}");
+  uint64_t span_id = 1;
+  for (const auto& [trace, start] : spans) {
+    b.trace_id_high.push_back(trace.high);
+    b.trace_id_low.push_back(trace.low);
+    b.span_id.push_back(span_id++);
+    b.parent_span_id.push_back(0);
+    b.trace_state.Append("");
+    b.flags.push_back(0);
+    b.name.Append("op");
+    b.kind.push_back(2);
+    b.start_time_ns.push_back(start);
+    b.end_time_ns.push_back(start + 1000);
+    b.status_code.push_back(0);
+    for (StringColumn* c : {&b.status_message, &b.service_name, &b.http_route, &b.http_method, &b.db_system,
+                            &b.exception_type, &b.exception_message, &b.exception_group, &b.events, &b.links}) {
+      c->Append(c == &b.service_name ? "svc" : "");
+    }
+    b.http_status_code.push_back(0);
+    b.attributes.Append("{}");
+    b.dropped_attributes_count.push_back(0);
+    b.dropped_events_count.push_back(0);
+    b.dropped_links_count.push_back(0);
+    b.resource_id.push_back(1);
+  }
+  return b;
+}
+
+struct LogRow {
+  int64_t time;
+  std::string body;
+  TraceId trace;
+};
+
+LogBatch Logs(const std::vector<LogRow>& rows) {
+  LogBatch b;
+  b.project_id = kProject;
+  b.resources.resource_id.push_back(1);
+  b.resources.resource_attributes.Append(R"({"service.name":"svc"})");
+  b.resources.scope_name.Append("");
+  b.resources.scope_version.Append("");
+  b.resources.scope_attributes.Append("{}");
+  for (const LogRow& r : rows) {
+    b.time_ns.push_back(r.time);
+    b.observed_time_ns.push_back(r.time);
+    b.severity_number.push_back(9);
+    b.severity_text.Append("INFO");
+    b.body.Append(r.body);
+    b.body_type.push_back(1);
+    b.trace_id_high.push_back(r.trace.high);
+    b.trace_id_low.push_back(r.trace.low);
+    b.span_id.push_back(0);
+    b.flags.push_back(0);
+    b.service_name.Append("svc");
+    b.attributes.Append("{}");
+    b.dropped_attributes_count.push_back(0);
+    b.resource_id.push_back(1);
+    for (StringColumn* c : {&b.event_name, &b.exception_type, &b.exception_message, &b.exception_group}) c->Append("");
+  }
+  return b;
+}
+
+class DuckDbIndexesTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Open(); }
+  void TearDown() override { Close(); }
+
+  void Open() {
+    StoreOptions options;
+    options.data_dir = dir_.str();
+    options.read_connections = 1;
+    Result<std::unique_ptr<TelemetryStore>> store = OpenDuckDbStore(options);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    store_ = std::move(store).value();
+  }
+  void Close() {
+    if (store_ != nullptr) {
+      EXPECT_TRUE(store_->Close().ok());
+    }
+    store_.reset();
+  }
+  void Write(const SpanBatch& b) {
+    Result<std::unique_ptr<SignalSink>> sink = store_->NewSink(Signal::kSpans);
+    ASSERT_TRUE(sink.ok());
+    ASSERT_TRUE((*sink)->WriteSpans({&b}).ok());
+  }
+  void Write(const LogBatch& b) {
+    Result<std::unique_ptr<SignalSink>> sink = store_->NewSink(Signal::kLogs);
+    ASSERT_TRUE(sink.ok());
+    ASSERT_TRUE((*sink)->WriteLogs({&b}).ok());
+  }
+  //! The one integer a query returns.
+  int64_t Int(const std::string& sql) {
+    Result<SqlResult> r = store_->ExecuteSql(sql);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    if (!r.ok() || r->rows.size() != 1 || !r->rows[0][0]) return -1;
+    return std::stoll(*r->rows[0][0]);
+  }
+  //! The span start times of a trace; empty when GetTrace says NotFound.
+  std::vector<int64_t> TraceStarts(const TraceId& id) {
+    Result<std::unique_ptr<TelemetryReader>> reader = store_->AcquireReader(1000);
+    EXPECT_TRUE(reader.ok());
+    Result<TraceDetail> detail = (*reader)->GetTrace({kProject, id});
+    std::vector<int64_t> out;
+    if (!detail.ok()) {
+      EXPECT_EQ(detail.status().code(), StatusCode::kNotFound) << detail.status().ToString();
+      return out;
+    }
+    for (const SpanRecord& s : detail->spans) out.push_back(s.start_ns);
+    return out;
+  }
+  //! The bodies a search returns, newest first.
+  std::vector<std::string> Search(const std::string& text) {
+    Result<std::unique_ptr<TelemetryReader>> reader = store_->AcquireReader(1000);
+    EXPECT_TRUE(reader.ok());
+    LogPageQuery q;
+    q.filter.project_id = kProject;
+    q.filter.range = {kT0 - 24 * 60 * kMinuteNs, kT0 + 60 * kMinuteNs};
+    q.filter.text = text;
+    Result<LogPage> page = (*reader)->Logs(q);
+    EXPECT_TRUE(page.ok()) << page.status().ToString();
+    std::vector<std::string> out;
+    if (page.ok()) {
+      for (const LogRecord& r : page->records) out.push_back(r.body);
+    }
+    return out;
+  }
+
+  testing::TempDir dir_;
+  std::unique_ptr<TelemetryStore> store_;
+};
+
+constexpr TraceId kTraceA{0xa, 1};
+constexpr TraceId kTraceB{0xb, 2};
+
+TEST_F(DuckDbIndexesTest, CompactionMovesTheTailIntoARun) {
+  Write(Spans({{kTraceA, kT0}, {kTraceB, kT0 + 5}}));
+  Write(Spans({{kTraceA, kT0 - 60 * kMinuteNs}}));
+  EXPECT_EQ(Int("SELECT count(*) FROM trace_ranges_tail"), 3);
+  EXPECT_EQ(Int("SELECT count(*) FROM trace_ranges"), 0);
+  EXPECT_EQ(TraceStarts(kTraceA), (std::vector<int64_t>{kT0 - 60 * kMinuteNs, kT0}));
+  ASSERT_TRUE(store_->ReclaimSpace().ok());
+  EXPECT_EQ(Int("SELECT count(*) FROM trace_ranges_tail"), 0);
+  EXPECT_EQ(Int("SELECT count(*) FROM trace_ranges"), 3);
+  EXPECT_EQ(Int("SELECT min(min_ns) FROM trace_ranges WHERE trace_id_high = 10"), kT0 - 60 * kMinuteNs);
+  EXPECT_EQ(TraceStarts(kTraceA), (std::vector<int64_t>{kT0 - 60 * kMinuteNs, kT0}));
+  // A late span lands in the tail; the lookup joins both.
+  Write(Spans({{kTraceA, kT0 - 120 * kMinuteNs}}));
+  EXPECT_EQ(TraceStarts(kTraceA), (std::vector<int64_t>{kT0 - 120 * kMinuteNs, kT0 - 60 * kMinuteNs, kT0}));
+}
+
+TEST_F(DuckDbIndexesTest, FourRunsOfATierMergeIntoOne) {
+  for (int i = 0; i < 4; ++i) {
+    Write(Spans({{TraceId{static_cast<uint64_t>(i + 1), 7}, kT0 + i}}));
+    ASSERT_TRUE(store_->ReclaimSpace().ok());
+    EXPECT_EQ(Int("SELECT count(DISTINCT run) FROM trace_ranges"), i < 3 ? i + 1 : 1) << "after run " << i + 1;
+  }
+  EXPECT_EQ(Int("SELECT count(*) FROM trace_ranges"), 4);
+  // The run sizes survive a reopen: one more run of the same tier makes two.
+  Close();
+  Open();
+  Write(Spans({{TraceId{9, 9}, kT0}}));
+  ASSERT_TRUE(store_->ReclaimSpace().ok());
+  EXPECT_EQ(Int("SELECT count(DISTINCT run) FROM trace_ranges"), 2);
+  EXPECT_EQ(TraceStarts(TraceId{3, 7}), (std::vector<int64_t>{kT0 + 2}));
+}
+
+TEST_F(DuckDbIndexesTest, AnExistingDatabaseIsBackfilledAtOpen) {
+  Write(Spans({{kTraceA, kT0}, {kTraceA, kT0 - 90 * kMinuteNs}, {kTraceB, kT0}}));
+  Write(Logs({{kT0 - 90 * kMinuteNs, "Old Zebrafish here", kTraceA}, {kT0, "new record", kTraceB}}));
+  // A database from before the indexes: their tables are not there.
+  ASSERT_TRUE(store_
+                  ->ExecuteSql("DROP TABLE trace_ranges; DROP TABLE trace_ranges_tail; DROP TABLE log_tokens; "
+                               "DROP TABLE log_tokens_tail; DROP TABLE log_token_dict")
+                  .ok());
+  Close();
+  Open();
+  EXPECT_EQ(Int("SELECT count(*) FROM trace_ranges"), 4);  // two traces' spans, two traces' logs
+  EXPECT_EQ(Int("SELECT count(*) FROM trace_ranges_tail"), 0);
+  EXPECT_EQ(Int("SELECT count(*) FROM log_tokens WHERE token = 'zebrafish'"), 1);
+  EXPECT_EQ(Int("SELECT count(*) FROM log_token_dict WHERE token = 'zebrafish'"), 1);
+  EXPECT_EQ(TraceStarts(kTraceA), (std::vector<int64_t>{kT0 - 90 * kMinuteNs, kT0}));
+  EXPECT_EQ(Search("zebra"), (std::vector<std::string>{"Old Zebrafish here"}));
+  EXPECT_TRUE(Search("absent").empty());
+  // Reopening again leaves them as they are.
+  Close();
+  Open();
+  EXPECT_EQ(Int("SELECT count(*) FROM trace_ranges"), 4);
+}
+
+// More rows than a DuckDB row group (122,880), which DuckDB writes to the
+// file before the commit, and no spans: the backfill's rows must be there at
+// once, not only after a checkpoint.
+TEST_F(DuckDbIndexesTest, ALargeBackfillIsReadAtOnce) {
+  constexpr int kRows = 150'000;
+  std::vector<LogRow> rows;
+  for (int i = 0; i < kRows; ++i) rows.push_back({kT0 + i, "r", TraceId{7, static_cast<uint64_t>(i + 1)}});
+  Write(Logs(rows));
+  ASSERT_TRUE(store_->ExecuteSql("DROP TABLE trace_ranges; DROP TABLE trace_ranges_tail").ok());
+  Close();
+  Open();
+  EXPECT_EQ(Int("SELECT count(*) FROM trace_ranges"), kRows);
+  Result<std::unique_ptr<TelemetryReader>> reader = store_->AcquireReader(1000);
+  ASSERT_TRUE(reader.ok());
+  LogPageQuery q;
+  q.filter.project_id = kProject;
+  q.filter.range = {kT0, kT0 + kRows};
+  q.filter.trace_id = TraceId{7, 1234};
+  Result<LogPage> page = (*reader)->Logs(q);
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->records.size(), 1u);
+  EXPECT_EQ(page->records[0].time_ns, kT0 + 1233);
+}
+
+// Compaction runs beside the sinks (no write lock): a trace committed while
+// a tail moves must be in the runs or still in the tail afterwards.
+TEST_F(DuckDbIndexesTest, CompactionBesideWritesLosesNoTrace) {
+  constexpr int kBatches = 60;
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    Result<std::unique_ptr<SignalSink>> sink = store_->NewSink(Signal::kSpans);
+    ASSERT_TRUE(sink.ok());
+    for (int i = 0; i < kBatches; ++i) {
+      std::vector<std::pair<TraceId, int64_t>> spans;
+      for (int j = 0; j < 2000; ++j)
+        spans.push_back({TraceId{static_cast<uint64_t>(i + 1), static_cast<uint64_t>(j + 1)}, kT0 + j});
+      const SpanBatch b = Spans(spans);
+      ASSERT_TRUE((*sink)->WriteSpans({&b}).ok());
+    }
+    done = true;
+  });
+  int compactions = 0;
+  while (!done) {
+    ASSERT_TRUE(store_->ReclaimSpace().ok());
+    ++compactions;
+  }
+  writer.join();
+  EXPECT_GT(compactions, 1);
+  EXPECT_EQ(Int("SELECT count(*) FROM trace_ranges") + Int("SELECT count(*) FROM trace_ranges_tail"), kBatches * 2000);
+  for (int i = 0; i < kBatches; i += 7) {
+    EXPECT_EQ(TraceStarts(TraceId{static_cast<uint64_t>(i + 1), 1999}), (std::vector<int64_t>{kT0 + 1998})) << i;
+  }
+}
+
+TEST_F(DuckDbIndexesTest, RetentionExpiresIndexRowsWithTheirRows) {
+  Write(Spans({{kTraceA, kT0 - 120 * kMinuteNs}, {kTraceB, kT0 - 120 * kMinuteNs}, {kTraceB, kT0}}));
+  Write(Logs({{kT0 - 120 * kMinuteNs, "old zebrafish", kTraceA}, {kT0, "new record", kTraceB}}));
+  ASSERT_TRUE(store_->ReclaimSpace().ok());
+  Write(Spans({{kTraceA, kT0 - 119 * kMinuteNs}}));  // in the tail
+  for (Signal s : {Signal::kSpans, Signal::kLogs}) {
+    ASSERT_TRUE(store_->DeleteBefore(s, ProjectSet::All(), kT0 - 60 * kMinuteNs).ok());
+  }
+  EXPECT_EQ(Int("SELECT count(*) FROM trace_ranges WHERE trace_id_high = 10") +
+                Int("SELECT count(*) FROM trace_ranges_tail WHERE trace_id_high = 10"),
+            0);
+  // Trace B's span row covers a live span: it stays, as wide as it was.
+  EXPECT_EQ(Int("SELECT min_ns FROM trace_ranges WHERE trace_id_high = 11 AND signal = 0"), kT0 - 120 * kMinuteNs);
+  EXPECT_TRUE(TraceStarts(kTraceA).empty());
+  EXPECT_EQ(TraceStarts(kTraceB), (std::vector<int64_t>{kT0}));
+  EXPECT_EQ(Int("SELECT count(*) FROM log_tokens WHERE token = 'zebrafish'"), 0);
+  EXPECT_EQ(Int("SELECT count(*) FROM log_tokens WHERE token = 'new'"), 1);
+}
+
+TEST_F(DuckDbIndexesTest, LookupsReadOnlyWhatTheIndexesSay) {
+  Write(Spans({{kTraceA, kT0 - 60 * kMinuteNs}, {kTraceA, kT0}}));
+  Write(Logs({{kT0 - 60 * kMinuteNs, "zebrafish one", {}}, {kT0, "zebrafish two", {}}}));
+  ASSERT_EQ(Search("zebrafish").size(), 2u);
+  // Narrowed by hand, the index hides what it no longer covers: the reads
+  // go through it rather than around it.
+  ASSERT_TRUE(store_->ExecuteSql("UPDATE trace_ranges_tail SET min_ns = max_ns").ok());
+  EXPECT_EQ(TraceStarts(kTraceA), (std::vector<int64_t>{kT0}));
+  ASSERT_TRUE(store_
+                  ->ExecuteSql("DELETE FROM log_tokens_tail WHERE token = 'zebrafish' AND minute = " +
+                               std::to_string(duckdb_index::MinuteOf(kT0)))
+                  .ok());
+  EXPECT_EQ(Search("zebrafish"), (std::vector<std::string>{"zebrafish one"}));
+  ASSERT_TRUE(store_->ExecuteSql("DELETE FROM log_tokens_tail WHERE token = 'zebrafish'").ok());
+  EXPECT_TRUE(Search("zebrafish").empty());
+}
+
+TEST_F(DuckDbIndexesTest, SearchFoldsAsLowerDoes) {
+  Write(Logs({{kT0, "Cooled to 5\u212A", {}},
+              {kT0 + 1, "Flight to İstanbul", {}},
+              {kT0 + 2, "ÉCOLE", {}},
+              {kT0 + 3, "order 4711 shipped", {}}}));
+  // What DuckDB's own lower() says, with the index out of the way.
+  for (const char* text : {"5k", "istanbul", "école", "ÉCOLE", "cole", "4711", "r 47", "order 4711"}) {
+    const int64_t want =
+        Int(std::string("SELECT count(*) FROM logs WHERE contains(lower(body), lower('") + text + "'))");
+    EXPECT_EQ(static_cast<int64_t>(Search(text).size()), want) << text;
+    EXPECT_GT(want, 0) << text;
+  }
+  ASSERT_TRUE(store_->ReclaimSpace().ok());
+  EXPECT_EQ(Search("5K"), (std::vector<std::string>{"Cooled to 5\u212A"}));
+}
+
+}  // namespace
+}  // namespace sightline

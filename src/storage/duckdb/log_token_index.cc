@@ -1,0 +1,198 @@
+#include "storage/duckdb/log_token_index.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "storage/sql/retention_sql.h"
+
+namespace sightline::duckdb_index {
+
+namespace {
+
+constexpr const char* kDictionary = "log_token_dict";
+constexpr size_t kBlockBytes = 64 * 1024;
+
+//! minute of time_ns in SQL, as MinuteOf (DuckDB's // truncates toward zero).
+constexpr const char* kMinuteSql =
+    "(CASE WHEN time_ns >= 0 THEN time_ns // 60000000000 ELSE (time_ns + 1) // 60000000000 - 1 END)";
+
+}  // namespace
+
+// Lookups filter on token (an IN list): runs sorted on it keep each token's
+// rows in one or two row groups.
+const RunTableDef kLogTokens{
+    "log_tokens", "log_tokens_tail", "DISTINCT project_id, token, minute", "", "token, project_id, minute",
+};
+
+std::string NeedleOf(std::string_view text) {
+  std::string best, run;
+  for (size_t i = 0; i <= text.size(); ++i) {
+    const auto c = i < text.size() ? static_cast<unsigned char>(text[i]) : 0;
+    if (i < text.size() && internal::IsAsciiWord(c)) {
+      run.push_back(c >= 'A' && c <= 'Z' ? static_cast<char>(c + 0x20) : static_cast<char>(c));
+      continue;
+    }
+    // A run of digits alone is no needle: such runs are not stored.
+    if (run.size() > best.size() && !internal::AllDigits(run)) best = run;
+    run.clear();
+  }
+  if (best.size() > kMaxNeedleBytes) best.resize(kMaxNeedleBytes);
+  return best;
+}
+
+Status CreateLogTokenIndex(duckdb_connection conn) {
+  Result<bool> exists = TableExists(conn, kLogTokens.runs);
+  if (!exists.ok()) return exists.status();
+  SL_RETURN_IF_ERROR(Exec(conn, "BEGIN TRANSACTION"));
+  Status s = Exec(conn, std::string("CREATE TABLE IF NOT EXISTS ") + kLogTokens.tail +
+                            " (project_id BIGINT, token VARCHAR, minute BIGINT)");
+  if (s.ok()) {
+    s = Exec(conn, std::string("CREATE TABLE IF NOT EXISTS ") + kLogTokens.runs +
+                       " (project_id BIGINT, token VARCHAR, minute BIGINT, run BIGINT)");
+  }
+  if (s.ok()) {
+    s = Exec(conn, std::string("CREATE TABLE IF NOT EXISTS ") + kDictionary + " (project_id BIGINT, token VARCHAR)");
+  }
+  if (s.ok() && !*exists) {
+    // lower() then a split on everything but [a-z0-9] gives the maximal
+    // ASCII letter-and-digit runs of lower(body); those with a letter are
+    // the tokens Tokenize makes, whole (no windows, no cap), which only ever
+    // finds more.
+    s = Exec(conn, std::string("INSERT INTO ") + kLogTokens.runs +
+                       " SELECT DISTINCT project_id, token, minute, 1 FROM (SELECT project_id, " + kMinuteSql +
+                       " AS minute, unnest(string_split_regex(lower(body), '[^a-z0-9]+')) AS token FROM logs) "
+                       "WHERE regexp_matches(token, '[a-z]') ORDER BY token, project_id, minute");
+    if (s.ok()) {
+      s = Exec(conn, std::string("INSERT INTO ") + kDictionary + " SELECT DISTINCT project_id, token FROM " +
+                         kLogTokens.runs);
+    }
+  }
+  if (!s.ok()) {
+    (void)Exec(conn, "ROLLBACK");
+    return s;
+  }
+  return Exec(conn, "COMMIT");
+}
+
+Status AddTailTokensToDictionary(duckdb_connection conn) {
+  return Exec(conn, std::string("INSERT INTO ") + kDictionary + " SELECT DISTINCT project_id, token FROM " +
+                        kLogTokens.tail + " t WHERE token <> '' AND NOT EXISTS (SELECT 1 FROM " + kDictionary +
+                        " d WHERE d.project_id = t.project_id AND d.token = t.token)");
+}
+
+Status ExpireLogTokens(duckdb_connection conn, const ProjectSet& projects, int64_t before_ns) {
+  // Minute m has expired once it ends, (m + 1) * kMinuteNs, at or before
+  // before_ns: m < floor(before_ns / kMinuteNs).
+  const std::string where =
+      " WHERE minute < " + std::to_string(MinuteOf(before_ns)) + " AND minute <> 0" + sql::ProjectFilterSql(projects);
+  SL_RETURN_IF_ERROR(Exec(conn, std::string("DELETE FROM ") + kLogTokens.runs + where));
+  return Exec(conn, std::string("DELETE FROM ") + kLogTokens.tail + where);
+}
+
+sql::Sql CandidateTokensSql(int64_t project_id, const std::string& needle) {
+  sql::Sql sql;
+  sql << "SELECT DISTINCT token FROM (";
+  for (const char* table : {kDictionary, kLogTokens.tail}) {
+    if (table != kDictionary) sql << " UNION ALL ";
+    sql << "SELECT token FROM " << table << " WHERE project_id = ";
+    sql.Bind(project_id);
+    sql << " AND contains(token, ";
+    sql.Bind(needle);
+    sql << ")";
+  }
+  sql << ") LIMIT ";
+  sql.Bind(kMaxCandidateTokens + 1);
+  return sql;
+}
+
+sql::Sql MinutesSql(int64_t project_id, const std::vector<std::string>& tokens, int64_t from_minute,
+                    int64_t to_minute) {
+  sql::Sql sql;
+  sql << "SELECT DISTINCT minute FROM (";
+  for (const char* table : {kLogTokens.runs, kLogTokens.tail}) {
+    if (table != kLogTokens.runs) sql << " UNION ALL ";
+    sql << "SELECT minute FROM " << table << " WHERE token IN (''";
+    for (const std::string& t : tokens) {
+      sql << ", ";
+      sql.Bind(t);
+    }
+    sql << ") AND project_id = ";
+    sql.Bind(project_id);
+    sql << " AND minute >= ";
+    sql.Bind(from_minute);
+    sql << " AND minute <= ";
+    sql.Bind(to_minute);
+  }
+  sql << ") ORDER BY minute DESC";
+  return sql;
+}
+
+std::vector<TimeRange> RangesOfMinutes(const std::vector<int64_t>& minutes, const TimeRange& range) {
+  std::vector<TimeRange> out;  // newest first
+  for (int64_t m : minutes) {
+    const __int128 from = static_cast<__int128>(m) * kMinuteNs;
+    const __int128 to = from + kMinuteNs;
+    TimeRange r{static_cast<int64_t>(std::max<__int128>(from, range.from_ns)),
+                static_cast<int64_t>(std::min<__int128>(to, range.to_ns))};
+    if (r.from_ns >= r.to_ns) continue;
+    if (!out.empty() && out.back().from_ns <= r.to_ns) {
+      out.back().from_ns = std::min(out.back().from_ns, r.from_ns);
+      continue;
+    }
+    out.push_back(r);
+  }
+  while (out.size() > kMaxSearchRanges) {
+    // Close the smallest gap: between out[i] (newer) and out[i + 1].
+    size_t best = 0;
+    int64_t best_gap = INT64_MAX;
+    for (size_t i = 0; i + 1 < out.size(); ++i) {
+      const int64_t gap = out[i].from_ns - out[i + 1].to_ns;
+      if (gap < best_gap) {
+        best_gap = gap;
+        best = i;
+      }
+    }
+    out[best].from_ns = out[best + 1].from_ns;
+    out.erase(out.begin() + static_cast<std::ptrdiff_t>(best) + 1);
+  }
+  return out;
+}
+
+std::string_view LogTokenWriter::Keep(std::string_view token) {
+  if (blocks_.empty() || block_used_ + token.size() > kBlockBytes) {
+    blocks_.push_back(std::make_unique<char[]>(std::max(kBlockBytes, token.size())));
+    block_used_ = 0;
+  }
+  char* at = blocks_.back().get() + block_used_;
+  std::memcpy(at, token.data(), token.size());
+  block_used_ += token.size();
+  return std::string_view(at, token.size());
+}
+
+Result<uint64_t> LogTokenWriter::Append(duckdb_appender appender, const LogBatch& b) {
+  seen_.clear();
+  blocks_.clear();
+  block_used_ = 0;
+  for (size_t i = 0; i < b.rows(); ++i) {
+    const std::string_view body = b.body.Get(i);
+    const int64_t minute = MinuteOf(b.time_ns[i]);
+    Tokenize(body, &scratch_, [&](std::string_view token) {
+      if (seen_.count(Key{token, minute}) != 0) return;
+      const bool in_body = token.empty() || (token.data() >= body.data() && token.data() < body.data() + body.size());
+      seen_.insert(Key{in_body ? token : Keep(token), minute});
+    });
+  }
+  for (const Key& k : seen_) {
+    if (duckdb_append_int64(appender, b.project_id) != DuckDBSuccess ||
+        duckdb_append_varchar_length(appender, k.token.data(), k.token.size()) != DuckDBSuccess ||
+        duckdb_append_int64(appender, k.minute) != DuckDBSuccess ||
+        duckdb_appender_end_row(appender) != DuckDBSuccess) {
+      const char* error = duckdb_appender_error(appender);
+      return Status::IoError(std::string("duckdb append to log_tokens_tail: ") +
+                             (error != nullptr ? error : "unknown error"));
+    }
+  }
+  return static_cast<uint64_t>(seen_.size());
+}
+
+}  // namespace sightline::duckdb_index

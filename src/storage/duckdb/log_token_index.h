@@ -1,0 +1,228 @@
+#pragma once
+
+// The log search index of the DuckDB engine (docs/STORAGE.md, "DuckDB's own
+// indexes"): which minutes of a project hold a body word, so a body-contains
+// search ("q=") reads only the minutes that can hold a match.
+//
+// The search is substring-contains of lower(text) in lower(body), with
+// DuckDB's lower() (Unicode simple case mapping), so the index only ever
+// proves absence:
+// - Tokens are the maximal runs of ASCII letters and digits of lower(body)
+//   that hold a letter. Every other character separates; lower() maps ASCII
+//   to ASCII and only U+0130 (to 'i') and U+212A KELVIN SIGN (to 'k') from
+//   outside ASCII into it, and the tokenizer maps those two the same way.
+//   Runs of digits alone (counts, ports, ids: most of a log's distinct
+//   words, and most of what this index would cost) are not stored.
+// - The needle is the longest run of ASCII letters and digits of the query
+//   (non-ASCII characters separate) that holds a letter, lower-cased, cut to
+//   kMaxNeedleBytes. It is a substring of lower(query), hence of lower(body)
+//   in a match, hence of one run of that body, which holds a letter as the
+//   needle does, so is a stored token: the minutes of the tokens that
+//   contain the needle hold every match.
+// - A token longer than kMaxTokenBytes is stored as windows of that length
+//   every kMaxNeedleBytes (a needle lies inside one). A record with more
+//   than kMaxTokensPerRecord tokens stores the overflow token '' instead of
+//   the rest, and every search reads the minutes holding ''.
+// - A query without an ASCII letter, or whose needle is in more than
+//   kMaxCandidateTokens tokens, is not helped: the caller scans.
+//
+// Tables (sorted_runs.h for the tail and runs):
+//   log_tokens_tail / log_tokens (project_id, token, minute[, run]): one row
+//     per distinct token per minute of time_ns per written batch; runs are
+//     sorted on token and hold each (project, token, minute) once.
+//   log_token_dict (project_id, token): every token in log_tokens, once; a
+//     search finds its tokens here (and in the tail) with contains().
+//     Compaction adds the tail's new tokens before it moves the tail, so a
+//     token is always in one of the two. Retention leaves it: a token whose
+//     minutes expired only costs a lookup that finds none.
+// Minutes are floor(time_ns / 60 s). Retention deletes a minute's rows once
+// the minute has expired, except minute 0, which holds the records without
+// a timestamp (those age by their observed time).
+
+#include <duckdb.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include "common/status.h"
+#include "model/batch.h"
+#include "storage/duckdb/sorted_runs.h"
+#include "storage/sql/sql_builder.h"
+#include "storage/telemetry_reader.h"
+#include "storage/telemetry_store.h"
+
+namespace sightline::duckdb_index {
+
+//! Longer tokens are stored as windows of this many bytes.
+inline constexpr size_t kMaxTokenBytes = 32;
+//! The needle's length cap, and the step between a long token's windows.
+inline constexpr size_t kMaxNeedleBytes = 16;
+//! Tokens stored per record; past it the record stores the overflow token.
+//! Ordinary log lines have far fewer; a stack trace may not, and its minute
+//! is then read by every search.
+inline constexpr size_t kMaxTokensPerRecord = 64;
+//! A needle found in more tokens than this is too common to narrow a search
+//! (a digit, a syllable): the search scans.
+inline constexpr int64_t kMaxCandidateTokens = 512;
+//! A search reads at most this many time ranges (one statement each);
+//! closer minutes are merged into one range beyond it.
+inline constexpr size_t kMaxSearchRanges = 48;
+inline constexpr int64_t kMinuteNs = 60LL * 1000 * 1000 * 1000;
+
+extern const RunTableDef kLogTokens;
+
+//! Calls emit(token) for each token of body in order (lower-cased; windows
+//! for long ones; the overflow token "" last when the record has too many).
+//! `scratch` holds tokens that differ from the body's bytes.
+template <typename Emit>
+void Tokenize(std::string_view body, std::string* scratch, Emit&& emit);
+
+//! The needle of a query; "" when the index cannot narrow it.
+std::string NeedleOf(std::string_view text);
+
+//! floor(time_ns / kMinuteNs).
+inline int64_t MinuteOf(int64_t time_ns) { return time_ns >= 0 ? time_ns / kMinuteNs : (time_ns + 1) / kMinuteNs - 1; }
+
+//! Creates the tables when missing; when log_tokens is new and logs hold
+//! rows, fills it (and the dictionary) from them in the same transaction
+//! (docs/STORAGE.md says its cost).
+Status CreateLogTokenIndex(duckdb_connection conn);
+//! Adds the tail's new tokens to log_token_dict (before the tail moves).
+Status AddTailTokensToDictionary(duckdb_connection conn);
+//! Deletes the minutes that have expired (retention).
+Status ExpireLogTokens(duckdb_connection conn, const ProjectSet& projects, int64_t before_ns);
+
+//! The tokens of the project that contain `needle` (at most
+//! kMaxCandidateTokens + 1 come back).
+sql::Sql CandidateTokensSql(int64_t project_id, const std::string& needle);
+//! The minutes, newest first, within [from_minute, to_minute], holding one
+//! of `tokens` or the overflow token.
+sql::Sql MinutesSql(int64_t project_id, const std::vector<std::string>& tokens, int64_t from_minute, int64_t to_minute);
+//! Minutes (newest first) as disjoint time ranges within `range`, newest
+//! first, adjacent minutes joined, at most kMaxSearchRanges (the smallest
+//! gaps closed first).
+std::vector<TimeRange> RangesOfMinutes(const std::vector<int64_t>& minutes, const TimeRange& range);
+
+//! Builds the token rows of a batch. One per sink (not thread-safe).
+class LogTokenWriter {
+ public:
+  //! Appends the batch's rows; returns how many.
+  Result<uint64_t> Append(duckdb_appender appender, const LogBatch& b);
+
+ private:
+  struct Key {
+    std::string_view token;
+    int64_t minute;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return std::hash<std::string_view>()(k.token) ^ static_cast<size_t>(k.minute * 0x9E3779B97F4A7C15ull);
+    }
+  };
+  //! A lasting copy of a token made in scratch (the body's own bytes last
+  //! as long as the batch).
+  std::string_view Keep(std::string_view token);
+
+  std::unordered_set<Key, KeyHash> seen_;
+  std::vector<std::unique_ptr<char[]>> blocks_;
+  size_t block_used_ = 0;
+  std::string scratch_;
+};
+
+// ---------------------------------------------------------------- inline
+
+namespace internal {
+
+inline bool IsAsciiWord(unsigned char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+inline bool AllDigits(std::string_view s) {
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
+
+}  // namespace internal
+
+template <typename Emit>
+void Tokenize(std::string_view body, std::string* scratch, Emit&& emit) {
+  size_t emitted = 0;
+  bool overflow = false;
+  // Emits the token (a view of the body when it needed no change, else of
+  // *scratch) as itself or as windows.
+  auto token = [&](std::string_view t) {
+    if (overflow) return;
+    size_t pieces =
+        t.size() <= kMaxTokenBytes ? 1 : (t.size() - kMaxTokenBytes + kMaxNeedleBytes - 1) / kMaxNeedleBytes + 1;
+    if (emitted + pieces > kMaxTokensPerRecord) {
+      overflow = true;
+      return;
+    }
+    emitted += pieces;
+    if (pieces == 1) {
+      emit(t);
+      return;
+    }
+    for (size_t at = 0;; at += kMaxNeedleBytes) {
+      if (at + kMaxTokenBytes >= t.size()) {
+        emit(t.substr(t.size() - kMaxTokenBytes));
+        break;
+      }
+      emit(t.substr(at, kMaxTokenBytes));
+    }
+  };
+  const size_t n = body.size();
+  size_t i = 0;
+  while (i < n && !overflow) {
+    const auto c = static_cast<unsigned char>(body[i]);
+    const bool dotted_i = c == 0xC4 && i + 1 < n && static_cast<unsigned char>(body[i + 1]) == 0xB0;
+    const bool kelvin = c == 0xE2 && i + 2 < n && static_cast<unsigned char>(body[i + 1]) == 0x84 &&
+                        static_cast<unsigned char>(body[i + 2]) == 0xAA;
+    if (!internal::IsAsciiWord(c) && !dotted_i && !kelvin) {
+      ++i;
+      continue;
+    }
+    // A run: its bytes as they are while they are lower-case ASCII.
+    size_t start = i;
+    bool copied = false;
+    for (;;) {
+      if (i >= n) break;
+      const auto d = static_cast<unsigned char>(body[i]);
+      char out = 0;
+      size_t len = 1;
+      if ((d >= '0' && d <= '9') || (d >= 'a' && d <= 'z')) {
+        out = static_cast<char>(d);
+      } else if (d >= 'A' && d <= 'Z') {
+        out = static_cast<char>(d + 0x20);
+      } else if (d == 0xC4 && i + 1 < n && static_cast<unsigned char>(body[i + 1]) == 0xB0) {
+        out = 'i';
+        len = 2;
+      } else if (d == 0xE2 && i + 2 < n && static_cast<unsigned char>(body[i + 1]) == 0x84 &&
+                 static_cast<unsigned char>(body[i + 2]) == 0xAA) {
+        out = 'k';
+        len = 3;
+      } else {
+        break;
+      }
+      if (!copied && (len != 1 || out != static_cast<char>(d))) {
+        scratch->assign(body.data() + start, i - start);
+        copied = true;
+      }
+      if (copied) scratch->push_back(out);
+      i += len;
+    }
+    const std::string_view run = copied ? std::string_view(*scratch) : body.substr(start, i - start);
+    if (!internal::AllDigits(run)) token(run);
+  }
+  if (overflow) emit(std::string_view("", 0));
+}
+
+}  // namespace sightline::duckdb_index

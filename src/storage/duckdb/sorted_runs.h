@@ -1,0 +1,76 @@
+#pragma once
+
+// DuckDB's own lookup tables (trace_index.h, log_token_index.h): engine
+// internals beside the shared schema (storage/schema.h), as the SQLite store
+// keeps its own B-tree indexes. DuckDB has no B-tree that survives a billion
+// appended rows cheaply; it has per-row-group min/max zone maps. A table
+// sorted on its lookup key makes each row group cover a narrow key range, so
+// a lookup by key reads about one row group. Rows arrive unsorted, so each
+// index is two tables:
+//
+// - a tail, appended by the sink in the transaction of the rows it indexes
+//   (small: a lookup scans it whole);
+// - runs: Compact() moves the tail into the runs table as one sorted run
+//   (INSERT ... SELECT ... ORDER BY key, then DELETE the tail, in one
+//   transaction), and merges runs of similar size (four of a size tier into
+//   one), so a lookup reads about one row group per run and the number of
+//   runs grows with the logarithm of the rows.
+//
+// Load() and Compact() are not thread-safe: the store calls them under its
+// maintenance lock. AddTailRows() and tail_rows() may be called from any
+// thread (the sinks report what they appended).
+
+#include <duckdb.h>
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "storage/sql/sql_connection.h"
+
+namespace sightline::duckdb_index {
+
+//! Runs sql on conn (the result discarded); the error carries DuckDB's message.
+Status Exec(duckdb_connection conn, const std::string& sql);
+//! Runs sql on conn and calls on_row for every row.
+Status Query(duckdb_connection conn, const std::string& sql, const RowCallback& on_row);
+//! Whether `table` exists in the main schema of conn's database.
+Result<bool> TableExists(duckdb_connection conn, const std::string& table);
+
+struct RunTableDef {
+  const char* runs;      // the sorted table; its last column is `run BIGINT`
+  const char* tail;      // the same columns without `run`
+  const char* select;    // what a run holds of its source rows (the tail's columns, maybe aggregated)
+  const char* group_by;  // "" or the GROUP BY that goes with `select`
+  const char* order;     // the ORDER BY of a run (the lookup key first)
+};
+
+class SortedRuns {
+ public:
+  explicit SortedRuns(const RunTableDef& def) : def_(def) {}
+
+  //! Reads the runs' sizes and the tail's row count (at open).
+  Status Load(duckdb_connection conn);
+  //! Moves the tail into a new sorted run and merges runs of a size tier
+  //! that has four. No-op for an empty tail.
+  Status Compact(duckdb_connection conn);
+  //! The tail's rows (counted at Load, plus what the sinks reported).
+  uint64_t tail_rows() const { return tail_rows_.load(); }
+  void AddTailRows(uint64_t n) { tail_rows_.fetch_add(n); }
+  size_t runs() const { return run_rows_.size(); }
+  const RunTableDef& def() const { return def_; }
+
+ private:
+  //! Rewrites the runs in `ids` as one sorted run.
+  Status Merge(duckdb_connection conn, const std::vector<int64_t>& ids);
+
+  RunTableDef def_;
+  std::map<int64_t, uint64_t> run_rows_;  // run id -> rows written (retention deletes are not subtracted)
+  int64_t next_run_ = 1;
+  std::atomic<uint64_t> tail_rows_{0};
+};
+
+}  // namespace sightline::duckdb_index
