@@ -113,28 +113,12 @@ Status ExceptionRollupTraits::Append(RollupSession* s, const char* table, const 
 
 std::vector<std::string> CreateExceptionRollupSql(const schema::TypeNames& types) {
   const ExceptionRollupRows empty;
-  const std::vector<schema::Column> columns = ExceptionRollupColumns(empty);
-  std::vector<std::string> out;
-  for (const char* table : {kExceptionDeltaTable, kExceptionMinuteTable, kExceptionHourTable}) {
-    out.push_back(schema::CreateTableSql(table, columns, types));
-  }
-  out.push_back(std::string("CREATE TABLE IF NOT EXISTS ") + kExceptionStateTable + " (complete_from_ns " +
-                types.int64 + ")");
-  return out;
+  return CreateRollupSql(kExceptionRollupTables, kExceptionStateTable, ExceptionRollupColumns(empty), types);
 }
 
 Status InitExceptionRollupState(RollupSession* s) {
-  bool present = false;
-  SL_RETURN_IF_ERROR(s->Query(std::string("SELECT count(*) FROM ") + kExceptionStateTable, {},
-                              [&](const RowView& r) { present = r.GetInt(0) > 0; }));
-  if (present) return Status::Ok();
-  int64_t from = INT64_MIN;
-  for (const char* sql : {"SELECT max(start_time_ns) FROM spans", "SELECT max(time_ns) FROM logs"}) {
-    SL_RETURN_IF_ERROR(s->Query(sql, {}, [&](const RowView& r) {
-      if (!r.IsNull(0)) from = std::max(from, FloorTo(r.GetInt(0), kHourNs) + kHourNs);
-    }));
-  }
-  return s->Exec(std::string("INSERT INTO ") + kExceptionStateTable + " VALUES (?)", {from});
+  return InitRollupState(s, kExceptionStateTable,
+                         {"SELECT max(start_time_ns) FROM spans", "SELECT max(time_ns) FROM logs"});
 }
 
 Status ExpireExceptionRollups(RollupSession* s, bool logs, const std::string& project_filter, int64_t before_ns) {

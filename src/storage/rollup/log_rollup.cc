@@ -55,26 +55,11 @@ Status LogRollupTraits::Append(RollupSession* s, const char* table, const LogRol
 
 std::vector<std::string> CreateLogRollupSql(const schema::TypeNames& types) {
   const LogRollupRows empty;
-  const std::vector<schema::Column> columns = LogRollupColumns(empty);
-  std::vector<std::string> out;
-  for (const char* table : {kLogRollupTables.delta, kLogRollupTables.minute, kLogRollupTables.hour}) {
-    out.push_back(schema::CreateTableSql(table, columns, types));
-  }
-  out.push_back(std::string("CREATE TABLE IF NOT EXISTS ") + kLogStateTable + " (complete_from_ns " + types.int64 +
-                ")");
-  return out;
+  return CreateRollupSql(kLogRollupTables, kLogStateTable, LogRollupColumns(empty), types);
 }
 
 Status InitLogRollupState(RollupSession* s) {
-  bool present = false;
-  SL_RETURN_IF_ERROR(s->Query(std::string("SELECT count(*) FROM ") + kLogStateTable, {},
-                              [&](const RowView& r) { present = r.GetInt(0) > 0; }));
-  if (present) return Status::Ok();
-  int64_t from = INT64_MIN;
-  SL_RETURN_IF_ERROR(s->Query("SELECT max(time_ns) FROM logs", {}, [&](const RowView& r) {
-    if (!r.IsNull(0)) from = FloorTo(r.GetInt(0), kHourNs) + kHourNs;
-  }));
-  return s->Exec(std::string("INSERT INTO ") + kLogStateTable + " VALUES (?)", {from});
+  return InitRollupState(s, kLogStateTable, {"SELECT max(time_ns) FROM logs"});
 }
 
 Status ExpireLogRollups(RollupSession* s, const std::string& project_filter, int64_t before_ns) {

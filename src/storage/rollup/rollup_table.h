@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <set>
 #include <span>
@@ -52,6 +53,16 @@ struct RollupTables {
   const char* minute;
   const char* hour;
 };
+
+//! CREATE TABLE IF NOT EXISTS for a rollup's three tables (of `columns`)
+//! and its one-row state table (complete_from_ns).
+std::vector<std::string> CreateRollupSql(const RollupTables& t, const char* state_table,
+                                         std::span<const schema::Column> columns, const schema::TypeNames& types);
+//! Writes the state row if there is none: the lowest time when every
+//! `newest_sql` (a "SELECT max(time column) FROM table") finds nothing, else
+//! the hour after the newest row. A database that had rows before its
+//! rollups existed reads those rows raw.
+Status InitRollupState(RollupSession* s, const char* state_table, std::initializer_list<const char*> newest_sql);
 
 //! Calls fn(key, value) for every row `sql` selects (Traits::kSelect).
 template <typename Traits, typename Fn>

@@ -98,35 +98,11 @@ Status ReadRow(const RowView& r, int col, SpanRollupKey* key, SpanRollupValue* v
 
 std::vector<std::string> CreateSpanRollupSql(const schema::TypeNames& types) {
   const SpanRollupRows empty;
-  const auto columns = SpanRollupColumns(empty);
-  std::vector<std::string> out;
-  for (const char* table : {kSpanDeltaTable, kSpanMinuteTable, kSpanHourTable}) {
-    out.push_back(schema::CreateTableSql(table, columns, types));
-  }
-  out.push_back(std::string("CREATE TABLE IF NOT EXISTS ") + kSpanStateTable + " (complete_from_ns " + types.int64 +
-                ")");
-  return out;
+  return CreateRollupSql(kSpanRollupTables, kSpanStateTable, SpanRollupColumns(empty), types);
 }
 
 Status InitSpanRollupState(RollupSession* s) {
-  bool present = false;
-  SL_RETURN_IF_ERROR(s->Query(std::string("SELECT count(*) FROM ") + kSpanStateTable, {},
-                              [&](const RowView& r) { present = r.GetInt(0) > 0; }));
-  if (present) return Status::Ok();
-  int64_t from = INT64_MIN;
-  SL_RETURN_IF_ERROR(s->Query("SELECT max(start_time_ns) FROM spans", {}, [&](const RowView& r) {
-    if (!r.IsNull(0)) from = FloorTo(r.GetInt(0), kHourNs) + kHourNs;
-  }));
-  return s->Exec(std::string("INSERT INTO ") + kSpanStateTable + " VALUES (?)", {from});
-}
-
-Result<int64_t> SpanRollupsCompleteFrom(RollupSession* s) {
-  int64_t from = INT64_MAX;  // no state row: nothing is known complete
-  SL_RETURN_IF_ERROR(
-      s->Query(std::string("SELECT min(complete_from_ns) FROM ") + kSpanStateTable, {}, [&](const RowView& r) {
-        if (!r.IsNull(0)) from = r.GetInt(0);
-      }));
-  return from;
+  return InitRollupState(s, kSpanStateTable, {"SELECT max(start_time_ns) FROM spans"});
 }
 
 Status SpanRollupTraits::Append(RollupSession* s, const char* table, const SpanRollupMap& m) {

@@ -103,8 +103,6 @@ std::vector<std::string> CreateSpanRollupSql(const schema::TypeNames& types);
 //! Writes the state row if there is none: the lowest time when the spans
 //! table is empty, else the hour after its newest span.
 Status InitSpanRollupState(RollupSession* s);
-//! complete_from_ns of the state row.
-Result<int64_t> SpanRollupsCompleteFrom(RollupSession* s);
 
 //! Folds every delta row into the minute and hour tables and deletes the
 //! deltas. Reads and rewrites only the (project, bucket) pairs the deltas

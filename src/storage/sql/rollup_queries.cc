@@ -6,6 +6,7 @@
 // (LatencySketch::kRelativeError); exception groups are exact.
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <unordered_map>
@@ -141,6 +142,34 @@ RangePlan PlanRange(const TimeRange& range, int64_t complete_from, bool hours) {
   return p;
 }
 
+//! One of a plan's four reads: rows of `table` with bucket_ns in [lo, hi).
+struct LevelRead {
+  const char* table;
+  int64_t lo, hi;
+};
+
+//! Whole hours, the whole minutes around them, and every unfolded delta.
+std::array<LevelRead, 4> LevelReads(const RangePlan& p, const rollup::RollupTables& t) {
+  return {{{t.hour, p.h0, p.h1}, {t.minute, p.m0, p.h0}, {t.minute, p.h1, p.m1}, {t.delta, p.m0, p.m1}}};
+}
+
+//! " FROM <table> WHERE project_id = ? AND bucket_ns in [lo, hi)", and the
+//! service when one is asked for.
+sql::Sql LevelWhere(const LevelRead& r, int64_t project_id, const std::optional<std::string>& service) {
+  sql::Sql s;
+  s << " FROM " << r.table << " WHERE project_id = ";
+  s.Bind(project_id);
+  s << " AND bucket_ns >= ";
+  s.Bind(r.lo);
+  s << " AND bucket_ns < ";
+  s.Bind(r.hi);
+  if (service) {
+    s << " AND service_name = ";
+    s.Bind(*service);
+  }
+  return s;
+}
+
 }  // namespace
 
 Result<int64_t> SqlReader::RollupsCompleteFrom(const char* state_table) {
@@ -169,35 +198,18 @@ Result<std::optional<SpanGroups>> SqlReader::GroupSpansFromRollups(const SpanGro
                      (q.buckets.step_ns % kHourNs == 0 && FloorTo(q.buckets.origin_ns, kHourNs) == q.buckets.origin_ns);
   const RangePlan plan = PlanRange(f.range, *complete_from, hours);
   if (plan.empty()) return std::optional<SpanGroups>();
-  const int64_t m0 = plan.m0, m1 = plan.m1, h0 = plan.h0, h1 = plan.h1;
-
-  // The rows of one level in [lo, hi) that the filter keeps.
-  auto level_where = [&](const char* table, int64_t lo, int64_t hi) {
-    sql::Sql s;
-    s << " FROM " << table << " WHERE project_id = ";
-    s.Bind(f.project_id);
-    s << " AND bucket_ns >= ";
-    s.Bind(lo);
-    s << " AND bucket_ns < ";
-    s.Bind(hi);
+  const int64_t m0 = plan.m0, m1 = plan.m1;
+  // The rows of one level that the filter keeps.
+  auto level_where = [&](const LevelRead& p) {
+    sql::Sql s = LevelWhere(p, f.project_id, f.service);
     if (f.entry_only) s << " AND is_entry = 1";
-    if (f.service) {
-      s << " AND service_name = ";
-      s.Bind(*f.service);
-    }
     if (f.endpoint) {
       s << " AND endpoint = ";
       s.Bind(*f.endpoint);
     }
     return s;
   };
-  const struct {
-    const char* table;
-    int64_t lo, hi;
-  } parts[] = {{rollup::kSpanHourTable, h0, h1},
-               {rollup::kSpanMinuteTable, m0, h0},
-               {rollup::kSpanMinuteTable, h1, m1},
-               {rollup::kSpanDeltaTable, m0, m1}};
+  const std::array<LevelRead, 4> parts = LevelReads(plan, rollup::kSpanRollupTables);
   // Few spans in range: the exact answer costs little. Counted in SQL
   // first, so a small range does not pay for reading sketches it drops.
   if (rollup_exact_spans_ > 0) {
@@ -206,7 +218,7 @@ Result<std::optional<SpanGroups>> SqlReader::GroupSpansFromRollups(const SpanGro
       if (p.lo >= p.hi) continue;
       sql::Sql s;
       s << "SELECT sum(count)";
-      s.Append(level_where(p.table, p.lo, p.hi));
+      s.Append(level_where(p));
       SL_RETURN_IF_ERROR(Rows(s, [&](const RowView& r) { spans += r.GetInt(0); }));
     }
     if (spans < rollup_exact_spans_) return std::optional<SpanGroups>();
@@ -218,7 +230,7 @@ Result<std::optional<SpanGroups>> SqlReader::GroupSpansFromRollups(const SpanGro
     if (p.lo >= p.hi) continue;
     sql::Sql s;
     s << "SELECT " << rollup::kSpanRollupSelect;
-    s.Append(level_where(p.table, p.lo, p.hi));
+    s.Append(level_where(p));
     SL_RETURN_IF_ERROR(Rows(s, [&](const RowView& r) {
       rollup::SpanRollupKey key;
       rollup::SpanRollupValue value;
@@ -279,32 +291,20 @@ Result<std::optional<ExceptionGroups>> SqlReader::GroupExceptionsFromRollups(con
     g.sample_trace_id = std::max(g.sample_trace_id, e.sample_trace_id);
   };
   Status row_status;
-  auto read_level = [&](const char* table, int64_t lo, int64_t hi) -> Status {
-    if (lo >= hi) return Status::Ok();
+  for (const LevelRead& p : LevelReads(plan, rollup::kExceptionRollupTables)) {
+    if (p.lo >= p.hi) continue;
     sql::Sql s;
-    s << "SELECT " << rollup::ExceptionRollupTraits::kSelect << " FROM " << table << " WHERE project_id = ";
-    s.Bind(f.project_id);
-    s << " AND bucket_ns >= ";
-    s.Bind(lo);
-    s << " AND bucket_ns < ";
-    s.Bind(hi);
-    if (f.service) {
-      s << " AND service_name = ";
-      s.Bind(*f.service);
-    }
-    return Rows(s, [&](const RowView& r) {
+    s << "SELECT " << rollup::ExceptionRollupTraits::kSelect;
+    s.Append(LevelWhere(p, f.project_id, f.service));
+    SL_RETURN_IF_ERROR(Rows(s, [&](const RowView& r) {
       rollup::ExceptionRollupKey k;
       rollup::ExceptionRollupValue v;
       if (!row_status.ok()) return;
       row_status = rollup::ExceptionRollupTraits::Read(r, &k, &v);
       add({k.type, k.group, k.service, v.count, v.first_ns, v.last_ns, TraceId{v.trace_high, v.trace_low},
            k.is_log ? v.count : 0});
-    });
-  };
-  SL_RETURN_IF_ERROR(read_level(rollup::kExceptionHourTable, plan.h0, plan.h1));
-  SL_RETURN_IF_ERROR(read_level(rollup::kExceptionMinuteTable, plan.m0, plan.h0));
-  SL_RETURN_IF_ERROR(read_level(rollup::kExceptionMinuteTable, plan.h1, plan.m1));
-  SL_RETURN_IF_ERROR(read_level(rollup::kExceptionDeltaTable, plan.m0, plan.m1));
+    }));
+  }
   SL_RETURN_IF_ERROR(row_status);
   // The edges: every group there, exactly, merged in.
   for (const TimeRange edge : {TimeRange{f.range.from_ns, plan.m0}, TimeRange{plan.m1, f.range.to_ns}}) {
@@ -327,21 +327,6 @@ Result<std::optional<ExceptionGroups>> SqlReader::GroupExceptionsFromRollups(con
   return std::optional<ExceptionGroups>(std::move(out));
 }
 
-namespace {
-
-//! LogVolumeRow::level of a severity number (log_queries.cc kLevelExpr).
-int32_t LevelOf(int64_t severity_number) {
-  if (severity_number >= 21) return 6;
-  if (severity_number >= 17) return 5;
-  if (severity_number >= 13) return 4;
-  if (severity_number >= 9) return 3;
-  if (severity_number >= 5) return 2;
-  if (severity_number >= 1) return 1;
-  return 0;
-}
-
-}  // namespace
-
 Result<LogVolume> SqlReader::CountLogs(const LogVolumeQuery& q) {
   const LogFilter& f = q.filter;
   const bool fits = !f.text && !f.trace_id && f.attributes.empty() && q.buckets.step_ns % kMinuteNs == 0 &&
@@ -363,24 +348,16 @@ Result<std::optional<LogVolume>> SqlReader::CountLogsFromRollups(const LogVolume
   if (plan.empty()) return std::optional<LogVolume>();
   std::map<std::pair<int64_t, int32_t>, int64_t> counts;  // (bucket, level) -> records
   Status row_status;
-  auto read_level = [&](const char* table, int64_t lo, int64_t hi) -> Status {
-    if (lo >= hi) return Status::Ok();
+  for (const LevelRead& p : LevelReads(plan, rollup::kLogRollupTables)) {
+    if (p.lo >= p.hi) continue;
     sql::Sql s;
-    s << "SELECT " << rollup::LogRollupTraits::kSelect << " FROM " << table << " WHERE project_id = ";
-    s.Bind(f.project_id);
-    s << " AND bucket_ns >= ";
-    s.Bind(lo);
-    s << " AND bucket_ns < ";
-    s.Bind(hi);
+    s << "SELECT " << rollup::LogRollupTraits::kSelect;
+    s.Append(LevelWhere(p, f.project_id, f.service));
     if (f.severity_min > 0) {
       s << " AND severity_number >= ";
       s.Bind(int64_t{f.severity_min});
     }
-    if (f.service) {
-      s << " AND service_name = ";
-      s.Bind(*f.service);
-    }
-    return Rows(s, [&](const RowView& r) {
+    SL_RETURN_IF_ERROR(Rows(s, [&](const RowView& r) {
       rollup::LogRollupKey k;
       rollup::LogRollupValue v;
       if (!row_status.ok()) return;
@@ -388,13 +365,9 @@ Result<std::optional<LogVolume>> SqlReader::CountLogsFromRollups(const LogVolume
       if (k.bucket_ns < q.buckets.origin_ns) return;
       const int64_t bucket = (k.bucket_ns - q.buckets.origin_ns) / q.buckets.step_ns;
       if (bucket >= q.buckets.count) return;
-      counts[{bucket, LevelOf(k.severity_number)}] += v.count;
-    });
-  };
-  SL_RETURN_IF_ERROR(read_level(rollup::kLogRollupTables.hour, plan.h0, plan.h1));
-  SL_RETURN_IF_ERROR(read_level(rollup::kLogRollupTables.minute, plan.m0, plan.h0));
-  SL_RETURN_IF_ERROR(read_level(rollup::kLogRollupTables.minute, plan.h1, plan.m1));
-  SL_RETURN_IF_ERROR(read_level(rollup::kLogRollupTables.delta, plan.m0, plan.m1));
+      counts[{bucket, SeverityLevel(static_cast<int32_t>(k.severity_number))}] += v.count;
+    }));
+  }
   SL_RETURN_IF_ERROR(row_status);
   for (const TimeRange edge : {TimeRange{f.range.from_ns, plan.m0}, TimeRange{plan.m1, f.range.to_ns}}) {
     if (edge.from_ns >= edge.to_ns) continue;
