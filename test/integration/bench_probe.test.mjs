@@ -19,7 +19,7 @@ import { encodeTraceRequestJson } from './lib/otlp.mjs';
 import { postOtlp } from './lib/api.mjs';
 
 const CALLS = {
-  spans: ['endpoints', 'endpoints_series', 'exceptions'],
+  spans: ['endpoints', 'endpoints_series', 'exceptions', 'trace'],
   logs: ['logs_errors', 'logs_search', 'logs_trace'],
   metrics: ['metrics_list', 'metric_series', 'metrics_overview'],
 };
