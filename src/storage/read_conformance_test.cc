@@ -993,7 +993,7 @@ std::vector<Named<MetricSeriesQuery>> AggregateQueries() {
   const std::vector<int64_t> sums = {kSeriesRequests200, kSeriesRequestsCheckout, kSeriesQueueDepth, kSeriesRequests500,
                                      kSeriesRequests404};
   const std::vector<int64_t> histograms = {kSeriesLatencyFrontend, kSeriesLatencyCheckout};
-  return {
+  std::vector<Named<MetricSeriesQuery>> out = {
       {"gauges, stats", Aggregate(gauges, Want::kStats)},
       {"gauges, last", Aggregate(gauges, Want::kLast)},
       {"sums, stats", Aggregate(sums, Want::kStats)},
@@ -1013,6 +1013,43 @@ std::vector<Named<MetricSeriesQuery>> AggregateQueries() {
       {"buckets from inside the range", Aggregate(gauges, Want::kStats, kProjectA, kRange, {At(1500), Ms(10'000), 6})},
       {"one-second buckets", Aggregate(sums, Want::kLast, kProjectA, kRange, {kT0, Ms(1000), 60})},
   };
+  // Whole minutes and hours, which the rollup engines read from their metric
+  // rollups (kT0 is 20 s into its minute, 800 s into its hour; the points
+  // are in Metrics(), from kHour0).
+  constexpr int64_t kHour0 = kT0 - Ms(800'000), kH = Ms(3'600'000), kMin = Ms(60'000);
+  const TimeRange minutes{kHour0 + 2 * kH - kMin, kHour0 + 2 * kH + Ms(130'000)};
+  const Buckets minute_buckets{kHour0 + 2 * kH - kMin, kMin, 4};
+  const TimeRange hours{kHour0 - kH, kHour0 + 4 * kH};
+  const Buckets hour_buckets{kHour0 - kH, kH, 5};
+  const TimeRange later_hours{kHour0 + 2 * kH + Ms(30'000), kHour0 + 4 * kH};
+  const Buckets later_buckets{kHour0 + 2 * kH, kH, 2};
+  auto ranged_histograms = [](std::vector<int64_t> ids, std::vector<int64_t> delta, TimeRange range, Buckets buckets) {
+    MetricSeriesQuery q = Histograms(std::move(ids), std::move(delta));
+    q.range = range;
+    q.buckets = buckets;
+    return q;
+  };
+  const std::vector<int64_t> both_histograms = {kSeriesLatencyFrontend, kSeriesLatencyCheckout};
+  std::vector<Named<MetricSeriesQuery>> rollup_cases = {
+      {"minute buckets, raw edge, stats", Aggregate(gauges, Want::kStats, kProjectA, minutes, minute_buckets)},
+      {"minute buckets, raw edge, last", Aggregate(gauges, Want::kLast, kProjectA, minutes, minute_buckets)},
+      {"hour buckets, stats", Aggregate(gauges, Want::kStats, kProjectA, hours, hour_buckets)},
+      {"hour buckets, last", Aggregate(sums, Want::kLast, kProjectA, hours, hour_buckets)},
+      {"hour buckets from a partial minute", Aggregate(gauges, Want::kStats, kProjectA, later_hours, later_buckets)},
+      {"hour buckets, histograms, one delta (another layout in range: raw)",
+       ranged_histograms(both_histograms, {kSeriesLatencyCheckout}, hours, hour_buckets)},
+      {"later hours, histograms, one delta",
+       ranged_histograms(both_histograms, {kSeriesLatencyCheckout}, later_hours, later_buckets)},
+      {"minute buckets, histograms, all cumulative", ranged_histograms(both_histograms, {}, minutes, minute_buckets)},
+      {"minute buckets, histograms, one delta",
+       ranged_histograms(both_histograms, {kSeriesLatencyCheckout}, minutes, minute_buckets)},
+      {"minute buckets, delta exponential histogram",
+       ranged_histograms({kSeriesRpcCheckout}, {kSeriesRpcCheckout}, minutes, minute_buckets)},
+      {"hour buckets, summary", ranged_histograms({kSeriesGcPause}, {}, hours, hour_buckets)},
+      {"hour buckets, project B", Aggregate({kSeriesProjectB}, Want::kStats, kProjectB, hours, hour_buckets)},
+  };
+  for (auto& c : rollup_cases) out.push_back(std::move(c));
+  return out;
 }
 
 // ------------------------------------------------------------- engines

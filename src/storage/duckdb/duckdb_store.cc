@@ -29,6 +29,7 @@
 #include "common/units.h"
 #include "storage/rollup/exception_rollup.h"
 #include "storage/rollup/log_rollup.h"
+#include "storage/rollup/metric_rollup.h"
 #include "storage/rollup/span_rollup.h"
 #include "storage/schema.h"
 #include "storage/schema_version.h"
@@ -637,7 +638,7 @@ class DuckDbSink final : public OneSignalSink<DuckDbSink> {
   template <typename Batch>
   Status Write(const std::vector<const Batch*>& batches) {
     Status s = store_->Classify(Append(batches));
-    if (s.ok() && signal() != Signal::kMetrics) MaybeCompactRollups();
+    if (s.ok()) MaybeCompactRollups();
     if (s.ok() && store_->indexes_.WantsCompaction()) store_->WakeCompactor();
     if (s.ok()) (void)store_->Checkpoint(/*only_over_threshold=*/true);
     return s;
@@ -677,10 +678,19 @@ void DuckDbSink::MaybeCompactRollups() {
   Transaction txn(conn_);
   if (!txn.Begin().ok()) return;
   DuckDbRollupSession session(conn_, &txn);
-  const bool logs = signal() == Signal::kLogs;
-  if (!logs && !rollup::CompactSpanRollups(&session).ok()) return;
-  if (logs && !rollup::CompactLogRollups(&session).ok()) return;
-  if (!rollup::CompactExceptionRollups(&session, logs).ok()) return;
+  switch (signal()) {
+    case Signal::kSpans:
+      if (!rollup::CompactSpanRollups(&session).ok()) return;
+      if (!rollup::CompactExceptionRollups(&session, /*logs=*/false).ok()) return;
+      break;
+    case Signal::kLogs:
+      if (!rollup::CompactLogRollups(&session).ok()) return;
+      if (!rollup::CompactExceptionRollups(&session, /*logs=*/true).ok()) return;
+      break;
+    case Signal::kMetrics:
+      if (!rollup::CompactMetricRollups(&session).ok()) return;
+      break;
+  }
   (void)store_->Classify(txn.Commit());
 }
 
@@ -742,6 +752,11 @@ Status DuckDbSink::Append(const std::vector<const Batch*>& batches) {
     }
     SL_RETURN_IF_ERROR(rollup::LogRollupTraits::Append(&session, rollup::kLogRollupTables.delta, counts));
     SL_RETURN_IF_ERROR(rollup::ExceptionRollupTraits::Append(&session, rollup::kExceptionDeltaTable, exceptions));
+  }
+  if constexpr (std::is_same_v<Batch, MetricBatch>) {
+    rollup::MetricRollupMap series;
+    for (const MetricBatch* b : batches) rollup::AddPoints(*b, &series);
+    SL_RETURN_IF_ERROR(rollup::MetricRollupTraits::Append(&session, rollup::kMetricRollupTables.delta, series));
   }
   SL_RETURN_IF_ERROR(txn.Commit());
   index_writer_.Written(&store_->indexes_);
@@ -869,8 +884,12 @@ Status DuckDbStore::CreateRollups() {
     SL_RETURN_IF_ERROR(session.Exec(sql, {}));
   }
   for (const std::string& sql : rollup::CreateLogRollupSql(kDuckDbTypes)) SL_RETURN_IF_ERROR(session.Exec(sql, {}));
+  for (const std::string& sql : rollup::CreateMetricRollupSql(kDuckDbTypes)) {
+    SL_RETURN_IF_ERROR(session.Exec(sql, {}));
+  }
   SL_RETURN_IF_ERROR(rollup::InitSpanRollupState(&session));
   SL_RETURN_IF_ERROR(rollup::InitLogRollupState(&session));
+  SL_RETURN_IF_ERROR(rollup::InitMetricRollupState(&session));
   SL_RETURN_IF_ERROR(rollup::InitExceptionRollupState(&session));
   return txn.Commit();
 }
@@ -1036,25 +1055,29 @@ Result<uint64_t> DuckDbStore::DeleteBefore(Signal signal, const ProjectSet& proj
   if (maintenance_conn_ == nullptr) return Status::Unavailable("duckdb: store is closed");
   const std::string sql = std::string("DELETE FROM ") + sql::MainTable(signal) + " WHERE " +
                           sql::ExpiredRowsSql(signal, projects, before_ns);
-  // Spans and logs: the rollups give up the same rows in the same transaction.
+  // The rollups give up the same rows in the same transaction.
   Transaction txn(maintenance_conn_);
-  const bool rollups = signal != Signal::kMetrics;
-  if (rollups) {
-    SL_RETURN_IF_ERROR(Classify(txn.Begin()));
-    DuckDbRollupSession session(maintenance_conn_, &txn);
-    const std::string filter = sql::ProjectFilterSql(projects);
-    Status expired = signal == Signal::kSpans ? rollup::ExpireSpanRollups(&session, filter, before_ns)
-                                              : rollup::ExpireLogRollups(&session, filter, before_ns);
-    if (expired.ok()) {
-      expired = rollup::ExpireExceptionRollups(&session, signal == Signal::kLogs, filter, before_ns);
-    }
-    if (!expired.ok()) return Classify(Status::IoError("duckdb: expiring rollups: " + expired.message()));
+  SL_RETURN_IF_ERROR(Classify(txn.Begin()));
+  DuckDbRollupSession session(maintenance_conn_, &txn);
+  const std::string filter = sql::ProjectFilterSql(projects);
+  Status expired;
+  switch (signal) {
+    case Signal::kSpans:
+      expired = rollup::ExpireSpanRollups(&session, filter, before_ns);
+      if (expired.ok()) expired = rollup::ExpireExceptionRollups(&session, /*logs=*/false, filter, before_ns);
+      break;
+    case Signal::kLogs:
+      expired = rollup::ExpireLogRollups(&session, filter, before_ns);
+      if (expired.ok()) expired = rollup::ExpireExceptionRollups(&session, /*logs=*/true, filter, before_ns);
+      break;
+    case Signal::kMetrics: expired = rollup::ExpireMetricRollups(&session, filter, before_ns); break;
   }
+  if (!expired.ok()) return Classify(Status::IoError("duckdb: expiring rollups: " + expired.message()));
   QueryResult result;
   Status s = result.Run(maintenance_conn_, sql);
   if (!s.ok()) return Classify(Status::IoError("duckdb: " + sql + ": " + s.message()));
   const uint64_t deleted = duckdb_rows_changed(result.get());
-  if (rollups) SL_RETURN_IF_ERROR(Classify(txn.Commit()));
+  SL_RETURN_IF_ERROR(Classify(txn.Commit()));
   rows_[static_cast<int>(signal)].fetch_sub(deleted);
   // After the rows: an index row outliving its rows only widens a lookup.
   SL_RETURN_IF_ERROR(Classify(indexes_.Expire(maintenance_conn_, signal, projects, before_ns)));

@@ -25,7 +25,7 @@ class DuckDbTelemetryReader final : public SqlReader {
   Result<ServiceCalls> GroupServiceCalls(const ServiceCallQuery& q) override;
 
  protected:
-  bool HasSpanRollups() const override { return true; }
+  bool HasRollups() const override { return true; }
   //! From trace_ranges (trace_index.h).
   Result<std::optional<TraceExtent>> TraceExtentOf(int64_t project_id, const TraceId& id) override;
   //! From log_tokens (log_token_index.h).

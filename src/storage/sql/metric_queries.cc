@@ -88,7 +88,7 @@ Result<MetricSeriesList> SqlReader::FindSeries(const MetricSeriesLookup& q) {
   return out;
 }
 
-Result<MetricBuckets> SqlReader::AggregateSeries(const MetricSeriesQuery& q) {
+Result<MetricBuckets> SqlReader::AggregateRawSeries(const MetricSeriesQuery& q) {
   MetricBuckets out;
   if (q.series_ids.empty()) return out;
   sql::Sql where;

@@ -1,9 +1,10 @@
-// GroupSpans, GroupExceptions and CountLogs from the rollups (storage/rollup/): whole
+// GroupSpans, GroupExceptions, CountLogs and AggregateSeries from the rollups (storage/rollup/): whole
 // hours from the hour table, whole minutes at the range's edges from the
 // minute table, what no fold has moved yet from the delta table, and the
 // partial minutes at the very edges from raw rows. Span counts and errors
 // are exact and their percentiles come from the merged latency sketches
-// (LatencySketch::kRelativeError); exception groups are exact.
+// (LatencySketch::kRelativeError); exception groups, log counts and metric
+// buckets are exact.
 
 #include <algorithm>
 #include <array>
@@ -13,6 +14,7 @@
 
 #include "storage/rollup/exception_rollup.h"
 #include "storage/rollup/log_rollup.h"
+#include "storage/rollup/metric_rollup.h"
 #include "storage/rollup/span_rollup.h"
 #include "storage/sql/sql_reader.h"
 
@@ -181,7 +183,7 @@ Result<int64_t> SqlReader::RollupsCompleteFrom(const char* state_table) {
 }
 
 Result<SpanGroups> SqlReader::GroupSpans(const SpanGroupQuery& q) {
-  if (HasSpanRollups() && RollupsCanAnswer(q)) {
+  if (HasRollups() && RollupsCanAnswer(q)) {
     Result<std::optional<SpanGroups>> from_rollups = GroupSpansFromRollups(q);
     if (!from_rollups.ok()) return from_rollups.status();
     if (from_rollups->has_value()) return std::move(**from_rollups);
@@ -264,7 +266,7 @@ Result<ExceptionGroups> SqlReader::GroupExceptions(const ExceptionQuery& q) {
   // The rollups keep service; every other filter is on spans only.
   const bool fits = !f.entry_only && !f.endpoint && !f.status_code && !f.min_duration_ns && !f.max_duration_ns &&
                     f.attributes.empty() && f.resource_attributes.empty();
-  if (HasSpanRollups() && fits) {
+  if (HasRollups() && fits) {
     Result<std::optional<ExceptionGroups>> from_rollups = GroupExceptionsFromRollups(q);
     if (!from_rollups.ok()) return from_rollups.status();
     if (from_rollups->has_value()) return std::move(**from_rollups);
@@ -331,7 +333,7 @@ Result<LogVolume> SqlReader::CountLogs(const LogVolumeQuery& q) {
   const LogFilter& f = q.filter;
   const bool fits = !f.text && !f.trace_id && f.attributes.empty() && q.buckets.step_ns % kMinuteNs == 0 &&
                     FloorTo(q.buckets.origin_ns, kMinuteNs) == q.buckets.origin_ns;
-  if (HasSpanRollups() && fits) {
+  if (HasRollups() && fits) {
     Result<std::optional<LogVolume>> from_rollups = CountLogsFromRollups(q);
     if (!from_rollups.ok()) return from_rollups.status();
     if (from_rollups->has_value()) return std::move(**from_rollups);
@@ -380,6 +382,159 @@ Result<std::optional<LogVolume>> SqlReader::CountLogsFromRollups(const LogVolume
   LogVolume out;
   for (const auto& [key, n] : counts) out.push_back({key.first, key.second, n});
   return std::optional<LogVolume>(std::move(out));
+}
+
+namespace {
+
+//! Whether a chart bucket holds whole minutes (or whole hours), so that
+//! every rollup row of that level falls in one bucket.
+bool WholeBuckets(const Buckets& b, int64_t width) {
+  return b.step_ns > 0 && b.step_ns % width == 0 && FloorTo(b.origin_ns, width) == b.origin_ns;
+}
+
+//! Adds `part`, the buckets of a later stretch of time, into `acc`, the
+//! buckets of everything before it, as one read of both would have answered.
+void MergeLater(MetricSeriesQuery::Want want, bool delta, MetricBucket part, MetricBucket* acc) {
+  using Want = MetricSeriesQuery::Want;
+  switch (want) {
+    case Want::kStats:
+      acc->min = acc->count == 0 ? part.min : std::min(acc->min, part.min);
+      acc->max = acc->count == 0 ? part.max : std::max(acc->max, part.max);
+      acc->count += part.count;
+      acc->sum += part.sum;
+      return;
+    case Want::kLast:
+      acc->count += part.count;
+      acc->sum += part.sum;
+      acc->last = part.last;  // the newer stretch's newest point
+      return;
+    case Want::kHistograms:
+      if (!delta) {  // the newest point of the bucket: the later stretch's
+        *acc = std::move(part);
+        return;
+      }
+      // As the raw read sums a delta series in time order: a change of the
+      // layout starts the sum again.
+      if (!part.counts.empty()) {
+        if (acc->counts.size() != part.counts.size()) acc->counts.assign(part.counts.size(), 0);
+        for (size_t i = 0; i < part.counts.size(); ++i) acc->counts[i] += part.counts[i];
+        acc->bounds = std::move(part.bounds);
+      }
+      for (std::string& e : part.exp_histograms) acc->exp_histograms.push_back(std::move(e));
+      return;
+  }
+}
+
+}  // namespace
+
+Result<MetricBuckets> SqlReader::AggregateSeries(const MetricSeriesQuery& q) {
+  if (HasRollups() && !q.series_ids.empty() && WholeBuckets(q.buckets, kMinuteNs)) {
+    Result<std::optional<MetricBuckets>> from_rollups = AggregateSeriesFromRollups(q);
+    if (!from_rollups.ok()) return from_rollups.status();
+    if (from_rollups->has_value()) return std::move(**from_rollups);
+  }
+  return AggregateRawSeries(q);
+}
+
+Result<std::optional<MetricBuckets>> SqlReader::AggregateSeriesFromRollups(const MetricSeriesQuery& q) {
+  using Want = MetricSeriesQuery::Want;
+  using Summed = rollup::MetricRollupValue::Summed;
+  Result<int64_t> complete_from = RollupsCompleteFrom(rollup::kMetricStateTable);
+  if (!complete_from.ok()) return complete_from.status();
+  const RangePlan plan = PlanRange(q.range, *complete_from, WholeBuckets(q.buckets, kHourNs));
+  if (plan.empty()) return std::optional<MetricBuckets>();
+  std::vector<int64_t> delta = q.delta_series_ids;
+  std::sort(delta.begin(), delta.end());
+  auto is_delta = [&](int64_t id) { return std::binary_search(delta.begin(), delta.end(), id); };
+
+  // The whole minutes and hours, per (series, chart bucket).
+  std::map<std::pair<int64_t, int64_t>, rollup::MetricRollupValue> rolled;
+  Status row_status;
+  for (const LevelRead& p : LevelReads(plan, rollup::kMetricRollupTables)) {
+    if (p.lo >= p.hi) continue;
+    sql::Sql s;
+    s << "SELECT " << rollup::MetricRollupTraits::kSelect;
+    s.Append(LevelWhere(p, q.project_id, std::nullopt));
+    s << " AND series_id IN (";
+    for (size_t i = 0; i < q.series_ids.size(); ++i) {
+      if (i > 0) s << ", ";
+      s.Bind(q.series_ids[i]);
+    }
+    s << ")";
+    SL_RETURN_IF_ERROR(Rows(s, [&](const RowView& r) {
+      rollup::MetricRollupKey k;
+      rollup::MetricRollupValue v;
+      if (!row_status.ok()) return;
+      row_status = rollup::MetricRollupTraits::Read(r, &k, &v);
+      if (k.bucket_ns < q.buckets.origin_ns) return;
+      const int64_t bucket = (k.bucket_ns - q.buckets.origin_ns) / q.buckets.step_ns;
+      if (bucket >= q.buckets.count) return;
+      rolled[{k.series_id, bucket}].Merge(v);
+    }));
+  }
+  SL_RETURN_IF_ERROR(row_status);
+  SL_RETURN_IF_ERROR(CheckInterrupted());
+
+  // Each (series, bucket) as the raw read answers it.
+  std::vector<MetricBucket> middle;
+  for (auto& [key, v] : rolled) {
+    MetricBucket m;
+    m.series_id = key.first;
+    m.bucket = key.second;
+    if (q.want != Want::kHistograms) {
+      if (v.count == 0) continue;
+      m.count = v.count;
+      m.sum = v.sum;
+      m.min = v.min;
+      m.max = v.max;
+      m.last = v.last;
+    } else if (is_delta(m.series_id)) {
+      if (v.summed == Summed::kUnsummable) return std::optional<MetricBuckets>();
+      if (v.summed == Summed::kNone) continue;
+      m.counts = std::move(v.summed_counts);
+      if (!rollup::ParseJsonNumbers(v.summed_bounds.empty() ? "[]" : v.summed_bounds, &m.bounds)) {
+        return std::optional<MetricBuckets>();
+      }
+    } else {
+      if (v.dist_ns == INT64_MIN) continue;
+      if (!v.counts.empty()) {
+        if (!rollup::ParseJsonNumbers(v.counts, &m.counts) ||
+            !rollup::ParseJsonNumbers(v.bounds.empty() ? "[]" : v.bounds, &m.bounds)) {
+          return std::optional<MetricBuckets>();
+        }
+      } else if (!v.exp.empty()) {
+        m.exp_histograms.push_back(std::move(v.exp));
+      } else {
+        m.quantiles = std::move(v.quantiles);
+      }
+    }
+    middle.push_back(std::move(m));
+  }
+
+  // The partial minutes at the edges from raw points, merged in time order.
+  std::map<std::pair<int64_t, int64_t>, MetricBucket> out;
+  auto merge = [&](MetricBuckets part) {
+    for (MetricBucket& m : part) {
+      auto [it, inserted] = out.try_emplace({m.series_id, m.bucket}, m);
+      if (!inserted) MergeLater(q.want, is_delta(m.series_id), std::move(m), &it->second);
+    }
+  };
+  auto edge = [&](TimeRange range) -> Status {
+    if (range.from_ns >= range.to_ns) return Status::Ok();
+    MetricSeriesQuery part = q;
+    part.range = range;
+    Result<MetricBuckets> raw = AggregateRawSeries(part);
+    if (!raw.ok()) return raw.status();
+    merge(std::move(*raw));
+    return Status::Ok();
+  };
+  SL_RETURN_IF_ERROR(edge({q.range.from_ns, plan.m0}));
+  merge(std::move(middle));
+  SL_RETURN_IF_ERROR(edge({plan.m1, q.range.to_ns}));
+  MetricBuckets result;
+  result.reserve(out.size());
+  for (auto& [unused, m] : out) result.push_back(std::move(m));
+  return std::optional<MetricBuckets>(std::move(result));
 }
 
 }  // namespace sightline

@@ -59,6 +59,9 @@ class SqlReader : public TelemetryReader {
   Result<LogFacets> FacetLogs(const LogFacetsQuery& q) override;
   Result<MetricCatalog> ListMetrics(const MetricCatalogQuery& q) override;
   Result<MetricSeriesList> FindSeries(const MetricSeriesLookup& q) override;
+  //! From the metric rollups where the engine keeps them and the chart
+  //! buckets are whole minutes (exact either way); otherwise
+  //! AggregateRawSeries.
   Result<MetricBuckets> AggregateSeries(const MetricSeriesQuery& q) override;
 
  protected:
@@ -68,9 +71,9 @@ class SqlReader : public TelemetryReader {
   //! status, duration) and computes the percentiles here; with no percentiles
   //! asked, groups in SQL. Engines override this one.
   virtual Result<SpanGroups> GroupRawSpans(const SpanGroupQuery& q);
-  //! Whether the engine writes the span and exception rollup tables
-  //! (storage/rollup/).
-  virtual bool HasSpanRollups() const { return false; }
+  //! Whether the engine writes the rollup tables (storage/rollup/): spans,
+  //! exceptions, logs and metrics.
+  virtual bool HasRollups() const { return false; }
   //! Ranges with fewer spans than this are answered exactly from raw spans
   //! (StoreOptions::rollup_exact_spans).
   int64_t rollup_exact_spans_ = 0;
@@ -164,6 +167,11 @@ class SqlReader : public TelemetryReader {
   //! Log counts per bucket and level of every record in range, in SQL.
   Result<LogVolume> CountRawLogs(const LogVolumeQuery& q);
   Result<std::optional<LogVolume>> CountLogsFromRollups(const LogVolumeQuery& q);
+  //! Every point in range, in SQL (metric_queries.cc).
+  Result<MetricBuckets> AggregateRawSeries(const MetricSeriesQuery& q);
+  //! Nothing when a delta series' explicit histograms in range cannot be
+  //! summed from the rollups (another bucket layout, exponential buckets).
+  Result<std::optional<MetricBuckets>> AggregateSeriesFromRollups(const MetricSeriesQuery& q);
   sql::Sql LogWhere(const LogFilter& f) const;
   //! " AND <column at key> <op> value" for each filter.
   void AppendAttrFilters(sql::Sql* w, const char* column, const std::vector<AttrFilter>& filters) const;

@@ -636,6 +636,66 @@ std::vector<MetricBatch> Metrics() {
   AddPoint(&a2, {.series = kSeriesTempCore0, .time = At(12000), .value = 50});
   AddPoint(&a2, {.series = kSeriesTempCore0, .time = At(15000)});  // no value, newest of its bucket
   AddPoint(&a2, {.series = kSeriesTempCore0, .time = At(25000)});  // the only point of its bucket
+  // Hours from kT0's hour (kHour0, 800 s before kT0), for the rollup cases:
+  // whole minutes and hours, raw edges, late points (older than this
+  // write's others), an int, a delta histogram of one layout, a delta
+  // exponential histogram (which rollups cannot sum).
+  constexpr int64_t kHour0 = kT0 - Ms(800'000), kH = Ms(3'600'000), kS = Ms(1000);
+  for (const PointSpec& p : std::initializer_list<PointSpec>{
+           {.series = kSeriesTempCore0, .time = kHour0 + 2 * kH + 5 * kS, .value = 3},
+           {.series = kSeriesTempCore0, .time = kHour0 + 2 * kH + 65 * kS, .value = 4.5},
+           {.series = kSeriesTempCore0, .time = kHour0 + 2 * kH + 70 * kS, .value = 6, .is_int = true},
+           {.series = kSeriesTempCore0, .time = kHour0 + 2 * kH + 125 * kS, .value = 9},
+           {.series = kSeriesTempCore0, .time = kHour0 + 3 * kH + 10 * kS, .value = 1},
+           {.series = kSeriesTempCore0, .time = kHour0 - kH / 2, .value = 8},
+           {.series = kSeriesTempCore1, .time = kHour0 + 2 * kH + 6 * kS, .value = -2},
+           {.series = kSeriesTempCore1, .time = kHour0 + 2 * kH + 6 * kS + 1, .value = -1},
+           {.series = kSeriesRequests200, .time = kHour0 + 2 * kH + 4 * kS, .value = 500},
+           {.series = kSeriesRequests200, .time = kHour0 + 3 * kH + 4 * kS, .value = 900},
+           {.series = kSeriesLatencyCheckout,
+            .time = kHour0 + 2 * kH + 1 * kS,
+            .bucket_counts = "[1,2,0,0]",
+            .bounds = "[5,10,100]",
+            .count = 3,
+            .sum = 20},
+           {.series = kSeriesLatencyCheckout,
+            .time = kHour0 + 2 * kH + 61 * kS,
+            .bucket_counts = "[0,1,1,0]",
+            .bounds = "[5,10,100]",
+            .count = 2,
+            .sum = 60},
+           {.series = kSeriesLatencyCheckout,
+            .time = kHour0 + 3 * kH + 30 * kS,
+            .bucket_counts = "[2,0,0,1]",
+            .bounds = "[5,10,100]",
+            .count = 3,
+            .sum = 300},
+           {.series = kSeriesLatencyFrontend,
+            .time = kHour0 + 2 * kH + 2 * kS,
+            .bucket_counts = "[4,4,4,4]",
+            .bounds = "[5,10,100]",
+            .count = 16,
+            .sum = 400},
+           {.series = kSeriesLatencyFrontend,
+            .time = kHour0 + 2 * kH + 62 * kS,
+            .bucket_counts = "[5,5,5,5]",
+            .bounds = "[5,10,100]",
+            .count = 20,
+            .sum = 500},
+           {.series = kSeriesLatencyFrontend,
+            .time = kHour0 + 3 * kH + 40 * kS,
+            .bucket_counts = "[6,6,6,6]",
+            .bounds = "[5,10,100]",
+            .count = 24,
+            .sum = 600},
+           {.series = kSeriesRpcCheckout,
+            .time = kHour0 + 2 * kH + 3 * kS,
+            .exp = R"({"scale":0,"zero_count":1,"zero_threshold":0,)"
+                   R"("positive":{"offset":0,"bucket_counts":[1]},"negative":{"offset":0,"bucket_counts":[]}})",
+            .count = 2},
+       }) {
+    AddPoint(&a2, p);
+  }
 
   MetricBatch& b = out[2];
   b.project_id = kProjectB;

@@ -1,0 +1,249 @@
+#include "storage/rollup/metric_rollup.h"
+
+#include <charconv>
+#include <cmath>
+
+namespace sightline::rollup {
+
+using Summed = MetricRollupValue::Summed;
+
+bool ParseJsonNumbers(std::string_view text, std::vector<double>* out) {
+  out->clear();
+  if (text.size() < 2 || text.front() != '[' || text.back() != ']') return false;
+  const char* p = text.data() + 1;
+  const char* end = text.data() + text.size() - 1;
+  while (p < end) {
+    while (p < end && *p == ' ') ++p;
+    double d = 0;
+    auto [next, ec] = std::from_chars(p, end, d);
+    if (ec != std::errc()) return false;
+    out->push_back(d);
+    p = next;
+    while (p < end && *p == ' ') ++p;
+    if (p < end && *p++ != ',') return false;
+  }
+  return true;
+}
+
+namespace {
+
+//! The value of one point, for Add.
+struct PointView {
+  int64_t time_ns;
+  double value;  // NaN: none
+  std::string_view counts, bounds, exp, quantiles;
+};
+
+void AddPoint(const PointView& p, MetricRollupValue* v) {
+  if (!std::isnan(p.value)) {
+    if (v->count == 0) {
+      v->min = v->max = p.value;
+    } else {
+      v->min = std::min(v->min, p.value);
+      v->max = std::max(v->max, p.value);
+    }
+    ++v->count;
+    v->sum += p.value;
+    if (p.time_ns > v->last_ns) {
+      v->last_ns = p.time_ns;
+      v->last = p.value;
+    }
+  }
+  if ((!p.counts.empty() || !p.exp.empty() || !p.quantiles.empty()) && p.time_ns > v->dist_ns) {
+    v->dist_ns = p.time_ns;
+    v->counts.assign(p.counts);
+    v->bounds.assign(p.bounds);
+    v->exp.assign(p.exp);
+    v->quantiles.assign(p.quantiles);
+  }
+  if (!p.exp.empty()) {
+    v->summed = Summed::kUnsummable;
+  } else if (!p.counts.empty() && v->summed != Summed::kUnsummable) {
+    MetricRollupValue one;
+    one.summed = ParseJsonNumbers(p.counts, &one.summed_counts) ? Summed::kCounts : Summed::kUnsummable;
+    one.summed_bounds.assign(p.bounds);
+    v->Merge(one);
+  }
+}
+
+}  // namespace
+
+void MetricRollupValue::Add(const MetricBatch& b, size_t r) {
+  AddPoint({b.time_ns[r], b.value[r], b.bucket_counts.Get(r), b.explicit_bounds.Get(r), b.exp_histogram.Get(r),
+            b.quantiles.Get(r)},
+           this);
+}
+
+void MetricRollupValue::Merge(const MetricRollupValue& o) {
+  if (o.count > 0) {
+    min = count == 0 ? o.min : std::min(min, o.min);
+    max = count == 0 ? o.max : std::max(max, o.max);
+    count += o.count;
+    sum += o.sum;
+    if (o.last_ns > last_ns) {
+      last_ns = o.last_ns;
+      last = o.last;
+    }
+  }
+  if (o.dist_ns > dist_ns) {
+    dist_ns = o.dist_ns;
+    counts = o.counts;
+    bounds = o.bounds;
+    exp = o.exp;
+    quantiles = o.quantiles;
+  }
+  if (o.summed == Summed::kNone || summed == Summed::kUnsummable) return;
+  if (summed == Summed::kNone) {
+    summed = o.summed;
+    summed_counts = o.summed_counts;
+    summed_bounds = o.summed_bounds;
+    return;
+  }
+  if (o.summed == Summed::kUnsummable || o.summed_bounds != summed_bounds ||
+      o.summed_counts.size() != summed_counts.size()) {
+    summed = Summed::kUnsummable;
+    summed_counts.clear();
+    summed_bounds.clear();
+    return;
+  }
+  for (size_t i = 0; i < summed_counts.size(); ++i) summed_counts[i] += o.summed_counts[i];
+}
+
+void AddPoints(const MetricBatch& b, MetricRollupMap* m) {
+  MetricRollupKey key;
+  key.project_id = b.project_id;
+  for (size_t r = 0; r < b.rows(); ++r) {
+    key.bucket_ns = FloorTo(b.time_ns[r], kMinuteNs);
+    key.series_id = b.point_series_id[r];
+    (*m)[key].Add(b, r);
+  }
+}
+
+std::string JsonNumbers(const std::vector<double>& v) {
+  std::string out = "[";
+  char buf[32];
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i > 0) out += ',';
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v[i]);
+    out.append(buf, ec == std::errc() ? end : buf);
+  }
+  out += ']';
+  return out;
+}
+
+namespace {
+
+double DoubleOrNaN(const RowView& r, int col) { return r.IsNull(col) ? MetricRollupValue::kNaN : r.GetDouble(col); }
+std::string TextOrEmpty(const RowView& r, int col) { return r.IsNull(col) ? std::string() : r.GetString(col); }
+
+struct MetricRollupRows {
+  std::vector<int64_t> project_id, bucket_ns, series_id, count, last_ns, dist_ns, summed;
+  std::vector<double> sum, min, max, last;
+  StringColumn counts, bounds, exp, quantiles, summed_counts, summed_bounds;
+};
+
+std::vector<schema::Column> MetricRollupColumns(const MetricRollupRows& r) {
+  using namespace schema::internal;
+  return {Ints("project_id", r.project_id),
+          Ints("bucket_ns", r.bucket_ns),
+          Ints("series_id", r.series_id),
+          Ints("count", r.count),
+          DoubleOrNull("sum", r.sum),
+          DoubleOrNull("min", r.min),
+          DoubleOrNull("max", r.max),
+          Ints("last_ns", r.last_ns),
+          DoubleOrNull("last", r.last),
+          Ints("dist_ns", r.dist_ns),
+          TextOrNull("bucket_counts", r.counts),
+          TextOrNull("explicit_bounds", r.bounds),
+          TextOrNull("exp_histogram", r.exp),
+          TextOrNull("quantiles", r.quantiles),
+          Ints("summed", r.summed),
+          TextOrNull("summed_counts", r.summed_counts),
+          TextOrNull("summed_bounds", r.summed_bounds)};
+}
+
+}  // namespace
+
+Status MetricRollupTraits::Read(const RowView& r, Key* k, Value* v) {
+  k->project_id = r.GetInt(0);
+  k->bucket_ns = r.GetInt(1);
+  k->series_id = r.GetInt(2);
+  v->count = r.GetInt(3);
+  v->sum = DoubleOrNaN(r, 4);
+  v->min = DoubleOrNaN(r, 5);
+  v->max = DoubleOrNaN(r, 6);
+  if (v->count > 0 && (std::isnan(v->sum) || std::isnan(v->min) || std::isnan(v->max))) {
+    return Status::Internal("metric rollup: a bucket with values but no sum, min or max");
+  }
+  if (v->count == 0) v->sum = 0;
+  v->last_ns = r.GetInt(7);
+  v->last = DoubleOrNaN(r, 8);
+  v->dist_ns = r.GetInt(9);
+  v->counts = TextOrEmpty(r, 10);
+  v->bounds = TextOrEmpty(r, 11);
+  v->exp = TextOrEmpty(r, 12);
+  v->quantiles = TextOrEmpty(r, 13);
+  const int64_t summed = r.GetInt(14);
+  if (summed < 0 || summed > 2) return Status::Internal("metric rollup: unknown summed state");
+  v->summed = static_cast<Summed>(summed);
+  v->summed_bounds = TextOrEmpty(r, 16);
+  if (v->summed == Summed::kCounts && !ParseJsonNumbers(TextOrEmpty(r, 15), &v->summed_counts)) {
+    return Status::Internal("metric rollup: summed counts are not a JSON array of numbers");
+  }
+  return Status::Ok();
+}
+
+Status MetricRollupTraits::Append(RollupSession* s, const char* table, const MetricRollupMap& m) {
+  if (m.empty()) return Status::Ok();
+  MetricRollupRows rows;
+  for (const auto& [k, v] : m) {
+    rows.project_id.push_back(k.project_id);
+    rows.bucket_ns.push_back(k.bucket_ns);
+    rows.series_id.push_back(k.series_id);
+    rows.count.push_back(v.count);
+    rows.sum.push_back(v.count > 0 ? v.sum : MetricRollupValue::kNaN);
+    rows.min.push_back(v.count > 0 ? v.min : MetricRollupValue::kNaN);
+    rows.max.push_back(v.count > 0 ? v.max : MetricRollupValue::kNaN);
+    rows.last_ns.push_back(v.last_ns);
+    rows.last.push_back(v.last);
+    rows.dist_ns.push_back(v.dist_ns);
+    rows.counts.Append(v.counts);
+    rows.bounds.Append(v.bounds);
+    rows.exp.Append(v.exp);
+    rows.quantiles.Append(v.quantiles);
+    rows.summed.push_back(static_cast<int64_t>(v.summed));
+    rows.summed_counts.Append(v.summed == Summed::kCounts ? JsonNumbers(v.summed_counts) : std::string());
+    rows.summed_bounds.Append(v.summed_bounds);
+  }
+  const std::vector<schema::Column> columns = MetricRollupColumns(rows);
+  return s->Append(table, columns, m.size());
+}
+
+std::vector<std::string> CreateMetricRollupSql(const schema::TypeNames& types) {
+  const MetricRollupRows empty;
+  return CreateRollupSql(kMetricRollupTables, kMetricStateTable, MetricRollupColumns(empty), types);
+}
+
+Status InitMetricRollupState(RollupSession* s) {
+  return InitRollupState(s, kMetricStateTable, {"SELECT max(time_ns) FROM metric_points"});
+}
+
+Status ExpireMetricRollups(RollupSession* s, const std::string& project_filter, int64_t before_ns) {
+  return Expire<MetricRollupTraits>(
+      s, kMetricRollupTables, "", project_filter, before_ns, [&](int64_t from, int64_t to, MetricRollupMap* m) {
+        return s->Query(
+            "SELECT project_id, series_id, time_ns, value, bucket_counts, explicit_bounds, exp_histogram, quantiles "
+            "FROM metric_points WHERE time_ns >= ? AND time_ns < ?" +
+                project_filter,
+            {from, to}, [&](const RowView& r) {
+              const int64_t t = r.GetInt(2);
+              const std::string counts = TextOrEmpty(r, 4), bounds = TextOrEmpty(r, 5), exp = TextOrEmpty(r, 6),
+                                quantiles = TextOrEmpty(r, 7);
+              AddPoint({t, DoubleOrNaN(r, 3), counts, bounds, exp, quantiles},
+                       &(*m)[MetricRollupKey{r.GetInt(0), FloorTo(t, kMinuteNs), r.GetInt(1)}]);
+            });
+      });
+}
+
+}  // namespace sightline::rollup

@@ -1,0 +1,102 @@
+#pragma once
+
+// Metric rollups: per project, per minute and per hour, per series, what
+// AggregateSeries reads of the points whose time_ns falls in the bucket:
+// - the count, sum, min and max of the points with a value (Want::kStats);
+// - the newest point with a value: its time and value (Want::kLast);
+// - the newest point with a distribution (explicit or exponential buckets,
+//   or quantiles): its time and texts, which is all a cumulative series'
+//   chart reads (Want::kHistograms);
+// - the explicit bucket counts summed, which is what a delta series' chart
+//   reads, while every summed point had the same bounds and as many counts;
+//   otherwise (another layout, or an exponential histogram) the row says it
+//   cannot be summed and the read takes the raw points instead.
+// Every part merges exactly (sums of integers, min, max, the newer of two),
+// so a read from the rollups equals the raw read. Three tables as every
+// rollup (rollup_table.h), written and folded by the metric writer.
+
+#include <compare>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/batch.h"
+#include "storage/rollup/rollup_table.h"
+#include "storage/schema.h"
+#include "storage/sql/sql_connection.h"
+
+namespace sightline::rollup {
+
+inline constexpr RollupTables kMetricRollupTables{"metric_rollup_delta", "metric_rollup_minute", "metric_rollup_hour"};
+//! One row, complete_from_ns, as span_rollup_state (over metric points).
+inline constexpr const char* kMetricStateTable = "metric_rollup_state";
+
+struct MetricRollupKey {
+  int64_t project_id = 0;
+  int64_t bucket_ns = 0;
+  int64_t series_id = 0;
+  auto operator<=>(const MetricRollupKey&) const = default;
+};
+
+struct MetricRollupValue {
+  static constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+  // Points with a value.
+  int64_t count = 0;
+  double sum = 0, min = kNaN, max = kNaN;
+  int64_t last_ns = INT64_MIN;  // the newest of them; INT64_MIN: none
+  double last = kNaN;
+
+  // The newest point with a distribution; INT64_MIN: none.
+  int64_t dist_ns = INT64_MIN;
+  std::string counts, bounds, exp, quantiles;  // "" where that point had none
+
+  // Explicit bucket counts summed over the points that have them.
+  enum class Summed : int64_t { kNone = 0, kCounts = 1, kUnsummable = 2 };
+  Summed summed = Summed::kNone;
+  std::vector<double> summed_counts;
+  std::string summed_bounds;
+
+  //! Adds point r of the batch.
+  void Add(const MetricBatch& b, size_t r);
+  void Merge(const MetricRollupValue& other);
+  bool Empty() const { return count == 0 && dist_ns == INT64_MIN && summed == Summed::kNone; }
+};
+
+using MetricRollupMap = std::map<MetricRollupKey, MetricRollupValue>;
+
+//! Every point of the batch, by time_ns.
+void AddPoints(const MetricBatch& b, MetricRollupMap* m);
+
+struct MetricRollupTraits {
+  using Key = MetricRollupKey;
+  using Value = MetricRollupValue;
+  static constexpr const char* kSelect =
+      "project_id, bucket_ns, series_id, count, sum, min, max, last_ns, last, dist_ns, bucket_counts, "
+      "explicit_bounds, exp_histogram, quantiles, summed, summed_counts, summed_bounds";
+  static Status Read(const RowView& r, Key* k, Value* v);
+  static Status Append(RollupSession* s, const char* table, const MetricRollupMap& m);
+};
+
+//! A JSON array of the numbers, as the points' bucket_counts are written.
+std::string JsonNumbers(const std::vector<double>& v);
+//! The numbers of a JSON array of numbers ("[1,2.5,0]", "[]"); false for
+//! anything else.
+bool ParseJsonNumbers(std::string_view text, std::vector<double>* out);
+
+//! CREATE TABLE IF NOT EXISTS for the four tables.
+std::vector<std::string> CreateMetricRollupSql(const schema::TypeNames& types);
+//! The state row if there is none: the lowest time for a database without
+//! points, else the hour after the newest.
+Status InitMetricRollupState(RollupSession* s);
+inline Result<int64_t> CompactMetricRollups(RollupSession* s) {
+  return Compact<MetricRollupTraits>(s, kMetricRollupTables);
+}
+//! Retention's share (rollup_table.h Expire), before the points themselves
+//! are deleted in the transaction.
+Status ExpireMetricRollups(RollupSession* s, const std::string& project_filter, int64_t before_ns);
+
+}  // namespace sightline::rollup
