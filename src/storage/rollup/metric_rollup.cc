@@ -1,5 +1,6 @@
 #include "storage/rollup/metric_rollup.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -14,11 +15,21 @@ bool ParseJsonNumbers(std::string_view text, std::vector<double>* out) {
   const char* end = text.data() + text.size() - 1;
   while (p < end) {
     while (p < end && *p == ' ') ++p;
-    double d = 0;
-    auto [next, ec] = std::from_chars(p, end, d);
-    if (ec != std::errc()) return false;
-    out->push_back(d);
-    p = next;
+    // Bucket counts are integers: read digits, and only a number with a
+    // fraction or an exponent through from_chars.
+    const char* q = p;
+    uint64_t n = 0;
+    while (q < end && *q >= '0' && *q <= '9' && q - p < 18) n = n * 10 + static_cast<uint64_t>(*q++ - '0');
+    if (q > p && (q == end || *q == ',' || *q == ' ')) {
+      out->push_back(static_cast<double>(n));
+      p = q;
+    } else {
+      double d = 0;
+      auto [next, ec] = std::from_chars(p, end, d);
+      if (ec != std::errc()) return false;
+      out->push_back(d);
+      p = next;
+    }
     while (p < end && *p == ' ') ++p;
     if (p < end && *p++ != ',') return false;
   }
@@ -32,6 +43,9 @@ struct PointView {
   int64_t time_ns;
   double value;  // NaN: none
   std::string_view counts, bounds, exp, quantiles;
+  //! The series is delta (temporality 1): only then are its explicit
+  //! counts summed; a chart reads another series' newest point alone.
+  bool delta;
 };
 
 void AddPoint(const PointView& p, MetricRollupValue* v) {
@@ -56,21 +70,34 @@ void AddPoint(const PointView& p, MetricRollupValue* v) {
     v->exp.assign(p.exp);
     v->quantiles.assign(p.quantiles);
   }
-  if (!p.exp.empty()) {
+  if (!p.exp.empty() || (!p.delta && !p.counts.empty())) {
     v->summed = Summed::kUnsummable;
+    v->summed_counts.clear();
+    v->summed_bounds.clear();
   } else if (!p.counts.empty() && v->summed != Summed::kUnsummable) {
-    MetricRollupValue one;
-    one.summed = ParseJsonNumbers(p.counts, &one.summed_counts) ? Summed::kCounts : Summed::kUnsummable;
-    one.summed_bounds.assign(p.bounds);
-    v->Merge(one);
+    // Parsed into a scratch vector and added in place: no value is built
+    // per point.
+    thread_local std::vector<double> counts;
+    const bool parsed = ParseJsonNumbers(p.counts, &counts);
+    if (parsed && v->summed == Summed::kNone) {
+      v->summed = Summed::kCounts;
+      v->summed_counts.assign(counts.begin(), counts.end());
+      v->summed_bounds.assign(p.bounds);
+    } else if (parsed && counts.size() == v->summed_counts.size() && p.bounds == v->summed_bounds) {
+      for (size_t i = 0; i < counts.size(); ++i) v->summed_counts[i] += counts[i];
+    } else {
+      v->summed = Summed::kUnsummable;
+      v->summed_counts.clear();
+      v->summed_bounds.clear();
+    }
   }
 }
 
 }  // namespace
 
-void MetricRollupValue::Add(const MetricBatch& b, size_t r) {
+void MetricRollupValue::Add(const MetricBatch& b, size_t r, bool delta) {
   AddPoint({b.time_ns[r], b.value[r], b.bucket_counts.Get(r), b.explicit_bounds.Get(r), b.exp_histogram.Get(r),
-            b.quantiles.Get(r)},
+            b.quantiles.Get(r), delta},
            this);
 }
 
@@ -112,10 +139,22 @@ void MetricRollupValue::Merge(const MetricRollupValue& o) {
 void AddPoints(const MetricBatch& b, MetricRollupMap* m) {
   MetricRollupKey key;
   key.project_id = b.project_id;
+  std::vector<int64_t> delta_series;  // of this batch's series rows
+  for (size_t i = 0; i < b.series_rows(); ++i) {
+    if (b.temporality[i] == 1) delta_series.push_back(b.series_id[i]);
+  }
+  std::sort(delta_series.begin(), delta_series.end());
+  MetricRollupValue* value = nullptr;  // key's: a series' points come in runs
+  bool delta = false;
   for (size_t r = 0; r < b.rows(); ++r) {
-    key.bucket_ns = FloorTo(b.time_ns[r], kMinuteNs);
-    key.series_id = b.point_series_id[r];
-    (*m)[key].Add(b, r);
+    const int64_t bucket = FloorTo(b.time_ns[r], kMinuteNs), series = b.point_series_id[r];
+    if (value == nullptr || bucket != key.bucket_ns || series != key.series_id) {
+      key.bucket_ns = bucket;
+      key.series_id = series;
+      value = &(*m)[key];
+      delta = std::binary_search(delta_series.begin(), delta_series.end(), series);
+    }
+    value->Add(b, r, delta);
   }
 }
 
@@ -233,14 +272,16 @@ Status ExpireMetricRollups(RollupSession* s, const std::string& project_filter, 
   return Expire<MetricRollupTraits>(
       s, kMetricRollupTables, "", project_filter, before_ns, [&](int64_t from, int64_t to, MetricRollupMap* m) {
         return s->Query(
-            "SELECT project_id, series_id, time_ns, value, bucket_counts, explicit_bounds, exp_histogram, quantiles "
-            "FROM metric_points WHERE time_ns >= ? AND time_ns < ?" +
+            "SELECT project_id, series_id, time_ns, value, bucket_counts, explicit_bounds, exp_histogram, quantiles, "
+            "(SELECT max(s.temporality) FROM metric_series s WHERE s.project_id = metric_points.project_id AND "
+            "s.series_id = metric_points.series_id) FROM metric_points WHERE time_ns >= ? AND time_ns < ?" +
                 project_filter,
             {from, to}, [&](const RowView& r) {
               const int64_t t = r.GetInt(2);
               const std::string counts = TextOrEmpty(r, 4), bounds = TextOrEmpty(r, 5), exp = TextOrEmpty(r, 6),
                                 quantiles = TextOrEmpty(r, 7);
-              AddPoint({t, DoubleOrNaN(r, 3), counts, bounds, exp, quantiles},
+              const bool delta = !r.IsNull(8) && r.GetInt(8) == 1;
+              AddPoint({t, DoubleOrNaN(r, 3), counts, bounds, exp, quantiles, delta},
                        &(*m)[MetricRollupKey{r.GetInt(0), FloorTo(t, kMinuteNs), r.GetInt(1)}]);
             });
       });

@@ -7,9 +7,10 @@
 // - the newest point with a distribution (explicit or exponential buckets,
 //   or quantiles): its time and texts, which is all a cumulative series'
 //   chart reads (Want::kHistograms);
-// - the explicit bucket counts summed, which is what a delta series' chart
-//   reads, while every summed point had the same bounds and as many counts;
-//   otherwise (another layout, or an exponential histogram) the row says it
+// - for a delta series (temporality 1), the explicit bucket counts summed,
+//   which is what its chart reads, while every summed point had the same
+//   bounds and as many counts; otherwise (another layout, an exponential
+//   histogram, or points written as another temporality) the row says it
 //   cannot be summed and the read takes the raw points instead.
 // Every part merges exactly (sums of integers, min, max, the newer of two),
 // so a read from the rollups equals the raw read. Three tables as every
@@ -60,8 +61,8 @@ struct MetricRollupValue {
   std::vector<double> summed_counts;
   std::string summed_bounds;
 
-  //! Adds point r of the batch.
-  void Add(const MetricBatch& b, size_t r);
+  //! Adds point r of the batch, of a delta series or not.
+  void Add(const MetricBatch& b, size_t r, bool delta);
   void Merge(const MetricRollupValue& other);
   bool Empty() const { return count == 0 && dist_ns == INT64_MIN && summed == Summed::kNone; }
 };
