@@ -458,6 +458,7 @@ int main(int argc, char** argv) {
 
   // Retention and disk space (maintenance/): read as text, parsed below.
   std::string retention[kSignalCount] = {"forever", "forever", "forever"};
+  std::string rollup_retention = "rows";
   std::string max_disk = "0", min_free_disk = "512MiB";
   for (int s = 0; s < kSignalCount; ++s) {
     const std::string signal = SignalName(Signal(s));
@@ -471,6 +472,12 @@ int main(int argc, char** argv) {
         ->envname("SIGHTLINE_RETENTION_" + upper)
         ->capture_default_str();
   }
+  serve
+      ->add_option("--rollup-retention", rollup_retention,
+                   "Keep the rollups (the dashboards' per-minute and per-hour rows) this long (30d, 400d) when "
+                   "that is longer than their rows' retention, or `rows`: they go with their rows")
+      ->envname("SIGHTLINE_ROLLUP_RETENTION")
+      ->capture_default_str();
   serve
       ->add_option("--max-disk-bytes", max_disk,
                    "Disk budget of the telemetry database (e.g. 50GiB; 0 = none): above it the oldest hours of "
@@ -541,6 +548,16 @@ int main(int argc, char** argv) {
         return 2;
       }
       so.maintenance.retention_seconds[s] = *seconds;
+    }
+    if (rollup_retention != "rows") {
+      Result<int64_t> seconds = ParseDurationSeconds(rollup_retention);
+      if (!seconds.ok() || *seconds <= 0) {
+        std::fprintf(stderr, "--rollup-retention: %s\n",
+                     seconds.ok() ? "must be longer than 0 (or `rows`)" : seconds.status().message().c_str());
+        return 2;
+      }
+      so.maintenance.rollup_retention_seconds = *seconds;
+      so.store.rollups_outlive_rows = true;
     }
     for (auto [flag, text, out] : {std::tuple{"--max-disk-bytes", &max_disk, &so.maintenance.max_disk_bytes},
                                    std::tuple{"--min-free-disk-bytes", &min_free_disk, &so.min_free_disk_bytes}}) {

@@ -115,6 +115,12 @@ Status MaintenanceService::ApplyRetention(MaintenanceReport* report) {
     Result<uint64_t> deleted = Delete(d.signal, d.projects, d.before_ns, report);
     if (!deleted.ok()) return deleted.status();
     report->retention_deleted[static_cast<int>(d.signal)] += *deleted;
+    if (options_.rollup_retention_seconds > 0) {
+      // The rollups last as long as the longer of the two retentions.
+      const int64_t rollups_before = std::min(
+          d.before_ns, AlignDown(clock_() - options_.rollup_retention_seconds * kNanosPerSecond, chunk_ns));
+      SL_RETURN_IF_ERROR(store_->ExpireRollups(d.signal, d.projects, rollups_before));
+    }
   }
   return Status::Ok();
 }
@@ -147,6 +153,10 @@ Status MaintenanceService::ApplyBudget(MaintenanceReport* report) {
       Result<uint64_t> deleted = Delete(Signal(s), ProjectSet::All(), *cutoff, report);
       if (!deleted.ok()) return deleted.status();
       report->budget_deleted[s] += *deleted;
+      // The budget drops the oldest data first, rollups kept longer too.
+      if (options_.rollup_retention_seconds > 0) {
+        SL_RETURN_IF_ERROR(store_->ExpireRollups(Signal(s), ProjectSet::All(), *cutoff));
+      }
     }
     ++report->budget_steps;
     // Until the space is reclaimed the live bytes cannot fall; dropping more

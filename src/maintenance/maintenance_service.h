@@ -36,6 +36,9 @@ namespace sightline {
 struct MaintenanceOptions {
   //! Per signal (spans, logs, metrics): seconds rows are kept; 0 = forever.
   std::array<int64_t, kSignalCount> retention_seconds{0, 0, 0};
+  //! Seconds the rollups are kept, when longer than their rows' retention
+  //! (StoreOptions::rollups_outlive_rows); 0: they go with their rows.
+  int64_t rollup_retention_seconds = 0;
   uint64_t max_disk_bytes = 0;            // 0: no budget
   int64_t interval_ms = 60'000;           // between maintenance passes
   int64_t disk_check_interval_ms = 1000;  // between free-space samples

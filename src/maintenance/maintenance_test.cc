@@ -265,6 +265,10 @@ class SizedStore final : public TelemetryStore {
     deletes.push_back({s, p, before});
     return memory_.DeleteBefore(s, p, before);
   }
+  Status ExpireRollups(Signal s, const ProjectSet& p, int64_t before) override {
+    rollup_expiries.push_back({s, p, before});
+    return Status::Ok();
+  }
   Result<std::optional<int64_t>> OldestTime(Signal s) override { return memory_.OldestTime(s); }
   Status ReclaimSpace() override {
     ++reclaims;
@@ -283,6 +287,7 @@ class SizedStore final : public TelemetryStore {
   std::optional<int64_t> Oldest(Signal s) { return memory_.OldestTime(s).value(); }
 
   std::vector<PlannedDelete> deletes;
+  std::vector<PlannedDelete> rollup_expiries;
   int reclaims = 0;
   bool reclaim_fails = false;
 
@@ -337,6 +342,29 @@ TEST_F(MaintenanceTest, RetentionDeletesExpiredChunksPerProjectAndKeepsTheRest) 
   MaintenanceReport again = Pass(options);
   EXPECT_EQ(again.retention_deleted[kLogs] + again.retention_deleted[kMetrics], 0u);
   EXPECT_EQ(store_.reclaims, 1);
+}
+
+// --rollup-retention: after each retention delete the rollups of the same
+// projects expire at the longer of the two retentions, in whole chunks;
+// without it the store is never asked (the rollups go with their rows).
+TEST_F(MaintenanceTest, RollupsExpireAtTheLongerOfTheirRetentionAndTheirRows) {
+  store_.Write(Logs(shop_, 48, kNow - 48 * kHour, kHour));
+  store_.Write(Points(shop_, 48, kNow - 48 * kHour, kHour));
+  MaintenanceOptions options;
+  options.retention_seconds = {0, 24 * 3600, 36 * 3600};
+  ASSERT_TRUE(Pass(options).status.ok());
+  EXPECT_TRUE(store_.rollup_expiries.empty());
+
+  options.rollup_retention_seconds = 30 * 3600;
+  MaintenanceReport r = Pass(options);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  ASSERT_EQ(store_.rollup_expiries.size(), 2u) << "one per planned delete: logs and metrics";
+  for (const PlannedDelete& e : store_.rollup_expiries) {
+    // Logs keep a day, their rollups 30 hours; points keep 36 hours, and so
+    // do their rollups.
+    EXPECT_EQ(e.before_ns, kNow - (e.signal == Signal::kLogs ? 30 : 36) * kHour) << SignalName(e.signal);
+    EXPECT_TRUE(e.projects.all_but);
+  }
 }
 
 TEST_F(MaintenanceTest, RowsGoOnlyOnceTheirWholeChunkHasExpired) {

@@ -41,6 +41,10 @@ struct StoreOptions {
   //! minute and hour tables (storage/rollup/span_rollup.h); 0: after every
   //! write.
   int64_t rollup_compaction_interval_ms = 5000;
+  //! Whether the rollups outlive their rows: DeleteBefore then leaves them,
+  //! and ExpireRollups drops them (the maintenance service, at
+  //! `--rollup-retention`).
+  bool rollups_outlive_rows = false;
   // ClickHouse (storage/clickhouse/): the server's HTTP interface, the
   // database the tables live in, and optional credentials.
   std::string clickhouse_url = "http://127.0.0.1:8123";
@@ -191,6 +195,13 @@ class TelemetryStore {
   //! in batches of whole rows, never a half-deleted row; Stats() counts them
   //! out.
   virtual Result<uint64_t> DeleteBefore(Signal signal, const ProjectSet& projects, int64_t before_ns) = 0;
+  //! With StoreOptions::rollups_outlive_rows: drops the rollups of `signal`
+  //! (and of its exceptions) of whole hours before before_ns, whether or not
+  //! their rows are still there; the hour holding before_ns stays whole.
+  //! Engines without rollups have nothing to drop.
+  virtual Status ExpireRollups(Signal /*signal*/, const ProjectSet& /*projects*/, int64_t /*before_ns*/) {
+    return Status::Ok();
+  }
   //! The oldest time of `signal`'s rows; nullopt when it has none.
   virtual Result<std::optional<int64_t>> OldestTime(Signal signal) = 0;
   //! Makes the space of deleted rows reusable for new rows (DuckDB: a

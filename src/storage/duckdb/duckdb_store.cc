@@ -521,6 +521,7 @@ class DuckDbStore final : public TelemetryStore {
   SchemaReport schema_report() const override { return schema_report_; }
   Status Close() override;
   Result<uint64_t> DeleteBefore(Signal signal, const ProjectSet& projects, int64_t before_ns) override;
+  Status ExpireRollups(Signal signal, const ProjectSet& projects, int64_t before_ns) override;
   Result<std::optional<int64_t>> OldestTime(Signal signal) override;
   //! Compacts the engine's own indexes, then checkpoints: deleted row
   //! groups' blocks go on the free list, which new row groups reuse (the
@@ -575,6 +576,7 @@ class DuckDbStore final : public TelemetryStore {
   SchemaReport schema_report_;                       // set at open
   int64_t rollup_exact_spans_ = 0;                   // StoreOptions::rollup_exact_spans
   int64_t rollup_compaction_interval_ms_ = 0;        // StoreOptions::rollup_compaction_interval_ms
+  bool rollups_outlive_rows_ = false;                // StoreOptions::rollups_outlive_rows
 
   Mutex mu_;  // lifecycle: db_ and closed_
   duckdb_database db_ GUARDED_BY(mu_) = nullptr;
@@ -823,6 +825,7 @@ Status DuckDbStore::Init(const StoreOptions& options) {
   SL_RETURN_IF_ERROR(CreateRollups());
   rollup_exact_spans_ = options.rollup_exact_spans;
   rollup_compaction_interval_ms_ = options.rollup_compaction_interval_ms;
+  rollups_outlive_rows_ = options.rollups_outlive_rows;
   SL_RETURN_IF_ERROR(LoadCounters());
   SL_RETURN_IF_ERROR(LoadKnownKeys());
   {
@@ -1045,6 +1048,55 @@ Status DuckDbStore::CompactIndexes(bool only_when_wanted) {
   return Classify(indexes_.Compact(maintenance_conn_));
 }
 
+namespace {
+
+//! The rollups' share of expiring `signal`'s rows before before_ns:
+//! with their rows (whole_hours false: the cut minute is rebuilt from the
+//! rows that stay, rollup_table.h Expire), or on their own (true: whole
+//! hours, DropHoursBefore).
+Status ExpireRollupsOf(rollup::RollupSession* s, Signal signal, const std::string& filter, int64_t before_ns,
+                       bool whole_hours) {
+  using namespace rollup;
+  switch (signal) {
+    case Signal::kSpans:
+      if (whole_hours) {
+        SL_RETURN_IF_ERROR(DropHoursBefore<SpanRollupTraits>(s, kSpanRollupTables, "", filter, before_ns));
+        return DropHoursBefore<ExceptionRollupTraits>(s, kExceptionRollupTables, ExceptionSource(false), filter,
+                                                      before_ns);
+      }
+      SL_RETURN_IF_ERROR(ExpireSpanRollups(s, filter, before_ns));
+      return ExpireExceptionRollups(s, /*logs=*/false, filter, before_ns);
+    case Signal::kLogs:
+      if (whole_hours) {
+        SL_RETURN_IF_ERROR(DropHoursBefore<LogRollupTraits>(s, kLogRollupTables, "", filter, before_ns));
+        return DropHoursBefore<ExceptionRollupTraits>(s, kExceptionRollupTables, ExceptionSource(true), filter,
+                                                      before_ns);
+      }
+      SL_RETURN_IF_ERROR(ExpireLogRollups(s, filter, before_ns));
+      return ExpireExceptionRollups(s, /*logs=*/true, filter, before_ns);
+    case Signal::kMetrics:
+      if (whole_hours) return DropHoursBefore<MetricRollupTraits>(s, kMetricRollupTables, "", filter, before_ns);
+      return ExpireMetricRollups(s, filter, before_ns);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status DuckDbStore::ExpireRollups(Signal signal, const ProjectSet& projects, int64_t before_ns) {
+  if (!rollups_outlive_rows_ || (!projects.all_but && projects.ids.empty())) return Status::Ok();
+  KnownKeys& known = known_[static_cast<int>(signal)];
+  MutexLock write(&known.mu);  // beside the writer's folds of the same tables
+  MutexLock lock(&maintenance_mu_);
+  if (maintenance_conn_ == nullptr) return Status::Unavailable("duckdb: store is closed");
+  Transaction txn(maintenance_conn_);
+  SL_RETURN_IF_ERROR(Classify(txn.Begin()));
+  DuckDbRollupSession session(maintenance_conn_, &txn);
+  Status expired = ExpireRollupsOf(&session, signal, sql::ProjectFilterSql(projects), before_ns, true);
+  if (!expired.ok()) return Classify(Status::IoError("duckdb: expiring rollups: " + expired.message()));
+  return Classify(txn.Commit());
+}
+
 Result<uint64_t> DuckDbStore::DeleteBefore(Signal signal, const ProjectSet& projects, int64_t before_ns) {
   if (!projects.all_but && projects.ids.empty()) return uint64_t{0};
   // The signal's write lock: a checkpoint must not find this delete's
@@ -1055,24 +1107,15 @@ Result<uint64_t> DuckDbStore::DeleteBefore(Signal signal, const ProjectSet& proj
   if (maintenance_conn_ == nullptr) return Status::Unavailable("duckdb: store is closed");
   const std::string sql = std::string("DELETE FROM ") + sql::MainTable(signal) + " WHERE " +
                           sql::ExpiredRowsSql(signal, projects, before_ns);
-  // The rollups give up the same rows in the same transaction.
+  // The rollups give up the same rows in the same transaction, unless they
+  // outlive them (ExpireRollups drops them later).
   Transaction txn(maintenance_conn_);
   SL_RETURN_IF_ERROR(Classify(txn.Begin()));
-  DuckDbRollupSession session(maintenance_conn_, &txn);
-  const std::string filter = sql::ProjectFilterSql(projects);
-  Status expired;
-  switch (signal) {
-    case Signal::kSpans:
-      expired = rollup::ExpireSpanRollups(&session, filter, before_ns);
-      if (expired.ok()) expired = rollup::ExpireExceptionRollups(&session, /*logs=*/false, filter, before_ns);
-      break;
-    case Signal::kLogs:
-      expired = rollup::ExpireLogRollups(&session, filter, before_ns);
-      if (expired.ok()) expired = rollup::ExpireExceptionRollups(&session, /*logs=*/true, filter, before_ns);
-      break;
-    case Signal::kMetrics: expired = rollup::ExpireMetricRollups(&session, filter, before_ns); break;
+  if (!rollups_outlive_rows_) {
+    DuckDbRollupSession session(maintenance_conn_, &txn);
+    Status expired = ExpireRollupsOf(&session, signal, sql::ProjectFilterSql(projects), before_ns, false);
+    if (!expired.ok()) return Classify(Status::IoError("duckdb: expiring rollups: " + expired.message()));
   }
-  if (!expired.ok()) return Classify(Status::IoError("duckdb: expiring rollups: " + expired.message()));
   QueryResult result;
   Status s = result.Run(maintenance_conn_, sql);
   if (!s.ok()) return Classify(Status::IoError("duckdb: " + sql + ": " + s.message()));

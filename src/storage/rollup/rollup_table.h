@@ -173,4 +173,21 @@ Status Expire(RollupSession* s, const RollupTables& t, const std::string& where,
   return FoldInto<Traits>(s, t.hour, &hours, where);
 }
 
+//! A rollup retention longer than the rows' (the rows may be gone): folds
+//! the deltas, then deletes every minute and hour bucket of the whole hours
+//! before before_ns (of `where` and `project_filter`'s projects). The hour
+//! holding before_ns stays whole in both levels, so they agree.
+template <typename Traits>
+Status DropHoursBefore(RollupSession* s, const RollupTables& t, const std::string& where,
+                       const std::string& project_filter, int64_t before_ns) {
+  Result<int64_t> folded = Compact<Traits>(s, t, where);
+  if (!folded.ok()) return folded.status();
+  const int64_t hour = FloorTo(before_ns, kHourNs);
+  for (const char* table : {t.minute, t.hour}) {
+    SL_RETURN_IF_ERROR(
+        s->Exec(std::string("DELETE FROM ") + table + " WHERE bucket_ns < ?" + where + project_filter, {hour}));
+  }
+  return Status::Ok();
+}
+
 }  // namespace sightline::rollup

@@ -89,14 +89,17 @@ struct Store {
   testing::TempDir dir{"sightline-rollup-test"};
   std::unique_ptr<TelemetryStore> store;
 
-  Store(int64_t exact_spans, int64_t compaction_ms) { Open(exact_spans, compaction_ms); }
-  void Open(int64_t exact_spans, int64_t compaction_ms) {
+  Store(int64_t exact_spans, int64_t compaction_ms, bool outlive_rows = false) {
+    Open(exact_spans, compaction_ms, outlive_rows);
+  }
+  void Open(int64_t exact_spans, int64_t compaction_ms, bool outlive_rows = false) {
     RegisterBuiltinStores();
     StoreOptions o;
     o.data_dir = dir.str();
     o.read_connections = 1;
     o.rollup_exact_spans = exact_spans;
     o.rollup_compaction_interval_ms = compaction_ms;
+    o.rollups_outlive_rows = outlive_rows;
     Result<std::unique_ptr<TelemetryStore>> s = StoreRegistry::Instance().Open("duckdb", o);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     store = std::move(s).value();
@@ -300,6 +303,31 @@ TEST(SpanRollupStoreTest, ADatabaseWithSpansBeforeItsRollupsReadsThemRaw) {
   EXPECT_EQ(store.Count("SELECT sum(count) FROM span_rollup_hour"), 1000);
   const SpanGroupQuery both = Query({kHour0 - kHourNs, later + 2 * kHourNs}, {SpanDimension::kService}, false);
   ExpectSameGroups(exact.Group(both), store.Group(both), "old and new spans");
+}
+
+// --rollup-retention longer than the spans': retention deletes the spans and
+// leaves their rollups, which answer as before; ExpireRollups then drops the
+// rollups' whole hours, after which they answer as the spans that remain.
+TEST(SpanRollupStoreTest, RollupsOutliveTheirSpansUntilTheirOwnRetention) {
+  Store store(0, 0, /*outlive_rows=*/true);
+  Store exact(INT64_MAX, 0);
+  store.Write(Writes());
+  exact.Write(Writes());
+  const SpanGroupQuery q = Query({kHour0 - kHourNs, kHour0 + 4 * kHourNs}, {SpanDimension::kService}, false);
+  const SpanGroups before = store.Group(q);
+  const int64_t cutoff = kHour0 + 2 * kHourNs;
+  Result<uint64_t> deleted = store.store->DeleteBefore(Signal::kSpans, ProjectSet::All(), cutoff);
+  ASSERT_TRUE(deleted.ok()) << deleted.status().ToString();
+  ASSERT_GT(*deleted, 0u);
+  EXPECT_EQ(store.Count("SELECT count(*) FROM spans WHERE start_time_ns < " + std::to_string(cutoff)), 0);
+  ExpectSameGroups(before, store.Group(q), "spans gone, rollups kept");
+
+  ASSERT_TRUE(exact.store->DeleteBefore(Signal::kSpans, ProjectSet::All(), cutoff).ok());
+  ASSERT_TRUE(store.store->ExpireRollups(Signal::kSpans, ProjectSet::Only({kProject + 1}), cutoff).ok());
+  ExpectSameGroups(before, store.Group(q), "another project's rollups expired");
+  ASSERT_TRUE(store.store->ExpireRollups(Signal::kSpans, ProjectSet::All(), cutoff).ok());
+  ExpectSameGroups(exact.Group(q), store.Group(q), "rollups expired at the same cutoff");
+  EXPECT_EQ(store.Count("SELECT count(*) FROM span_rollup_minute WHERE bucket_ns < " + std::to_string(cutoff)), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Folding, SpanRollupTest, ::testing::Values(0, 3'600'000),
