@@ -68,7 +68,10 @@ void LatencySketch::Merge(const LatencySketch& other) {
 }
 
 Status LatencySketch::MergeEncoded(std::string_view text) {
-  LatencySketch parsed;
+  // One scratch sketch per thread: a read parses one per rollup row.
+  thread_local LatencySketch parsed;
+  parsed.buckets_.clear();
+  parsed.count_ = 0;
   const char* p = text.data();
   const char* end = text.data() + text.size();
   while (p < end) {
@@ -92,12 +95,7 @@ Status LatencySketch::MergeEncoded(std::string_view text) {
     }
     p = c.ptr;
   }
-  if (buckets_.empty()) {
-    buckets_ = std::move(parsed.buckets_);
-    count_ = parsed.count_;
-  } else {
-    Merge(parsed);
-  }
+  Merge(parsed);
   return Status::Ok();
 }
 
