@@ -22,6 +22,7 @@
 #include "bench/http_load.h"
 #include "bench/load_generator.h"
 #include "bench/payload_pool.h"
+#include "bench/probe_state.h"
 #include "bench/probe_truth.h"
 #include "bench/server_process.h"
 #include "common/json_writer.h"
@@ -114,6 +115,16 @@ constexpr uint64_t kUnderIngestFirstPayload = 3ull << 38;
 constexpr const char* kSearchWord = "timeout";  // one of the generator's body words
 constexpr size_t kPage = 50;
 
+//! Set by the first SIGINT/SIGTERM: the ladder stops after the fill chunk in
+//! flight, saves its state and stops the server (a second signal kills).
+std::atomic<bool> g_stop{false};
+extern "C" void OnStopSignal(int sig) {
+  if (g_stop.exchange(true)) {
+    ::signal(sig, SIG_DFL);
+    ::raise(sig);
+  }
+}
+
 // ---- results ------------------------------------------------------------------------
 
 struct CallResult {
@@ -138,6 +149,13 @@ struct SignalResult {
   std::optional<uint64_t> read_cliff;
 };
 
+//! Where a ladder keeps its state (--keep-data or --resume), and the state it resumes.
+struct LadderState {
+  std::string dir;                    // "" = none kept
+  std::optional<ProbeState> resumed;  // --resume
+  ProbeState wanted;                  // this run's settings (engine, signals, seed, levels, batch, server args)
+};
+
 //! The background ingest of a run, summed over its levels and ladders.
 struct UnderIngest {
   double target = 0;
@@ -151,6 +169,8 @@ struct RunResult {
   std::string engine;
   std::vector<SignalResult> signals;
   std::optional<UnderIngest> under_ingest;
+  bool stopped = false;  // by a signal or --stop-after, before the ladder's end
+  std::string stop_error;  // a resumed state that does not fit the server's data
 };
 
 // ---- the calls ---------------------------------------------------------------------
@@ -323,8 +343,8 @@ class BackgroundIngest {
 class Ladder {
  public:
   Ladder(const ProbeBenchOptions& o, const std::vector<uint64_t>& levels, const std::vector<Signal>& signals,
-         const Target& target, int run)
-      : o_(o), levels_(levels), signals_(signals), t_(target), run_(run) {}
+         const Target& target, int run, LadderState state = {})
+      : o_(o), levels_(levels), signals_(signals), t_(target), run_(run), state_(std::move(state)) {}
 
   //! Fills, digests and probes level after level until one fails.
   RunResult Run(const std::string& engine) {
@@ -346,6 +366,15 @@ class Ladder {
     g.batch = std::min<size_t>(o_.batch, levels_.front());  // the first level must not overshoot by a whole batch
     g.base_time_ns = (window_.from_ms + 60000) * kNsPerMs;
     SpreadOverWindow(&g);
+    if (state_.resumed) {
+      // The kept ladder's data and window, exactly: its rows were generated with them.
+      const ProbeState& r = *state_.resumed;
+      window_ = Window{r.from_ms, r.to_ms};
+      g.batch = r.batch;
+      g.base_time_ns = r.base_time_ns;
+      g.time_step_ns = r.time_step_ns;
+      g.point_step_ns = r.point_step_ns;
+    }
     gen_ = std::make_unique<LoadGenerator>(g);
     trace_id_ = KnownLogTraceId(*gen_);
     span_trace_ = KnownSpanTrace(*gen_);
@@ -367,13 +396,27 @@ class Ladder {
     }
     first_payload_ = t_.spawned ? 0 : static_cast<uint64_t>(run_ - 1) << 32;
     background_payload_ = kUnderIngestFirstPayload + first_payload_;
+    if (state_.resumed) {
+      Status resumed = Resume(*state_.resumed);
+      if (!resumed.ok()) {
+        out.stopped = true;
+        out.stop_error = resumed.message();
+        return out;
+      }
+    }
 
     std::vector<std::vector<bool>> passed(signals_.size());
     for (uint64_t level : levels_) {
+      if (level <= probed_rows_) continue;  // probed before the ladder was resumed
       LevelResult base;
       base.level_rows = level;
       Fill(level, &base);
-      Digest(&base);
+      if (!g_stop) Digest(&base);
+      if (g_stop) {
+        SaveState();
+        out.stopped = true;
+        break;
+      }
       std::unique_ptr<BackgroundIngest> background;
       if (o_.under_ingest > 0) {
         background = std::make_unique<BackgroundIngest>(o_, t_, signals_, window_,
@@ -393,19 +436,100 @@ class Ladder {
         UnderIngest level{o_.under_ingest, 0, 0};
         background->Stop(&level);
         background_payload_ = background->next_payload();
+        background_accepted_ += level.accepted;
         if (!out.under_ingest) out.under_ingest = UnderIngest{o_.under_ingest, 0, 0};
         out.under_ingest->accepted += level.accepted;
         out.under_ingest->seconds += level.seconds;
         std::printf("  under ingest: %s items/s achieved (target %s)\n", Human(level.achieved()).c_str(),
                     Human(o_.under_ingest).c_str());
       }
+      probed_rows_ = level;
+      SaveState();
       if (!all_passed) break;  // the ladder stops at the first failing level
+      if (g_stop || (o_.stop_after > 0 && level >= o_.stop_after && level != levels_.back())) {
+        out.stopped = true;
+        break;
+      }
     }
     for (size_t k = 0; k < signals_.size(); ++k) out.signals[k].read_cliff = ReadCliff(levels_, passed[k]);
     return out;
   }
 
  private:
+  //! Takes a kept ladder's progress: checks the server holds exactly the rows
+  //! the state says were accepted (more when a chunk was in flight as the
+  //! probe died: then, without --check, its rows are adopted and the truth is
+  //! incomplete), and with --check re-feeds the truth every request sent.
+  Status Resume(const ProbeState& r) {
+    sent_ = r.sent;
+    accepted_ = r.accepted;
+    truth_complete_ = r.truth_complete;
+    probed_rows_ = r.probed_rows;
+    background_payload_ = r.background_payload;
+    auto h = FetchDeepHealth(t_.api);
+    if (!h.ok()) return Status::Unavailable("deep health of the resumed server: " + h.status().message());
+    uint64_t have = 0, want = r.background_accepted;
+    for (Signal s : signals_) {
+      have += h->rows[static_cast<int>(s)];
+      want += r.accepted[static_cast<int>(s)];
+    }
+    if (have != want) {
+      const std::string counts = "the server holds " + std::to_string(have) + " rows of the ladder's signals, the state says " +
+                                 std::to_string(want) + " were accepted";
+      if (have < want) return Status::InvalidArgument(counts + ": the data directory lost rows; start a new ladder");
+      if (r.in_flight_until <= r.sent || signals_.size() != 1) {
+        return Status::InvalidArgument(counts + ": the data directory has rows the state does not know of");
+      }
+      if (o_.check) {
+        return Status::InvalidArgument(counts +
+                                       ": the probe was stopped with a fill chunk in flight, so which of its requests "
+                                       "are stored is unknown; resume without --check to continue unchecked");
+      }
+      std::printf("  %s; the chunk in flight is adopted, the truth is incomplete\n", counts.c_str());
+      accepted_[static_cast<int>(signals_[0])] += have - want;
+      sent_ = r.in_flight_until;
+      truth_complete_ = false;
+    }
+    background_accepted_ = r.background_accepted;
+    std::printf("  resumed at request %llu:", static_cast<unsigned long long>(sent_));
+    for (Signal s : signals_) {
+      std::printf(" %s %s", SignalName(s), Human(static_cast<double>(accepted_[static_cast<int>(s)])).c_str());
+    }
+    std::printf(" rows, levels up to %s probed\n", Human(static_cast<double>(probed_rows_)).c_str());
+    if (truth_) {
+      const Clock::time_point t0 = Clock::now();
+      for (uint64_t p = 0; p < sent_; ++p) {
+        for (Signal s : signals_) AddToTruth(*gen_, s, first_payload_ + p, truth_.get());
+      }
+      std::printf("  truth rebuilt from %llu requests in %.1f s\n", static_cast<unsigned long long>(sent_), Since(t0));
+    }
+    std::fflush(stdout);
+    return Status::Ok();
+  }
+
+  //! Writes the ladder's progress to its kept directory (no-op without one).
+  //! `in_flight_until`: the request index a chunk about to be sent ends at.
+  void SaveState(uint64_t in_flight_until = 0) {
+    if (state_.dir.empty()) return;
+    ProbeState s = state_.wanted;
+    const GeneratorOptions& g = gen_->options();
+    s.batch = g.batch;
+    s.base_time_ns = g.base_time_ns;
+    s.time_step_ns = g.time_step_ns;
+    s.point_step_ns = g.point_step_ns;
+    s.from_ms = window_.from_ms;
+    s.to_ms = window_.to_ms;
+    s.sent = sent_;
+    s.in_flight_until = in_flight_until;
+    s.accepted = accepted_;
+    s.truth_complete = truth_complete_;
+    s.probed_rows = probed_rows_;
+    s.background_payload = background_payload_;
+    s.background_accepted = background_accepted_;
+    Status saved = SaveProbeState(state_.dir, s);
+    if (!saved.ok()) std::fprintf(stderr, "bench probe: %s\n", saved.message().c_str());
+  }
+
   //! Sets the generator's steps so the largest level spans the window, with
   //! 10% headroom for requests sent again after a rejection.
   void SpreadOverWindow(GeneratorOptions* g) const {
@@ -444,8 +568,9 @@ class Ladder {
     const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     const bool tty = isatty(fileno(stdout));
     int fruitless = 0;
-    for (int round = 0; round < 1000000 && Shortfall(level) > 0; ++round) {
+    for (int round = 0; round < 1000000 && Shortfall(level) > 0 && !g_stop; ++round) {
       const uint64_t now = std::min(chunk, (Shortfall(level) + batch - 1) / batch);
+      SaveState(sent_ + now);
       PayloadPool pool(gen_.get(), signals_, first_payload_ + sent_);
       pool.Prebuild(now * n, threads, o_.pool_mb << 20);  // untimed: the fill rate is the server's
       HttpLoadOptions lo;
@@ -474,6 +599,7 @@ class Ladder {
         }
       }
       sent_ += now;
+      SaveState();
       uint64_t filled = 0;
       for (size_t k = 0; k < n; ++k) filled += accepted_[static_cast<int>(signals_[k])] - before_[k];
       const double rate = r->fill_s > 0 ? static_cast<double>(filled) / r->fill_s : 0;
@@ -502,7 +628,7 @@ class Ladder {
     std::optional<DeepHealth> last;
     int same = 0;
     const int max_polls = static_cast<int>(o_.digest_timeout_s / std::max(o_.digest_interval_s, 0.01)) + 1;
-    for (int poll = 0; poll < max_polls; ++poll) {
+    for (int poll = 0; poll < max_polls && !g_stop; ++poll) {
       auto h = FetchDeepHealth(t_.api);
       if (h.ok()) {
         bool rows_in = true;
@@ -580,6 +706,7 @@ class Ladder {
   std::vector<Signal> signals_;
   Target t_;
   int run_;
+  LadderState state_;
   Window window_;
   std::unique_ptr<LoadGenerator> gen_;
   std::unique_ptr<ProbeTruth> truth_;
@@ -589,6 +716,8 @@ class Ladder {
   uint64_t first_payload_ = 0;
   uint64_t background_payload_ = 0;  // next payload of the background ingest
   uint64_t sent_ = 0;                // payloads sent per signal
+  uint64_t probed_rows_ = 0;         // the largest level probed
+  uint64_t background_accepted_ = 0;  // --under-ingest items stored, over the ladder's levels
   std::array<uint64_t, kSignalCount> accepted_ = {0, 0, 0};
   std::vector<uint64_t> before_;  // accepted per signal before this level's fill
 };
@@ -875,6 +1004,52 @@ int RunProbeBench(const ProbeBenchOptions& o) {
     server_args.push_back("--query-timeout-ms=" + std::to_string(std::llround(o.timeout_s * 1000)));
   const std::string work_parent = o.work_dir.empty() ? DefaultWorkParent() : o.work_dir;
 
+  // --resume: one spawned ladder on an embedded engine, continued in its own directory.
+  std::optional<ProbeState> resumed;
+  if (!o.resume.empty()) {
+    const char* why = o.spawn.empty()                               ? "--resume needs --spawn (the engine the ladder ran on)"
+                      : o.spawn == "clickhouse"                     ? "--resume supports the embedded engines (duckdb, sqlite)"
+                      : groups.size() != 1                          ? "--resume continues one ladder: give one --signal, or --mixed"
+                      : o.repeat != 1                               ? "--resume runs one ladder: no --repeat"
+                                                                    : nullptr;
+    if (why != nullptr) {
+      std::fprintf(stderr, "bench probe: %s\n", why);
+      return 1;
+    }
+    auto state = LoadProbeState(o.resume);
+    if (!state.ok()) {
+      std::fprintf(stderr, "bench probe: %s\n", state.status().message().c_str());
+      return 1;
+    }
+    resumed = std::move(state.value());
+  }
+  auto wanted_state = [&](const std::vector<Signal>& group) {
+    ProbeState w;
+    w.engine = o.spawn;
+    for (Signal sig : group) w.signals.push_back(SignalName(sig));
+    w.seed = o.seed;
+    w.levels = *levels;
+    w.batch = std::min<size_t>(o.batch, levels->front());
+    for (const auto& a : o.server_args) w.server_args += (w.server_args.empty() ? "" : "\n") + a;
+    return w;
+  };
+  if (resumed) {
+    const std::string mismatch = ProbeStateMismatch(*resumed, wanted_state(groups[0]));
+    if (!mismatch.empty()) {
+      std::fprintf(stderr, "bench probe: cannot resume %s: %s\n", o.resume.c_str(), mismatch.c_str());
+      return 1;
+    }
+  }
+  // A kept ladder can be stopped (Ctrl-C, SIGTERM) and resumed; the spawned
+  // server is in a process group of its own, so a terminal's Ctrl-C reaches
+  // only the probe, which then stops it after saving the state.
+  const bool resumable = !o.spawn.empty() && (o.keep_data || resumed);
+  g_stop = false;
+  if (resumable) {
+    ::signal(SIGINT, OnStopSignal);
+    ::signal(SIGTERM, OnStopSignal);
+  }
+
   const Machine machine = DescribeMachine();
   const std::string started_at = UtcNowIso8601();
   std::printf(
@@ -885,16 +1060,19 @@ int RunProbeBench(const ProbeBenchOptions& o) {
   std::fflush(stdout);
 
   std::vector<RunResult> runs;
-  for (int rep = 1; rep <= std::max(1, o.repeat); ++rep) {
+  bool stopped = false;
+  std::string stopped_dir;
+  for (int rep = 1; rep <= std::max(1, o.repeat) && !stopped; ++rep) {
     RunResult run;
     run.run = rep;
     run.engine = EngineLabel(o.spawn, o.server_args);
     for (const auto& group : groups) {
+      if (stopped) break;
       Target t = external;
       std::unique_ptr<ServerProcess> server;
       std::optional<std::string> work;
       if (!o.spawn.empty()) {
-        work = MakeTempDir(work_parent);
+        work = resumed ? std::optional<std::string>(o.resume) : MakeTempDir(work_parent);
         if (!work) {
           std::fprintf(stderr, "bench probe: cannot create a directory under %s\n", work_parent.c_str());
           return 1;
@@ -905,22 +1083,36 @@ int RunProbeBench(const ProbeBenchOptions& o) {
         so.token = RandomToken();
         so.extra_args = server_args;
         so.clickhouse_url = o.clickhouse_url;
-        so.keep_data = o.keep_data;
+        so.keep_data = o.keep_data || resumed;
         auto started = ServerProcess::Start(so);
         if (!started.ok()) {
           std::fprintf(stderr, "bench probe: %s\n", started.status().message().c_str());
           return 1;
         }
         server = std::move(started.value());
-        auto read_token = server->CreateReadToken();
-        if (!read_token.ok()) {
-          std::fprintf(stderr, "bench probe: %s\n", read_token.status().message().c_str());
+        auto read_token = server->CreateToken("read");
+        auto ingest_token = resumed ? server->CreateToken("ingest") : Result<std::string>(so.token);
+        if (!read_token.ok() || !ingest_token.ok()) {
+          std::fprintf(stderr, "bench probe: %s\n",
+                       (!read_token.ok() ? read_token.status() : ingest_token.status()).message().c_str());
           return 1;
         }
-        t = Target{server->otlp(), server->api(), so.token, *read_token, true};
+        t = Target{server->otlp(), server->api(), *ingest_token, *read_token, true};
       }
       std::printf("run %d/%d, %s:\n", rep, o.repeat, group.size() == 1 ? SignalName(group[0]) : "mixed");
-      RunResult part = Ladder(o, *levels, group, t, rep).Run(run.engine);
+      LadderState ls;
+      if (work && resumable) ls.dir = *work;
+      ls.resumed = resumed;
+      ls.wanted = wanted_state(group);
+      RunResult part = Ladder(o, *levels, group, t, rep, std::move(ls)).Run(run.engine);
+      if (!part.stop_error.empty()) {
+        std::fprintf(stderr, "bench probe: cannot resume %s: %s\n", o.resume.c_str(), part.stop_error.c_str());
+        return 1;
+      }
+      if (part.stopped) {
+        stopped = true;
+        stopped_dir = work.value_or("");
+      }
       for (auto& s : part.signals) run.signals.push_back(std::move(s));
       if (part.under_ingest) {
         if (!run.under_ingest) run.under_ingest = UnderIngest{o.under_ingest, 0, 0};
@@ -933,12 +1125,16 @@ int RunProbeBench(const ProbeBenchOptions& o) {
         if (!stopped.ok()) std::fprintf(stderr, "bench probe: server stop: %s\n", stopped.message().c_str());
       }
       server.reset();  // and its ClickHouse
-      if (work && !o.keep_data) std::filesystem::remove_all(*work);
-      if (work && o.keep_data) std::printf("data kept in %s\n", work->c_str());
+      if (work && !o.keep_data && !resumed) std::filesystem::remove_all(*work);
+      if (work && (o.keep_data || resumed)) std::printf("data kept in %s\n", work->c_str());
     }
     runs.push_back(std::move(run));
   }
 
+  if (stopped) {
+    std::printf("stopped%s; continue with the same options and --resume %s\n",
+                g_stop ? " by a signal" : " after the --stop-after level", stopped_dir.c_str());
+  }
   PrintTable(runs);
   int mismatches = 0;
   for (const RunResult& run : runs) {
@@ -958,7 +1154,8 @@ int RunProbeBench(const ProbeBenchOptions& o) {
     }
     std::printf("results written to %s\n", o.json_out.c_str());
   }
-  return mismatches > 0 ? 3 : 0;
+  if (mismatches > 0) return 3;
+  return stopped && g_stop ? 130 : 0;
 }
 
 void AddProbeCommand(CLI::App* bench) {
@@ -1028,7 +1225,22 @@ void AddProbeCommand(CLI::App* bench) {
   probe->add_option("--seed", o->seed, "Random seed of the generated data")->capture_default_str();
   probe->add_option("--json-out", o->json_out, "Write machine-readable results here");
   probe->add_option("--work-dir", o->work_dir, "Parent of the temporary data directories (default $TMPDIR or /tmp)");
-  probe->add_flag("--keep-data", o->keep_data, "Keep the temporary data directories");
+  probe->add_flag("--keep-data", o->keep_data,
+                  "Keep the temporary data directories, with the ladder's state (probe_state.json) for --resume; "
+                  "SIGINT/SIGTERM then stop the ladder resumably");
+  probe
+      ->add_option("--resume", o->resume,
+                   "Continue the ladder kept in this directory (one --signal or --mixed, --spawn duckdb|sqlite): "
+                   "the same --spawn, --signal, --seed, --levels, --batch and --server-arg, else it refuses")
+      ->check(CLI::ExistingDirectory);
+  probe->add_option_function<std::string>(
+      "--stop-after",
+      [o](const std::string& text) {
+        auto rows = ParseLevels(text);
+        if (!rows.ok() || rows->size() != 1) throw CLI::ValidationError("--stop-after", "a row count like 20000 or 1M");
+        o->stop_after = rows->front();
+      },
+      "Stop (resumably, with --keep-data) once the level of this many rows is probed, e.g. 100M");
   probe->add_option("--pool-mb", o->pool_mb, "Most memory prebuilt fill payloads may take per chunk")
       ->capture_default_str();
   probe->callback([o] {

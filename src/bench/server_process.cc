@@ -50,8 +50,8 @@ Result<int> FreeLoopbackPort() {
 }
 
 //! Starts `path` with `argv` and `envp`, its output appended to `log_path`
-//! and its stdin /dev/null; it gets SIGTERM (a graceful stop) if the
-//! benchmark dies first. The child's pid.
+//! and its stdin /dev/null, in a process group of its own; it gets SIGTERM
+//! (a graceful stop) if the benchmark dies first. The child's pid.
 Result<pid_t> ForkExec(const char* path, char* const argv[], char* const envp[], const std::string& log_path) {
   int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log_fd < 0) return Status::IoError("cannot create " + log_path + ": " + std::strerror(errno));
@@ -63,6 +63,9 @@ Result<pid_t> ForkExec(const char* path, char* const argv[], char* const envp[],
   if (pid == 0) {
     // Child: only async-signal-safe calls until exec.
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    // A group of its own: a terminal's Ctrl-C reaches the benchmark, which
+    // decides when the child stops (a resumable probe saves its state first).
+    ::setpgid(0, 0);
     ::dup2(log_fd, STDOUT_FILENO);
     ::dup2(log_fd, STDERR_FILENO);
     int null_fd = ::open("/dev/null", O_RDONLY);
@@ -184,11 +187,11 @@ Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(const SpawnOptions& 
   return last;
 }
 
-Result<std::string> ServerProcess::CreateReadToken() const {
+Result<std::string> ServerProcess::CreateToken(const std::string& scope) const {
   int out[2];
   if (::pipe2(out, O_CLOEXEC) != 0) return Status::IoError(std::string("pipe: ") + std::strerror(errno));
   std::vector<std::string> args = {"sightline", "token", "create", "--project", "default",
-                                   "--scope",   "read",  "--data", data_dir_};
+                                   "--scope",   scope,   "--data", data_dir_};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -217,7 +220,7 @@ Result<std::string> ServerProcess::CreateReadToken() const {
   }
   while (!printed.empty() && (printed.back() == '\n' || printed.back() == ' ')) printed.pop_back();
   if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0 || printed.empty()) {
-    return Status::Internal("`sightline token create --scope read` failed; output: " + printed);
+    return Status::Internal("`sightline token create --scope " + scope + "` failed; output: " + printed);
   }
   return printed;
 }

@@ -76,10 +76,11 @@ class ServerProcess {
   const HttpEndpoint& grpc() const { return grpc_; }  // port 0 unless SpawnOptions::grpc
   const std::string& log_path() const { return log_path_; }
 
-  //! A read token of the default project, minted by `sightline token create
-  //! --scope read` on this server's data directory (the ingest token cannot
-  //! read the API).
-  Result<std::string> CreateReadToken() const;
+  //! A token of the default project, minted by `sightline token create
+  //! --scope <scope>` on this server's data directory: "read" for the API
+  //! (the ingest token cannot read it), "ingest" for a server started on a
+  //! kept directory (SpawnOptions::token only applies on a first start).
+  Result<std::string> CreateToken(const std::string& scope) const;
 
   //! SIGTERM, wait up to timeout_s, then SIGKILL. OK when it exited 0. The
   //! engine's database (clickhouse()) keeps running until destruction.

@@ -6,7 +6,9 @@
 // still match the truth, pace that ingest at its target and summarise both
 // runs. Then the check must catch a wrong answer: against a
 // server that already holds a span the probe did not send, the endpoint
-// counts differ and the command exits 3.
+// counts differ and the command exits 3. A kept ladder stopped after its
+// first level must refuse other options and, resumed, fill on to the second
+// level, rebuild the truth and match it, with the rows of both runs stored once.
 
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -14,7 +16,7 @@ import { execFile } from 'node:child_process';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 
-import { BIN, ENGINES, TOKEN, makeTempDir, requireBinary, startServer } from './lib/server.mjs';
+import { BIN, ENGINES, TOKEN, makeTempDir, requireBinary, runSql, startServer } from './lib/server.mjs';
 import { encodeTraceRequestJson } from './lib/otlp.mjs';
 import { postOtlp } from './lib/api.mjs';
 
@@ -167,5 +169,48 @@ describe('bench probe --check against a server holding a foreign span', () => {
       await server.stop();
       await server.cleanup();
     }
+  });
+});
+
+describe(`bench probe --keep-data --stop-after, then --resume (${ENGINES[0]})`, () => {
+  it('continues a stopped ladder on its kept data and still matches the truth', async () => {
+    const dir = await makeTempDir('sightline-probe-it-');
+    dirs.push(dir);
+    const common = ['--spawn', ENGINES[0], '--signal', 'spans', '--levels', '20000,50000', '--batch', '10000', '--check',
+      '--digest-interval', '0.3'];
+    const first = await probe([...common, '--keep-data', '--stop-after', '20000', '--work-dir', dir],
+      path.join(dir, 'first.json'));
+    assert.equal(first.code, 0, `exit ${first.code}\n${first.stdout}\n${first.stderr}`);
+    const kept = first.stdout.match(/--resume (\S+)/)?.[1];
+    assert.ok(kept, first.stdout);
+    assert.deepEqual(first.json.runs[0].signals[0].levels.map((l) => l.level_rows), [20000]);
+    const state = JSON.parse(await fsp.readFile(path.join(kept, 'probe_state.json'), 'utf8'));
+    assert.equal(state.probed_rows, 20000);
+    assert.deepEqual(state.accepted, [20000, 0, 0]);
+    assert.equal(state.sent, 2);
+    assert.equal(state.in_flight_until, 0);
+
+    // Other settings than the kept ladder's are refused, naming the setting.
+    const other = await probe(['--spawn', ENGINES[0], '--signal', 'spans', '--levels', '20000,60000', '--batch', '10000',
+      '--resume', kept], path.join(dir, 'other.json'));
+    assert.equal(other.code, 1, other.stdout);
+    assert.match(other.stderr, /--levels: the kept ladder has '20000,50000', this run asks for '20000,60000'/);
+
+    const second = await probe([...common, '--resume', kept], path.join(dir, 'second.json'));
+    assert.equal(second.code, 0, `exit ${second.code}\n${second.stdout}\n${second.stderr}`);
+    assert.match(second.stdout, /resumed at request 2: spans 20.0k rows, levels up to 20.0k probed/);
+    assert.match(second.stdout, /truth rebuilt from 2 requests/);
+    const levels = second.json.runs[0].signals[0].levels;
+    assert.deepEqual(levels.map((l) => l.level_rows), [50000]);
+    assert.equal(levels[0].accepted_rows, 50000);
+    for (const c of levels[0].calls) assert.equal(c.check, 'ok', `${c.call}: ${c.check}`);
+    assert.equal(levels[0].pass, true, levels[0].fail_reason);
+    assert.match(second.stdout, /check: 0 mismatching answers/);
+    const after = JSON.parse(await fsp.readFile(path.join(kept, 'probe_state.json'), 'utf8'));
+    assert.equal(after.probed_rows, 50000);
+    assert.deepEqual(after.accepted, [50000, 0, 0]);
+    // The first run's rows and the second's, each stored once.
+    const count = await runSql(path.join(kept, 'data'), ENGINES[0], 'SELECT count(*) AS n FROM spans');
+    assert.equal(count.rows[0][0], '50000');
   });
 });
