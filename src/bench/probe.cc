@@ -138,6 +138,13 @@ struct LevelResult {
   double fill_s = 0, fill_items_per_s = 0, digest_wait_s = 0;
   bool digested = false;
   uint64_t database_bytes = 0, wal_bytes = 0;
+  //! This signal's bytes on disk and the rows they hold (deep health's
+  //! engine.signals, measured fresh after digestion); nullopt when unknown.
+  std::optional<uint64_t> signal_bytes, signal_stored_rows;
+  std::optional<double> bytes_per_row() const {
+    if (!signal_bytes || !signal_stored_rows || *signal_stored_rows == 0) return std::nullopt;
+    return static_cast<double>(*signal_bytes) / static_cast<double>(*signal_stored_rows);
+  }
   std::vector<CallResult> calls;
   bool pass = false;
   std::string fail_reason;
@@ -426,6 +433,10 @@ class Ladder {
       for (size_t k = 0; k < signals_.size(); ++k) {
         LevelResult r = base;
         r.accepted_rows = accepted_[static_cast<int>(signals_[k])];
+        if (signal_bytes_) {
+          r.signal_bytes = signal_bytes_->signal_bytes[static_cast<int>(signals_[k])];
+          r.signal_stored_rows = signal_bytes_->signal_stored_rows[static_cast<int>(signals_[k])];
+        }
         r.fill_items_per_s = r.fill_s > 0 ? static_cast<double>(r.accepted_rows - before_[k]) / r.fill_s : 0;
         Probe(signals_[k], &r);
         passed[k].push_back(r.pass);
@@ -625,6 +636,7 @@ class Ladder {
   //! accepted row is counted).
   void Digest(LevelResult* r) {
     const Clock::time_point start = Clock::now();
+    signal_bytes_.reset();
     std::optional<DeepHealth> last;
     int same = 0;
     const int max_polls = static_cast<int>(o_.digest_timeout_s / std::max(o_.digest_interval_s, 0.01)) + 1;
@@ -655,6 +667,24 @@ class Ladder {
                 r->digested ? "" : " (TIMED OUT, probing anyway)",
                 Human(static_cast<double>(r->database_bytes)).c_str(),
                 Human(static_cast<double>(r->wal_bytes)).c_str());
+    // The signals' bytes, measured now (deep health caches them otherwise);
+    // untimed, and before the probes so they do not compete with it.
+    const Clock::time_point measured = Clock::now();
+    if (auto h = FetchDeepHealth(t_.api, /*fresh=*/true); h.ok()) {
+      signal_bytes_ = *h;
+      std::printf("  bytes per row measured in %.2f s:", Since(measured));
+      for (Signal s : signals_) {
+        const int i = static_cast<int>(s);
+        if (h->signal_bytes[i] && h->signal_stored_rows[i] && *h->signal_stored_rows[i] > 0) {
+          std::printf(" %s %.1f (%s rows stored)", SignalName(s),
+                      static_cast<double>(*h->signal_bytes[i]) / static_cast<double>(*h->signal_stored_rows[i]),
+                      Human(static_cast<double>(*h->signal_stored_rows[i])).c_str());
+        } else {
+          std::printf(" %s -", SignalName(s));
+        }
+      }
+      std::printf("\n");
+    }
   }
 
   void Probe(Signal s, LevelResult* r) {
@@ -720,6 +750,7 @@ class Ladder {
   uint64_t background_accepted_ = 0;  // --under-ingest items stored, over the ladder's levels
   std::array<uint64_t, kSignalCount> accepted_ = {0, 0, 0};
   std::vector<uint64_t> before_;  // accepted per signal before this level's fill
+  std::optional<DeepHealth> signal_bytes_;  // the level's fresh deep health, for bytes per row
 };
 
 // ---- output ---------------------------------------------------------------------------
@@ -827,6 +858,15 @@ std::string ResultJson(const ProbeBenchOptions& o, const std::vector<uint64_t>& 
         w.Uint(l.database_bytes);
         w.Key("wal_bytes");
         w.Uint(l.wal_bytes);
+        w.Key("signal_bytes");
+        if (l.signal_bytes) w.Uint(*l.signal_bytes);
+        else w.Null();
+        w.Key("signal_stored_rows");
+        if (l.signal_stored_rows) w.Uint(*l.signal_stored_rows);
+        else w.Null();
+        w.Key("bytes_per_row");
+        if (auto b = l.bytes_per_row()) w.Double(*b);
+        else w.Null();
         w.Key("calls");
         w.BeginArray();
         for (const CallResult& c : l.calls) {
@@ -941,16 +981,18 @@ std::string ResultJson(const ProbeBenchOptions& o, const std::vector<uint64_t>& 
 }
 
 void PrintTable(const std::vector<RunResult>& runs) {
-  std::printf("\n%-4s %-7s %-8s %10s %10s %-18s %10s %10s %10s  %-4s %s\n", "run", "engine", "signal", "level",
-              "rows/s", "call", "median ms", "min ms", "max ms", "pass", "check");
+  std::printf("\n%-4s %-7s %-8s %10s %10s %7s %-18s %10s %10s %10s  %-4s %s\n", "run", "engine", "signal", "level",
+              "rows/s", "B/row", "call", "median ms", "min ms", "max ms", "pass", "check");
   for (const RunResult& run : runs) {
     for (const SignalResult& s : run.signals) {
       for (const LevelResult& l : s.levels) {
         for (const CallResult& c : l.calls) {
           const Spread sp = SpreadOf(c.samples.samples_ms);
-          std::printf("%-4d %-7s %-8s %10s %10s %-18s %10.1f %10.1f %10.1f  %-4s %s\n", run.run, run.engine.c_str(),
+          char per_row[16] = "-";
+          if (auto b = l.bytes_per_row()) std::snprintf(per_row, sizeof per_row, "%.1f", *b);
+          std::printf("%-4d %-7s %-8s %10s %10s %7s %-18s %10.1f %10.1f %10.1f  %-4s %s\n", run.run, run.engine.c_str(),
                       SignalName(s.signal), Human(static_cast<double>(l.accepted_rows)).c_str(),
-                      Human(l.fill_items_per_s).c_str(), c.name.c_str(), sp.median, sp.min, sp.max,
+                      Human(l.fill_items_per_s).c_str(), per_row, c.name.c_str(), sp.median, sp.min, sp.max,
                       l.pass ? "yes" : "NO", c.check.c_str());
         }
       }

@@ -6,6 +6,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <simdjson.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -446,22 +447,37 @@ bool FindJsonNumber(const std::string& json, std::initializer_list<const char*> 
   return r.ec == std::errc();
 }
 
-Result<DeepHealth> FetchDeepHealth(const HttpEndpoint& api) {
+Result<DeepHealth> FetchDeepHealth(const HttpEndpoint& api, bool fresh) {
   std::string body;
-  auto code = HttpGet(api, "/api/health/deep", &body, 10000);
+  auto code = HttpGet(api, fresh ? "/api/health/deep?fresh=1" : "/api/health/deep", &body, fresh ? 600000 : 10000);
   if (!code.ok()) return code.status();
   if (*code != 200) return Status::Unavailable("GET /api/health/deep: HTTP " + std::to_string(*code));
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (parser.parse(body).get(doc) != simdjson::SUCCESS) return Status::Unavailable("GET /api/health/deep: not JSON");
+  auto number = [](simdjson::dom::element e, uint64_t* out) {
+    double d = 0;
+    if (e.get_double().get(d) == simdjson::SUCCESS && d >= 0) *out = static_cast<uint64_t>(d);
+  };
   DeepHealth h;
   const char* names[kSignalCount] = {"spans", "logs", "metric_points"};
   const char* writers[kSignalCount] = {"spans", "logs", "metrics"};
   for (int s = 0; s < kSignalCount; ++s) {
-    FindJsonNumber(body, {"rows", names[s]}, &h.rows[s]);
-    FindJsonNumber(body, {"writer_queue", writers[s], "commits"}, &h.commits[s]);
+    number(doc["rows"][names[s]], &h.rows[s]);
+    number(doc["writer_queue"][writers[s]]["commits"], &h.commits[s]);
+    simdjson::dom::element sig = doc["engine"]["signals"][writers[s]];
+    uint64_t bytes = 0, stored = 0;
+    if (sig["bytes"].is_number() && sig["stored_rows"].is_number()) {
+      number(sig["bytes"], &bytes);
+      number(sig["stored_rows"], &stored);
+      h.signal_bytes[s] = bytes;
+      h.signal_stored_rows[s] = stored;
+    }
   }
-  FindJsonNumber(body, {"rss_bytes"}, &h.rss_bytes);
-  FindJsonNumber(body, {"database_bytes"}, &h.database_bytes);
-  FindJsonNumber(body, {"wal_bytes"}, &h.wal_bytes);
-  FindJsonNumber(body, {"gate", "rejections"}, &h.gate_rejections);
+  number(doc["rss_bytes"], &h.rss_bytes);
+  number(doc["database_bytes"], &h.database_bytes);
+  number(doc["wal_bytes"], &h.wal_bytes);
+  number(doc["gate"]["rejections"], &h.gate_rejections);
   return h;
 }
 

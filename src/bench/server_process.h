@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -120,8 +121,13 @@ struct DeepHealth {
   uint64_t database_bytes = 0;
   uint64_t wal_bytes = 0;
   uint64_t gate_rejections = 0;
+  //! engine.signals.*: a signal's bytes on disk and the rows they hold
+  //! (nullopt where the engine cannot say).
+  std::optional<uint64_t> signal_bytes[kSignalCount];
+  std::optional<uint64_t> signal_stored_rows[kSignalCount];
 };
-Result<DeepHealth> FetchDeepHealth(const HttpEndpoint& api);
+//! `fresh`: ask for the signals' bytes measured now (?fresh=1), not cached.
+Result<DeepHealth> FetchDeepHealth(const HttpEndpoint& api, bool fresh = false);
 
 //! Finds the number at a path of object keys in JSON text we produced
 //! ({"a":{"b":12}} with {"a","b"}); false when absent. Keys are matched in

@@ -16,7 +16,7 @@ import { execFile } from 'node:child_process';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 
-import { BIN, ENGINES, TOKEN, makeTempDir, requireBinary, runSql, startServer } from './lib/server.mjs';
+import { BIN, ENGINES, TOKEN, makeTempDir, request, requireBinary, runSql, startServer } from './lib/server.mjs';
 import { encodeTraceRequestJson } from './lib/otlp.mjs';
 import { postOtlp } from './lib/api.mjs';
 
@@ -76,6 +76,13 @@ for (const engine of ENGINES) {
           assert.ok(l.fill_s > 0 && l.fill_items_per_s > 0, where);
           assert.equal(l.digested, true, where);
           assert.ok(l.digest_wait_s >= 0 && l.database_bytes > 0, where);
+          // SQLite's pages hold every row; DuckDB's blocks only the checkpointed ones (none yet at these sizes).
+          if (engine === 'sqlite') {
+            assert.equal(l.signal_stored_rows, l.accepted_rows, where);
+            assert.ok(l.signal_bytes > 0 && Math.abs(l.bytes_per_row - l.signal_bytes / l.accepted_rows) < 1e-6, where);
+          } else {
+            assert.ok(l.bytes_per_row === null || l.bytes_per_row > 0, where);
+          }
           assert.deepEqual(l.calls.map((c) => c.call), CALLS[s.signal], where);
           for (const c of l.calls) {
             assert.equal(c.check, 'ok', `${where} ${c.call}: ${c.check}`);
@@ -214,3 +221,41 @@ describe(`bench probe --keep-data --stop-after, then --resume (${ENGINES[0]})`, 
     assert.equal(count.rows[0][0], '50000');
   });
 });
+
+for (const engine of ENGINES) {
+  describe(`deep health: bytes per row (${engine})`, () => {
+    it('reports each signal\'s rows, bytes on disk and bytes per stored row', async () => {
+      const server = await startServer({ engine });
+      try {
+        const now = BigInt(Date.now()) * 1_000_000n;
+        const spans = [];
+        for (let i = 0; i < 200; ++i) {
+          spans.push({ traceId: `0af7651916cd43dd8448eb211c8${String(i).padStart(5, '0')}`, spanId: `b7ad6b71692${String(i).padStart(5, '0')}`,
+            name: 'GET /x', kind: 2, start: now - 1_000_000_000n, end: now });
+        }
+        await postOtlp(server, 'traces', encodeTraceRequestJson({ resource: { 'service.name': 'sized' }, spans }), { json: true });
+        // A restart checkpoints DuckDB, so its blocks hold the rows.
+        await server.stop();
+        await server.restart();
+        const r = await request(`${server.apiUrl}/api/health/deep?fresh=1`);
+        assert.equal(r.status, 200);
+        const health = JSON.parse(r.body.toString());
+        const sig = health.engine.signals;
+        assert.deepEqual(Object.keys(sig), ['spans', 'logs', 'metrics']);
+        assert.equal(sig.spans.rows, 200);
+        assert.equal(sig.spans.stored_rows, 200);
+        assert.ok(sig.spans.bytes > 0 && sig.spans.bytes <= health.database_bytes + health.wal_bytes, JSON.stringify(sig));
+        assert.ok(Math.abs(sig.spans.bytes_per_row - sig.spans.bytes / 200) < 1e-9);
+        for (const s of ['logs', 'metrics']) {
+          assert.equal(sig[s].rows, 0, s);
+          assert.equal(sig[s].stored_rows, 0, s);
+          assert.equal(sig[s].bytes_per_row, null, s);
+        }
+        assert.ok(health.engine.signals_measured_seconds_ago >= 0 && health.engine.signals_measured_seconds_ago < 5);
+      } finally {
+        await server.stop();
+        await server.cleanup();
+      }
+    });
+  });
+}
