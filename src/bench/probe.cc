@@ -1173,9 +1173,11 @@ int RunProbeBench(const ProbeBenchOptions& o) {
     runs.push_back(std::move(run));
   }
 
-  if (stopped) {
+  if (stopped && resumable) {
     std::printf("stopped%s; continue with the same options and --resume %s\n",
                 g_stop ? " by a signal" : " after the --stop-after level", stopped_dir.c_str());
+  } else if (stopped) {
+    std::printf("stopped after the --stop-after level (nothing kept to resume: add --keep-data)\n");
   }
   PrintTable(runs);
   int mismatches = 0;
