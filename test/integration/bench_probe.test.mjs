@@ -8,11 +8,13 @@
 // server that already holds a span the probe did not send, the endpoint
 // counts differ and the command exits 3. A kept ladder stopped after its
 // first level must refuse other options and, resumed, fill on to the second
-// level, rebuild the truth and match it, with the rows of both runs stored once.
+// level, rebuild the truth and match it, with the rows of both runs stored once;
+// one interrupted by SIGINT in the middle of a fill must save where it got to
+// and, resumed, fill on from there.
 
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 
@@ -259,3 +261,46 @@ for (const engine of ENGINES) {
     });
   });
 }
+
+describe(`bench probe --keep-data stopped by SIGINT mid-fill, then --resume (${ENGINES[0]})`, () => {
+  it('saves the state after the chunk in flight and fills on from it', async () => {
+    requireBinary();
+    const dir = await makeTempDir('sightline-probe-it-');
+    dirs.push(dir);
+    const common = ['bench', 'probe', '--spawn', ENGINES[0], '--signal', 'spans', '--levels', '20000,400000',
+      '--batch', '10000', '--check', '--digest-interval', '0.3'];
+    const child = spawn(BIN, [...common, '--keep-data', '--work-dir', dir]);
+    let stdout = '';
+    let signalled = false;
+    child.stdout.on('data', (d) => {
+      stdout += d;
+      // Interrupt as soon as the second level's fill reports progress.
+      if (!signalled && /level 400\.0k: +\d+% filled/.test(stdout)) {
+        signalled = true;
+        child.kill('SIGINT');
+      }
+    });
+    const code = await new Promise((resolve) => child.on('exit', (c) => resolve(c)));
+    assert.equal(signalled, true, stdout);
+    assert.equal(code, 130, stdout);
+    const kept = stdout.match(/--resume (\S+)/)?.[1];
+    assert.ok(kept, stdout);
+    assert.match(stdout, /stopped by a signal/);
+    const state = JSON.parse(await fsp.readFile(path.join(kept, 'probe_state.json'), 'utf8'));
+    assert.equal(state.probed_rows, 20000);
+    assert.equal(state.in_flight_until, 0);
+    assert.equal(state.accepted[0], state.sent * 10000);
+    assert.ok(state.accepted[0] > 20000 && state.accepted[0] < 400000, `accepted ${state.accepted[0]}`);
+
+    const out = path.join(dir, 'resumed.json');
+    const resumed = await probe([...common.slice(2), '--resume', kept], out);
+    assert.equal(resumed.code, 0, `exit ${resumed.code}\n${resumed.stdout}\n${resumed.stderr}`);
+    assert.match(resumed.stdout, new RegExp(`resumed at request ${state.sent}:`));
+    const level = resumed.json.runs[0].signals[0].levels[0];
+    assert.equal(level.level_rows, 400000);
+    assert.equal(level.accepted_rows, 400000);
+    for (const c of level.calls) assert.equal(c.check, 'ok', `${c.call}: ${c.check}`);
+    const count = await runSql(path.join(kept, 'data'), ENGINES[0], 'SELECT count(*) AS n FROM spans');
+    assert.equal(count.rows[0][0], '400000');
+  });
+});
