@@ -176,7 +176,7 @@ struct RunResult {
   std::string engine;
   std::vector<SignalResult> signals;
   std::optional<UnderIngest> under_ingest;
-  bool stopped = false;  // by a signal or --stop-after, before the ladder's end
+  bool stopped = false;    // by a signal or --stop-after, before the ladder's end
   std::string stop_error;  // a resumed state that does not fit the server's data
 };
 
@@ -485,8 +485,9 @@ class Ladder {
       want += r.accepted[static_cast<int>(s)];
     }
     if (have != want) {
-      const std::string counts = "the server holds " + std::to_string(have) + " rows of the ladder's signals, the state says " +
-                                 std::to_string(want) + " were accepted";
+      const std::string counts = "the server holds " + std::to_string(have) +
+                                 " rows of the ladder's signals, the state says " + std::to_string(want) +
+                                 " were accepted";
       if (have < want) return Status::InvalidArgument(counts + ": the data directory lost rows; start a new ladder");
       if (r.in_flight_until <= r.sent || signals_.size() != 1) {
         return Status::InvalidArgument(counts + ": the data directory has rows the state does not know of");
@@ -744,12 +745,12 @@ class Ladder {
   std::string trace_id_;
   TraceId span_trace_{};  // the trace call's
   uint64_t first_payload_ = 0;
-  uint64_t background_payload_ = 0;  // next payload of the background ingest
-  uint64_t sent_ = 0;                // payloads sent per signal
-  uint64_t probed_rows_ = 0;         // the largest level probed
+  uint64_t background_payload_ = 0;   // next payload of the background ingest
+  uint64_t sent_ = 0;                 // payloads sent per signal
+  uint64_t probed_rows_ = 0;          // the largest level probed
   uint64_t background_accepted_ = 0;  // --under-ingest items stored, over the ladder's levels
   std::array<uint64_t, kSignalCount> accepted_ = {0, 0, 0};
-  std::vector<uint64_t> before_;  // accepted per signal before this level's fill
+  std::vector<uint64_t> before_;            // accepted per signal before this level's fill
   std::optional<DeepHealth> signal_bytes_;  // the level's fresh deep health, for bytes per row
 };
 
@@ -1049,11 +1050,11 @@ int RunProbeBench(const ProbeBenchOptions& o) {
   // --resume: one spawned ladder on an embedded engine, continued in its own directory.
   std::optional<ProbeState> resumed;
   if (!o.resume.empty()) {
-    const char* why = o.spawn.empty()                               ? "--resume needs --spawn (the engine the ladder ran on)"
-                      : o.spawn == "clickhouse"                     ? "--resume supports the embedded engines (duckdb, sqlite)"
-                      : groups.size() != 1                          ? "--resume continues one ladder: give one --signal, or --mixed"
-                      : o.repeat != 1                               ? "--resume runs one ladder: no --repeat"
-                                                                    : nullptr;
+    const char* why = o.spawn.empty()           ? "--resume needs --spawn (the engine the ladder ran on)"
+                      : o.spawn == "clickhouse" ? "--resume supports the embedded engines (duckdb, sqlite)"
+                      : groups.size() != 1      ? "--resume continues one ladder: give one --signal, or --mixed"
+                      : o.repeat != 1           ? "--resume runs one ladder: no --repeat"
+                                                : nullptr;
     if (why != nullptr) {
       std::fprintf(stderr, "bench probe: %s\n", why);
       return 1;

@@ -145,7 +145,8 @@ Result<ProbeState> LoadProbeState(const std::string& dir) {
   const std::string path = dir + "/" + kProbeStateFile;
   std::ifstream f(path, std::ios::binary);
   if (!f) {
-    return Status::NotFound(path + " not found: --resume takes a directory a probe with --keep-data printed (\"data kept in ...\")");
+    return Status::NotFound(
+        path + " not found: --resume takes a directory a probe with --keep-data printed (\"data kept in ...\")");
   }
   std::stringstream ss;
   ss << f.rdbuf();

@@ -183,7 +183,8 @@ TEST(ProbeState, NamesTheFirstSettingThatDiffers) {
   EXPECT_EQ(ProbeStateMismatch(saved, w), "");
   w = saved;
   w.levels = {20000, 60000};
-  EXPECT_EQ(ProbeStateMismatch(saved, w), "--levels: the kept ladder has '20000,50000', this run asks for '20000,60000'");
+  EXPECT_EQ(ProbeStateMismatch(saved, w),
+            "--levels: the kept ladder has '20000,50000', this run asks for '20000,60000'");
   w = saved;
   w.signals = {"logs"};
   EXPECT_NE(ProbeStateMismatch(saved, w).find("--signal"), std::string::npos);

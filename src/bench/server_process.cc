@@ -3,10 +3,10 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <simdjson.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <simdjson.h>
 #include <unistd.h>
 
 #include <cctype>

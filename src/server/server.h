@@ -21,6 +21,7 @@
 
 #include "auth/authenticator.h"
 #include "auth/login_service.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "ingest/admission_gate.h"
 #include "ingest/ingest_metrics.h"
@@ -31,7 +32,6 @@
 #include "server/grpc_server.h"
 #include "server/http_server.h"
 #include "state/state_store.h"
-#include "common/mutex.h"
 #include "storage/signal_bytes.h"
 #include "storage/telemetry_store.h"
 #include "storage/writer.h"
