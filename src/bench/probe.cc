@@ -22,6 +22,7 @@
 #include "bench/http_load.h"
 #include "bench/load_generator.h"
 #include "bench/payload_pool.h"
+#include "bench/probe_state.h"
 #include "bench/probe_truth.h"
 #include "bench/server_process.h"
 #include "common/json_writer.h"
@@ -114,6 +115,16 @@ constexpr uint64_t kUnderIngestFirstPayload = 3ull << 38;
 constexpr const char* kSearchWord = "timeout";  // one of the generator's body words
 constexpr size_t kPage = 50;
 
+//! Set by the first SIGINT/SIGTERM: the ladder stops after the fill chunk in
+//! flight, saves its state and stops the server (a second signal kills).
+std::atomic<bool> g_stop{false};
+extern "C" void OnStopSignal(int sig) {
+  if (g_stop.exchange(true)) {
+    ::signal(sig, SIG_DFL);
+    ::raise(sig);
+  }
+}
+
 // ---- results ------------------------------------------------------------------------
 
 struct CallResult {
@@ -127,6 +138,13 @@ struct LevelResult {
   double fill_s = 0, fill_items_per_s = 0, digest_wait_s = 0;
   bool digested = false;
   uint64_t database_bytes = 0, wal_bytes = 0;
+  //! This signal's bytes on disk and the rows they hold (deep health's
+  //! engine.signals, measured fresh after digestion); nullopt when unknown.
+  std::optional<uint64_t> signal_bytes, signal_stored_rows;
+  std::optional<double> bytes_per_row() const {
+    if (!signal_bytes || !signal_stored_rows || *signal_stored_rows == 0) return std::nullopt;
+    return static_cast<double>(*signal_bytes) / static_cast<double>(*signal_stored_rows);
+  }
   std::vector<CallResult> calls;
   bool pass = false;
   std::string fail_reason;
@@ -136,6 +154,13 @@ struct SignalResult {
   Signal signal = Signal::kSpans;
   std::vector<LevelResult> levels;
   std::optional<uint64_t> read_cliff;
+};
+
+//! Where a ladder keeps its state (--keep-data or --resume), and the state it resumes.
+struct LadderState {
+  std::string dir;                    // "" = none kept
+  std::optional<ProbeState> resumed;  // --resume
+  ProbeState wanted;                  // this run's settings (engine, signals, seed, levels, batch, server args)
 };
 
 //! The background ingest of a run, summed over its levels and ladders.
@@ -151,6 +176,8 @@ struct RunResult {
   std::string engine;
   std::vector<SignalResult> signals;
   std::optional<UnderIngest> under_ingest;
+  bool stopped = false;    // by a signal or --stop-after, before the ladder's end
+  std::string stop_error;  // a resumed state that does not fit the server's data
 };
 
 // ---- the calls ---------------------------------------------------------------------
@@ -323,8 +350,8 @@ class BackgroundIngest {
 class Ladder {
  public:
   Ladder(const ProbeBenchOptions& o, const std::vector<uint64_t>& levels, const std::vector<Signal>& signals,
-         const Target& target, int run)
-      : o_(o), levels_(levels), signals_(signals), t_(target), run_(run) {}
+         const Target& target, int run, LadderState state = {})
+      : o_(o), levels_(levels), signals_(signals), t_(target), run_(run), state_(std::move(state)) {}
 
   //! Fills, digests and probes level after level until one fails.
   RunResult Run(const std::string& engine) {
@@ -346,6 +373,15 @@ class Ladder {
     g.batch = std::min<size_t>(o_.batch, levels_.front());  // the first level must not overshoot by a whole batch
     g.base_time_ns = (window_.from_ms + 60000) * kNsPerMs;
     SpreadOverWindow(&g);
+    if (state_.resumed) {
+      // The kept ladder's data and window, exactly: its rows were generated with them.
+      const ProbeState& r = *state_.resumed;
+      window_ = Window{r.from_ms, r.to_ms};
+      g.batch = r.batch;
+      g.base_time_ns = r.base_time_ns;
+      g.time_step_ns = r.time_step_ns;
+      g.point_step_ns = r.point_step_ns;
+    }
     gen_ = std::make_unique<LoadGenerator>(g);
     trace_id_ = KnownLogTraceId(*gen_);
     span_trace_ = KnownSpanTrace(*gen_);
@@ -367,13 +403,27 @@ class Ladder {
     }
     first_payload_ = t_.spawned ? 0 : static_cast<uint64_t>(run_ - 1) << 32;
     background_payload_ = kUnderIngestFirstPayload + first_payload_;
+    if (state_.resumed) {
+      Status resumed = Resume(*state_.resumed);
+      if (!resumed.ok()) {
+        out.stopped = true;
+        out.stop_error = resumed.message();
+        return out;
+      }
+    }
 
     std::vector<std::vector<bool>> passed(signals_.size());
     for (uint64_t level : levels_) {
+      if (level <= probed_rows_) continue;  // probed before the ladder was resumed
       LevelResult base;
       base.level_rows = level;
       Fill(level, &base);
-      Digest(&base);
+      if (!g_stop) Digest(&base);
+      if (g_stop) {
+        SaveState();
+        out.stopped = true;
+        break;
+      }
       std::unique_ptr<BackgroundIngest> background;
       if (o_.under_ingest > 0) {
         background = std::make_unique<BackgroundIngest>(o_, t_, signals_, window_,
@@ -383,6 +433,10 @@ class Ladder {
       for (size_t k = 0; k < signals_.size(); ++k) {
         LevelResult r = base;
         r.accepted_rows = accepted_[static_cast<int>(signals_[k])];
+        if (signal_bytes_) {
+          r.signal_bytes = signal_bytes_->signal_bytes[static_cast<int>(signals_[k])];
+          r.signal_stored_rows = signal_bytes_->signal_stored_rows[static_cast<int>(signals_[k])];
+        }
         r.fill_items_per_s = r.fill_s > 0 ? static_cast<double>(r.accepted_rows - before_[k]) / r.fill_s : 0;
         Probe(signals_[k], &r);
         passed[k].push_back(r.pass);
@@ -393,19 +447,101 @@ class Ladder {
         UnderIngest level{o_.under_ingest, 0, 0};
         background->Stop(&level);
         background_payload_ = background->next_payload();
+        background_accepted_ += level.accepted;
         if (!out.under_ingest) out.under_ingest = UnderIngest{o_.under_ingest, 0, 0};
         out.under_ingest->accepted += level.accepted;
         out.under_ingest->seconds += level.seconds;
         std::printf("  under ingest: %s items/s achieved (target %s)\n", Human(level.achieved()).c_str(),
                     Human(o_.under_ingest).c_str());
       }
+      probed_rows_ = level;
+      SaveState();
       if (!all_passed) break;  // the ladder stops at the first failing level
+      if (g_stop || (o_.stop_after > 0 && level >= o_.stop_after && level != levels_.back())) {
+        out.stopped = true;
+        break;
+      }
     }
     for (size_t k = 0; k < signals_.size(); ++k) out.signals[k].read_cliff = ReadCliff(levels_, passed[k]);
     return out;
   }
 
  private:
+  //! Takes a kept ladder's progress: checks the server holds exactly the rows
+  //! the state says were accepted (more when a chunk was in flight as the
+  //! probe died: then, without --check, its rows are adopted and the truth is
+  //! incomplete), and with --check re-feeds the truth every request sent.
+  Status Resume(const ProbeState& r) {
+    sent_ = r.sent;
+    accepted_ = r.accepted;
+    truth_complete_ = r.truth_complete;
+    probed_rows_ = r.probed_rows;
+    background_payload_ = r.background_payload;
+    auto h = FetchDeepHealth(t_.api);
+    if (!h.ok()) return Status::Unavailable("deep health of the resumed server: " + h.status().message());
+    uint64_t have = 0, want = r.background_accepted;
+    for (Signal s : signals_) {
+      have += h->rows[static_cast<int>(s)];
+      want += r.accepted[static_cast<int>(s)];
+    }
+    if (have != want) {
+      const std::string counts = "the server holds " + std::to_string(have) +
+                                 " rows of the ladder's signals, the state says " + std::to_string(want) +
+                                 " were accepted";
+      if (have < want) return Status::InvalidArgument(counts + ": the data directory lost rows; start a new ladder");
+      if (r.in_flight_until <= r.sent || signals_.size() != 1) {
+        return Status::InvalidArgument(counts + ": the data directory has rows the state does not know of");
+      }
+      if (o_.check) {
+        return Status::InvalidArgument(counts +
+                                       ": the probe was stopped with a fill chunk in flight, so which of its requests "
+                                       "are stored is unknown; resume without --check to continue unchecked");
+      }
+      std::printf("  %s; the chunk in flight is adopted, the truth is incomplete\n", counts.c_str());
+      accepted_[static_cast<int>(signals_[0])] += have - want;
+      sent_ = r.in_flight_until;
+      truth_complete_ = false;
+    }
+    background_accepted_ = r.background_accepted;
+    std::printf("  resumed at request %llu:", static_cast<unsigned long long>(sent_));
+    for (Signal s : signals_) {
+      std::printf(" %s %s", SignalName(s), Human(static_cast<double>(accepted_[static_cast<int>(s)])).c_str());
+    }
+    std::printf(" rows, levels up to %s probed\n", Human(static_cast<double>(probed_rows_)).c_str());
+    if (truth_) {
+      const Clock::time_point t0 = Clock::now();
+      for (uint64_t p = 0; p < sent_; ++p) {
+        for (Signal s : signals_) AddToTruth(*gen_, s, first_payload_ + p, truth_.get());
+      }
+      std::printf("  truth rebuilt from %llu requests in %.1f s\n", static_cast<unsigned long long>(sent_), Since(t0));
+    }
+    std::fflush(stdout);
+    return Status::Ok();
+  }
+
+  //! Writes the ladder's progress to its kept directory (no-op without one).
+  //! `in_flight_until`: the request index a chunk about to be sent ends at.
+  void SaveState(uint64_t in_flight_until = 0) {
+    if (state_.dir.empty()) return;
+    ProbeState s = state_.wanted;
+    const GeneratorOptions& g = gen_->options();
+    s.batch = g.batch;
+    s.base_time_ns = g.base_time_ns;
+    s.time_step_ns = g.time_step_ns;
+    s.point_step_ns = g.point_step_ns;
+    s.from_ms = window_.from_ms;
+    s.to_ms = window_.to_ms;
+    s.sent = sent_;
+    s.in_flight_until = in_flight_until;
+    s.accepted = accepted_;
+    s.truth_complete = truth_complete_;
+    s.probed_rows = probed_rows_;
+    s.background_payload = background_payload_;
+    s.background_accepted = background_accepted_;
+    Status saved = SaveProbeState(state_.dir, s);
+    if (!saved.ok()) std::fprintf(stderr, "bench probe: %s\n", saved.message().c_str());
+  }
+
   //! Sets the generator's steps so the largest level spans the window, with
   //! 10% headroom for requests sent again after a rejection.
   void SpreadOverWindow(GeneratorOptions* g) const {
@@ -444,8 +580,9 @@ class Ladder {
     const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     const bool tty = isatty(fileno(stdout));
     int fruitless = 0;
-    for (int round = 0; round < 1000000 && Shortfall(level) > 0; ++round) {
+    for (int round = 0; round < 1000000 && Shortfall(level) > 0 && !g_stop; ++round) {
       const uint64_t now = std::min(chunk, (Shortfall(level) + batch - 1) / batch);
+      SaveState(sent_ + now);
       PayloadPool pool(gen_.get(), signals_, first_payload_ + sent_);
       pool.Prebuild(now * n, threads, o_.pool_mb << 20);  // untimed: the fill rate is the server's
       HttpLoadOptions lo;
@@ -474,6 +611,7 @@ class Ladder {
         }
       }
       sent_ += now;
+      SaveState();
       uint64_t filled = 0;
       for (size_t k = 0; k < n; ++k) filled += accepted_[static_cast<int>(signals_[k])] - before_[k];
       const double rate = r->fill_s > 0 ? static_cast<double>(filled) / r->fill_s : 0;
@@ -499,10 +637,11 @@ class Ladder {
   //! accepted row is counted).
   void Digest(LevelResult* r) {
     const Clock::time_point start = Clock::now();
+    signal_bytes_.reset();
     std::optional<DeepHealth> last;
     int same = 0;
     const int max_polls = static_cast<int>(o_.digest_timeout_s / std::max(o_.digest_interval_s, 0.01)) + 1;
-    for (int poll = 0; poll < max_polls; ++poll) {
+    for (int poll = 0; poll < max_polls && !g_stop; ++poll) {
       auto h = FetchDeepHealth(t_.api);
       if (h.ok()) {
         bool rows_in = true;
@@ -529,6 +668,24 @@ class Ladder {
                 r->digested ? "" : " (TIMED OUT, probing anyway)",
                 Human(static_cast<double>(r->database_bytes)).c_str(),
                 Human(static_cast<double>(r->wal_bytes)).c_str());
+    // The signals' bytes, measured now (deep health caches them otherwise);
+    // untimed, and before the probes so they do not compete with it.
+    const Clock::time_point measured = Clock::now();
+    if (auto h = FetchDeepHealth(t_.api, /*fresh=*/true); h.ok()) {
+      signal_bytes_ = *h;
+      std::printf("  bytes per row measured in %.2f s:", Since(measured));
+      for (Signal s : signals_) {
+        const int i = static_cast<int>(s);
+        if (h->signal_bytes[i] && h->signal_stored_rows[i] && *h->signal_stored_rows[i] > 0) {
+          std::printf(" %s %.1f (%s rows stored)", SignalName(s),
+                      static_cast<double>(*h->signal_bytes[i]) / static_cast<double>(*h->signal_stored_rows[i]),
+                      Human(static_cast<double>(*h->signal_stored_rows[i])).c_str());
+        } else {
+          std::printf(" %s -", SignalName(s));
+        }
+      }
+      std::printf("\n");
+    }
   }
 
   void Probe(Signal s, LevelResult* r) {
@@ -580,6 +737,7 @@ class Ladder {
   std::vector<Signal> signals_;
   Target t_;
   int run_;
+  LadderState state_;
   Window window_;
   std::unique_ptr<LoadGenerator> gen_;
   std::unique_ptr<ProbeTruth> truth_;
@@ -587,10 +745,13 @@ class Ladder {
   std::string trace_id_;
   TraceId span_trace_{};  // the trace call's
   uint64_t first_payload_ = 0;
-  uint64_t background_payload_ = 0;  // next payload of the background ingest
-  uint64_t sent_ = 0;                // payloads sent per signal
+  uint64_t background_payload_ = 0;   // next payload of the background ingest
+  uint64_t sent_ = 0;                 // payloads sent per signal
+  uint64_t probed_rows_ = 0;          // the largest level probed
+  uint64_t background_accepted_ = 0;  // --under-ingest items stored, over the ladder's levels
   std::array<uint64_t, kSignalCount> accepted_ = {0, 0, 0};
-  std::vector<uint64_t> before_;  // accepted per signal before this level's fill
+  std::vector<uint64_t> before_;            // accepted per signal before this level's fill
+  std::optional<DeepHealth> signal_bytes_;  // the level's fresh deep health, for bytes per row
 };
 
 // ---- output ---------------------------------------------------------------------------
@@ -698,6 +859,15 @@ std::string ResultJson(const ProbeBenchOptions& o, const std::vector<uint64_t>& 
         w.Uint(l.database_bytes);
         w.Key("wal_bytes");
         w.Uint(l.wal_bytes);
+        w.Key("signal_bytes");
+        if (l.signal_bytes) w.Uint(*l.signal_bytes);
+        else w.Null();
+        w.Key("signal_stored_rows");
+        if (l.signal_stored_rows) w.Uint(*l.signal_stored_rows);
+        else w.Null();
+        w.Key("bytes_per_row");
+        if (auto b = l.bytes_per_row()) w.Double(*b);
+        else w.Null();
         w.Key("calls");
         w.BeginArray();
         for (const CallResult& c : l.calls) {
@@ -812,16 +982,18 @@ std::string ResultJson(const ProbeBenchOptions& o, const std::vector<uint64_t>& 
 }
 
 void PrintTable(const std::vector<RunResult>& runs) {
-  std::printf("\n%-4s %-7s %-8s %10s %10s %-18s %10s %10s %10s  %-4s %s\n", "run", "engine", "signal", "level",
-              "rows/s", "call", "median ms", "min ms", "max ms", "pass", "check");
+  std::printf("\n%-4s %-7s %-8s %10s %10s %7s %-18s %10s %10s %10s  %-4s %s\n", "run", "engine", "signal", "level",
+              "rows/s", "B/row", "call", "median ms", "min ms", "max ms", "pass", "check");
   for (const RunResult& run : runs) {
     for (const SignalResult& s : run.signals) {
       for (const LevelResult& l : s.levels) {
         for (const CallResult& c : l.calls) {
           const Spread sp = SpreadOf(c.samples.samples_ms);
-          std::printf("%-4d %-7s %-8s %10s %10s %-18s %10.1f %10.1f %10.1f  %-4s %s\n", run.run, run.engine.c_str(),
+          char per_row[16] = "-";
+          if (auto b = l.bytes_per_row()) std::snprintf(per_row, sizeof per_row, "%.1f", *b);
+          std::printf("%-4d %-7s %-8s %10s %10s %7s %-18s %10.1f %10.1f %10.1f  %-4s %s\n", run.run, run.engine.c_str(),
                       SignalName(s.signal), Human(static_cast<double>(l.accepted_rows)).c_str(),
-                      Human(l.fill_items_per_s).c_str(), c.name.c_str(), sp.median, sp.min, sp.max,
+                      Human(l.fill_items_per_s).c_str(), per_row, c.name.c_str(), sp.median, sp.min, sp.max,
                       l.pass ? "yes" : "NO", c.check.c_str());
         }
       }
@@ -875,6 +1047,52 @@ int RunProbeBench(const ProbeBenchOptions& o) {
     server_args.push_back("--query-timeout-ms=" + std::to_string(std::llround(o.timeout_s * 1000)));
   const std::string work_parent = o.work_dir.empty() ? DefaultWorkParent() : o.work_dir;
 
+  // --resume: one spawned ladder on an embedded engine, continued in its own directory.
+  std::optional<ProbeState> resumed;
+  if (!o.resume.empty()) {
+    const char* why = o.spawn.empty()           ? "--resume needs --spawn (the engine the ladder ran on)"
+                      : o.spawn == "clickhouse" ? "--resume supports the embedded engines (duckdb, sqlite)"
+                      : groups.size() != 1      ? "--resume continues one ladder: give one --signal, or --mixed"
+                      : o.repeat != 1           ? "--resume runs one ladder: no --repeat"
+                                                : nullptr;
+    if (why != nullptr) {
+      std::fprintf(stderr, "bench probe: %s\n", why);
+      return 1;
+    }
+    auto state = LoadProbeState(o.resume);
+    if (!state.ok()) {
+      std::fprintf(stderr, "bench probe: %s\n", state.status().message().c_str());
+      return 1;
+    }
+    resumed = std::move(state.value());
+  }
+  auto wanted_state = [&](const std::vector<Signal>& group) {
+    ProbeState w;
+    w.engine = o.spawn;
+    for (Signal sig : group) w.signals.push_back(SignalName(sig));
+    w.seed = o.seed;
+    w.levels = *levels;
+    w.batch = std::min<size_t>(o.batch, levels->front());
+    for (const auto& a : o.server_args) w.server_args += (w.server_args.empty() ? "" : "\n") + a;
+    return w;
+  };
+  if (resumed) {
+    const std::string mismatch = ProbeStateMismatch(*resumed, wanted_state(groups[0]));
+    if (!mismatch.empty()) {
+      std::fprintf(stderr, "bench probe: cannot resume %s: %s\n", o.resume.c_str(), mismatch.c_str());
+      return 1;
+    }
+  }
+  // A kept ladder can be stopped (Ctrl-C, SIGTERM) and resumed; the spawned
+  // server is in a process group of its own, so a terminal's Ctrl-C reaches
+  // only the probe, which then stops it after saving the state.
+  const bool resumable = !o.spawn.empty() && (o.keep_data || resumed);
+  g_stop = false;
+  if (resumable) {
+    ::signal(SIGINT, OnStopSignal);
+    ::signal(SIGTERM, OnStopSignal);
+  }
+
   const Machine machine = DescribeMachine();
   const std::string started_at = UtcNowIso8601();
   std::printf(
@@ -885,16 +1103,19 @@ int RunProbeBench(const ProbeBenchOptions& o) {
   std::fflush(stdout);
 
   std::vector<RunResult> runs;
-  for (int rep = 1; rep <= std::max(1, o.repeat); ++rep) {
+  bool stopped = false;
+  std::string stopped_dir;
+  for (int rep = 1; rep <= std::max(1, o.repeat) && !stopped; ++rep) {
     RunResult run;
     run.run = rep;
     run.engine = EngineLabel(o.spawn, o.server_args);
     for (const auto& group : groups) {
+      if (stopped) break;
       Target t = external;
       std::unique_ptr<ServerProcess> server;
       std::optional<std::string> work;
       if (!o.spawn.empty()) {
-        work = MakeTempDir(work_parent);
+        work = resumed ? std::optional<std::string>(o.resume) : MakeTempDir(work_parent);
         if (!work) {
           std::fprintf(stderr, "bench probe: cannot create a directory under %s\n", work_parent.c_str());
           return 1;
@@ -905,22 +1126,36 @@ int RunProbeBench(const ProbeBenchOptions& o) {
         so.token = RandomToken();
         so.extra_args = server_args;
         so.clickhouse_url = o.clickhouse_url;
-        so.keep_data = o.keep_data;
+        so.keep_data = o.keep_data || resumed;
         auto started = ServerProcess::Start(so);
         if (!started.ok()) {
           std::fprintf(stderr, "bench probe: %s\n", started.status().message().c_str());
           return 1;
         }
         server = std::move(started.value());
-        auto read_token = server->CreateReadToken();
-        if (!read_token.ok()) {
-          std::fprintf(stderr, "bench probe: %s\n", read_token.status().message().c_str());
+        auto read_token = server->CreateToken("read");
+        auto ingest_token = resumed ? server->CreateToken("ingest") : Result<std::string>(so.token);
+        if (!read_token.ok() || !ingest_token.ok()) {
+          std::fprintf(stderr, "bench probe: %s\n",
+                       (!read_token.ok() ? read_token.status() : ingest_token.status()).message().c_str());
           return 1;
         }
-        t = Target{server->otlp(), server->api(), so.token, *read_token, true};
+        t = Target{server->otlp(), server->api(), *ingest_token, *read_token, true};
       }
       std::printf("run %d/%d, %s:\n", rep, o.repeat, group.size() == 1 ? SignalName(group[0]) : "mixed");
-      RunResult part = Ladder(o, *levels, group, t, rep).Run(run.engine);
+      LadderState ls;
+      if (work && resumable) ls.dir = *work;
+      ls.resumed = resumed;
+      ls.wanted = wanted_state(group);
+      RunResult part = Ladder(o, *levels, group, t, rep, std::move(ls)).Run(run.engine);
+      if (!part.stop_error.empty()) {
+        std::fprintf(stderr, "bench probe: cannot resume %s: %s\n", o.resume.c_str(), part.stop_error.c_str());
+        return 1;
+      }
+      if (part.stopped) {
+        stopped = true;
+        stopped_dir = work.value_or("");
+      }
       for (auto& s : part.signals) run.signals.push_back(std::move(s));
       if (part.under_ingest) {
         if (!run.under_ingest) run.under_ingest = UnderIngest{o.under_ingest, 0, 0};
@@ -933,12 +1168,18 @@ int RunProbeBench(const ProbeBenchOptions& o) {
         if (!stopped.ok()) std::fprintf(stderr, "bench probe: server stop: %s\n", stopped.message().c_str());
       }
       server.reset();  // and its ClickHouse
-      if (work && !o.keep_data) std::filesystem::remove_all(*work);
-      if (work && o.keep_data) std::printf("data kept in %s\n", work->c_str());
+      if (work && !o.keep_data && !resumed) std::filesystem::remove_all(*work);
+      if (work && (o.keep_data || resumed)) std::printf("data kept in %s\n", work->c_str());
     }
     runs.push_back(std::move(run));
   }
 
+  if (stopped && resumable) {
+    std::printf("stopped%s; continue with the same options and --resume %s\n",
+                g_stop ? " by a signal" : " after the --stop-after level", stopped_dir.c_str());
+  } else if (stopped) {
+    std::printf("stopped after the --stop-after level (nothing kept to resume: add --keep-data)\n");
+  }
   PrintTable(runs);
   int mismatches = 0;
   for (const RunResult& run : runs) {
@@ -958,7 +1199,8 @@ int RunProbeBench(const ProbeBenchOptions& o) {
     }
     std::printf("results written to %s\n", o.json_out.c_str());
   }
-  return mismatches > 0 ? 3 : 0;
+  if (mismatches > 0) return 3;
+  return stopped && g_stop ? 130 : 0;
 }
 
 void AddProbeCommand(CLI::App* bench) {
@@ -1028,7 +1270,22 @@ void AddProbeCommand(CLI::App* bench) {
   probe->add_option("--seed", o->seed, "Random seed of the generated data")->capture_default_str();
   probe->add_option("--json-out", o->json_out, "Write machine-readable results here");
   probe->add_option("--work-dir", o->work_dir, "Parent of the temporary data directories (default $TMPDIR or /tmp)");
-  probe->add_flag("--keep-data", o->keep_data, "Keep the temporary data directories");
+  probe->add_flag("--keep-data", o->keep_data,
+                  "Keep the temporary data directories, with the ladder's state (probe_state.json) for --resume; "
+                  "SIGINT/SIGTERM then stop the ladder resumably");
+  probe
+      ->add_option("--resume", o->resume,
+                   "Continue the ladder kept in this directory (one --signal or --mixed, --spawn duckdb|sqlite): "
+                   "the same --spawn, --signal, --seed, --levels, --batch and --server-arg, else it refuses")
+      ->check(CLI::ExistingDirectory);
+  probe->add_option_function<std::string>(
+      "--stop-after",
+      [o](const std::string& text) {
+        auto rows = ParseLevels(text);
+        if (!rows.ok() || rows->size() != 1) throw CLI::ValidationError("--stop-after", "a row count like 20000 or 1M");
+        o->stop_after = rows->front();
+      },
+      "Stop (resumably, with --keep-data) once the level of this many rows is probed, e.g. 100M");
   probe->add_option("--pool-mb", o->pool_mb, "Most memory prebuilt fill payloads may take per chunk")
       ->capture_default_str();
   probe->callback([o] {

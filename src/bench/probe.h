@@ -52,6 +52,10 @@ struct ProbeBenchOptions {
   std::string json_out;
   std::string work_dir;
   bool keep_data = false;
+  //! A directory a --keep-data ladder left (its probe_state.json): continue
+  //! that ladder there (probe_state.h). One ladder, spawned, embedded engine.
+  std::string resume;
+  uint64_t stop_after = 0;  // stop (resumably) once the level with this many rows is probed; 0 = never
   uint64_t pool_mb = 1024;
 };
 
@@ -79,7 +83,8 @@ std::optional<uint64_t> ReadCliff(const std::vector<uint64_t>& levels, const std
 void AddProbeCommand(CLI::App* bench);
 
 //! Runs the ladder(s), prints progress and the table, writes the JSON;
-//! returns the exit code (0 ok, 1 setup failure, 3 a --check mismatch).
+//! returns the exit code (0 ok, 1 setup failure, 3 a --check mismatch, 130
+//! stopped by SIGINT/SIGTERM: the state is saved for --resume).
 int RunProbeBench(const ProbeBenchOptions& options);
 
 }  // namespace sightline::bench

@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
+#include <filesystem>
 #include <set>
 
 #include "bench/load_generator.h"
+#include "bench/probe_state.h"
 
 namespace sightline::bench {
 namespace {
@@ -115,6 +118,88 @@ TEST(ProbeTimeLayout, TimeStepSpreadsRequestsAndPoints) {
   EXPECT_EQ(times.size(), 20u);  // request 1 continues each series at steps 20..39
   EXPECT_EQ(*times.begin(), g.base_time_ns + 20 * g.point_step_ns);
   EXPECT_EQ(*times.rbegin(), g.base_time_ns + 39 * g.point_step_ns);
+}
+
+ProbeState SampleState() {
+  ProbeState s;
+  s.engine = "duckdb";
+  s.signals = {"spans"};
+  s.seed = 7;
+  s.levels = {20000, 50000};
+  s.server_args = "--rollup-exact-spans=10\n--read-pool=2";
+  s.batch = 16384;
+  s.base_time_ns = 1764633600000000000;
+  s.time_step_ns = 123456789;
+  s.point_step_ns = 4567;
+  s.from_ms = 1764633540000;
+  s.to_ms = 1764719940000;
+  s.sent = 2;
+  s.in_flight_until = 6;
+  s.accepted = {32768, 0, 0};
+  s.truth_complete = false;
+  s.probed_rows = 20000;
+  s.background_payload = (3ull << 38) + 12;
+  s.background_accepted = 1200;
+  return s;
+}
+
+TEST(ProbeState, SurvivesASaveAndALoad) {
+  const std::string dir = ::testing::TempDir() + "/sightline-probe-state-test";
+  std::filesystem::create_directories(dir);
+  const ProbeState s = SampleState();
+  ASSERT_TRUE(SaveProbeState(dir, s).ok());
+  EXPECT_FALSE(std::filesystem::exists(dir + "/probe_state.json.tmp"));
+  auto back = LoadProbeState(dir);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(ProbeStateJson(*back), ProbeStateJson(s));
+  EXPECT_EQ(back->signals, s.signals);
+  EXPECT_EQ(back->levels, s.levels);
+  EXPECT_EQ(back->server_args, s.server_args);
+  EXPECT_EQ(back->base_time_ns, s.base_time_ns);
+  EXPECT_EQ(back->accepted, s.accepted);
+  EXPECT_EQ(back->in_flight_until, 6u);
+  EXPECT_FALSE(back->truth_complete);
+  EXPECT_EQ(back->background_payload, s.background_payload);
+  std::filesystem::remove_all(dir);
+  auto missing = LoadProbeState(dir);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("--keep-data"), std::string::npos);
+}
+
+TEST(ProbeState, RejectsTextThatIsNotAState) {
+  EXPECT_FALSE(ParseProbeState("").ok());
+  EXPECT_FALSE(ParseProbeState("{\"version\":2}").ok());
+  std::string json = ProbeStateJson(SampleState());
+  json.replace(json.find("\"sent\""), 6, "\"sant\"");
+  EXPECT_FALSE(ParseProbeState(json).ok());
+}
+
+TEST(ProbeState, NamesTheFirstSettingThatDiffers) {
+  const ProbeState saved = SampleState();
+  EXPECT_EQ(ProbeStateMismatch(saved, saved), "");
+  ProbeState w = saved;
+  w.sent = 99;  // progress is not a setting
+  w.from_ms = 1;
+  EXPECT_EQ(ProbeStateMismatch(saved, w), "");
+  w = saved;
+  w.levels = {20000, 60000};
+  EXPECT_EQ(ProbeStateMismatch(saved, w),
+            "--levels: the kept ladder has '20000,50000', this run asks for '20000,60000'");
+  w = saved;
+  w.signals = {"logs"};
+  EXPECT_NE(ProbeStateMismatch(saved, w).find("--signal"), std::string::npos);
+  w = saved;
+  w.engine = "sqlite";
+  EXPECT_NE(ProbeStateMismatch(saved, w).find("--spawn"), std::string::npos);
+  w = saved;
+  w.seed = 8;
+  EXPECT_NE(ProbeStateMismatch(saved, w).find("--seed"), std::string::npos);
+  w = saved;
+  w.batch = 1000;
+  EXPECT_NE(ProbeStateMismatch(saved, w).find("--batch"), std::string::npos);
+  w = saved;
+  w.server_args = "";
+  EXPECT_NE(ProbeStateMismatch(saved, w).find("--server-arg"), std::string::npos);
 }
 
 }  // namespace

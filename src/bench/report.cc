@@ -211,6 +211,7 @@ struct ProbeSeries {
   std::vector<std::string> calls;
   std::map<double, std::map<std::string, double>> median_ms;  // level -> call -> ms
   std::map<double, bool> pass;                                // level -> every run passed
+  std::map<double, std::vector<double>> bytes_per_row;        // level -> each run's (when known)
   bool any_failed = false;
   std::optional<double> cliff_rows;  // the probe's own read_cliff_rows
 };
@@ -322,7 +323,7 @@ ProbeSeries& ProbeFor(std::vector<ProbeSeries>* all, const std::string& path, co
   for (ProbeSeries& p : *all) {
     if (p.path == path && p.engine == engine && p.signal == signal) return p;
   }
-  all->push_back({path, engine, signal, {}, {}, {}, {}, false, std::nullopt});
+  all->push_back({path, engine, signal, {}, {}, {}, {}, {}, false, std::nullopt});
   return all->back();
 }
 
@@ -355,6 +356,7 @@ void ReadProbe(const std::string& path, element doc, Model* model) {
         p.pass.try_emplace(rows, true);
         p.pass[rows] = p.pass[rows] && pass;
         p.any_failed = p.any_failed || !pass;
+        if (auto b = Num(level, "bytes_per_row")) p.bytes_per_row[rows].push_back(*b);
         for (element call : Items(level, "calls")) {
           std::string name = Str(call, "call");
           AddCall(&p, name);
@@ -608,9 +610,9 @@ void RenderProbes(const Model& m, std::string* md, std::vector<std::pair<std::st
       "\n## Read latency per level (`bench probe`)\n\nMedian of the probes per call; a level passes when every "
       "call's median is <= 5 s and none timed out.\n";
   for (const ProbeSeries& p : m.probes) {
-    *md += fmt::format("\n### {} on {} (`{}`)\n\n| rows |", p.signal, p.engine, p.path);
+    *md += fmt::format("\n### {} on {} (`{}`)\n\n| rows | B/row |", p.signal, p.engine, p.path);
     for (const std::string& call : p.calls) *md += " " + call + " |";
-    *md += " verdict |\n|---:|";
+    *md += " verdict |\n|---:|---:|";
     for (size_t i = 0; i < p.calls.size(); ++i) *md += "---:|";
     *md += "---|\n";
     LineChart chart{fmt::format("{} on {}: read latency per level", p.signal, p.engine),
@@ -624,6 +626,9 @@ void RenderProbes(const Model& m, std::string* md, std::vector<std::pair<std::st
     for (const std::string& call : p.calls) chart.series.push_back({call, {}, false});
     for (double level : p.levels) {
       *md += "| " + Rows(level) + " |";
+      auto per_row = p.bytes_per_row.find(level);
+      *md += per_row == p.bytes_per_row.end() ? std::string(" - |")
+                                              : fmt::format(" {:.1f} |", SpreadOf(per_row->second).median);
       chart.categories.push_back(Rows(level));
       auto row = p.median_ms.find(level);
       for (size_t i = 0; i < p.calls.size(); ++i) {

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <simdjson.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -50,8 +51,8 @@ Result<int> FreeLoopbackPort() {
 }
 
 //! Starts `path` with `argv` and `envp`, its output appended to `log_path`
-//! and its stdin /dev/null; it gets SIGTERM (a graceful stop) if the
-//! benchmark dies first. The child's pid.
+//! and its stdin /dev/null, in a process group of its own; it gets SIGTERM
+//! (a graceful stop) if the benchmark dies first. The child's pid.
 Result<pid_t> ForkExec(const char* path, char* const argv[], char* const envp[], const std::string& log_path) {
   int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log_fd < 0) return Status::IoError("cannot create " + log_path + ": " + std::strerror(errno));
@@ -63,6 +64,9 @@ Result<pid_t> ForkExec(const char* path, char* const argv[], char* const envp[],
   if (pid == 0) {
     // Child: only async-signal-safe calls until exec.
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    // A group of its own: a terminal's Ctrl-C reaches the benchmark, which
+    // decides when the child stops (a resumable probe saves its state first).
+    ::setpgid(0, 0);
     ::dup2(log_fd, STDOUT_FILENO);
     ::dup2(log_fd, STDERR_FILENO);
     int null_fd = ::open("/dev/null", O_RDONLY);
@@ -184,11 +188,11 @@ Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(const SpawnOptions& 
   return last;
 }
 
-Result<std::string> ServerProcess::CreateReadToken() const {
+Result<std::string> ServerProcess::CreateToken(const std::string& scope) const {
   int out[2];
   if (::pipe2(out, O_CLOEXEC) != 0) return Status::IoError(std::string("pipe: ") + std::strerror(errno));
   std::vector<std::string> args = {"sightline", "token", "create", "--project", "default",
-                                   "--scope",   "read",  "--data", data_dir_};
+                                   "--scope",   scope,   "--data", data_dir_};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -217,7 +221,7 @@ Result<std::string> ServerProcess::CreateReadToken() const {
   }
   while (!printed.empty() && (printed.back() == '\n' || printed.back() == ' ')) printed.pop_back();
   if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0 || printed.empty()) {
-    return Status::Internal("`sightline token create --scope read` failed; output: " + printed);
+    return Status::Internal("`sightline token create --scope " + scope + "` failed; output: " + printed);
   }
   return printed;
 }
@@ -443,22 +447,37 @@ bool FindJsonNumber(const std::string& json, std::initializer_list<const char*> 
   return r.ec == std::errc();
 }
 
-Result<DeepHealth> FetchDeepHealth(const HttpEndpoint& api) {
+Result<DeepHealth> FetchDeepHealth(const HttpEndpoint& api, bool fresh) {
   std::string body;
-  auto code = HttpGet(api, "/api/health/deep", &body, 10000);
+  auto code = HttpGet(api, fresh ? "/api/health/deep?fresh=1" : "/api/health/deep", &body, fresh ? 600000 : 10000);
   if (!code.ok()) return code.status();
   if (*code != 200) return Status::Unavailable("GET /api/health/deep: HTTP " + std::to_string(*code));
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (parser.parse(body).get(doc) != simdjson::SUCCESS) return Status::Unavailable("GET /api/health/deep: not JSON");
+  auto number = [](simdjson::dom::element e, uint64_t* out) {
+    double d = 0;
+    if (e.get_double().get(d) == simdjson::SUCCESS && d >= 0) *out = static_cast<uint64_t>(d);
+  };
   DeepHealth h;
   const char* names[kSignalCount] = {"spans", "logs", "metric_points"};
   const char* writers[kSignalCount] = {"spans", "logs", "metrics"};
   for (int s = 0; s < kSignalCount; ++s) {
-    FindJsonNumber(body, {"rows", names[s]}, &h.rows[s]);
-    FindJsonNumber(body, {"writer_queue", writers[s], "commits"}, &h.commits[s]);
+    number(doc["rows"][names[s]], &h.rows[s]);
+    number(doc["writer_queue"][writers[s]]["commits"], &h.commits[s]);
+    simdjson::dom::element sig = doc["engine"]["signals"][writers[s]];
+    uint64_t bytes = 0, stored = 0;
+    if (sig["bytes"].is_number() && sig["stored_rows"].is_number()) {
+      number(sig["bytes"], &bytes);
+      number(sig["stored_rows"], &stored);
+      h.signal_bytes[s] = bytes;
+      h.signal_stored_rows[s] = stored;
+    }
   }
-  FindJsonNumber(body, {"rss_bytes"}, &h.rss_bytes);
-  FindJsonNumber(body, {"database_bytes"}, &h.database_bytes);
-  FindJsonNumber(body, {"wal_bytes"}, &h.wal_bytes);
-  FindJsonNumber(body, {"gate", "rejections"}, &h.gate_rejections);
+  number(doc["rss_bytes"], &h.rss_bytes);
+  number(doc["database_bytes"], &h.database_bytes);
+  number(doc["wal_bytes"], &h.wal_bytes);
+  number(doc["gate"]["rejections"], &h.gate_rejections);
   return h;
 }
 

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -76,10 +77,11 @@ class ServerProcess {
   const HttpEndpoint& grpc() const { return grpc_; }  // port 0 unless SpawnOptions::grpc
   const std::string& log_path() const { return log_path_; }
 
-  //! A read token of the default project, minted by `sightline token create
-  //! --scope read` on this server's data directory (the ingest token cannot
-  //! read the API).
-  Result<std::string> CreateReadToken() const;
+  //! A token of the default project, minted by `sightline token create
+  //! --scope <scope>` on this server's data directory: "read" for the API
+  //! (the ingest token cannot read it), "ingest" for a server started on a
+  //! kept directory (SpawnOptions::token only applies on a first start).
+  Result<std::string> CreateToken(const std::string& scope) const;
 
   //! SIGTERM, wait up to timeout_s, then SIGKILL. OK when it exited 0. The
   //! engine's database (clickhouse()) keeps running until destruction.
@@ -119,8 +121,13 @@ struct DeepHealth {
   uint64_t database_bytes = 0;
   uint64_t wal_bytes = 0;
   uint64_t gate_rejections = 0;
+  //! engine.signals.*: a signal's bytes on disk and the rows they hold
+  //! (nullopt where the engine cannot say).
+  std::optional<uint64_t> signal_bytes[kSignalCount];
+  std::optional<uint64_t> signal_stored_rows[kSignalCount];
 };
-Result<DeepHealth> FetchDeepHealth(const HttpEndpoint& api);
+//! `fresh`: ask for the signals' bytes measured now (?fresh=1), not cached.
+Result<DeepHealth> FetchDeepHealth(const HttpEndpoint& api, bool fresh = false);
 
 //! Finds the number at a path of object keys in JSON text we produced
 //! ({"a":{"b":12}} with {"a","b"}); false when absent. Keys are matched in

@@ -284,8 +284,24 @@ Status Server::Stop() {
   return st;
 }
 
-HttpResponse Server::DeepHealth() {
+HttpResponse Server::DeepHealth(bool fresh) {
   StoreStats s = store_->Stats();
+  std::optional<std::array<SignalBytes, kSignalCount>> bytes;
+  double bytes_age_s = 0;
+  {
+    MutexLock lock(&signal_bytes_mu_);
+    const auto now = std::chrono::steady_clock::now();
+    // At most every kSignalBytesMaxAge, and at most 5% of the time when a
+    // measurement takes longer than 3 s (a billion rows).
+    const auto max_age = std::max<std::chrono::steady_clock::duration>(kSignalBytesMaxAge, signal_bytes_cost_ * 20);
+    if (fresh || !signal_bytes_at_ || now - *signal_bytes_at_ >= max_age) {
+      signal_bytes_ = s.reachable ? MeasureSignalBytes(*store_) : std::nullopt;
+      signal_bytes_at_ = std::chrono::steady_clock::now();
+      signal_bytes_cost_ = *signal_bytes_at_ - now;
+    }
+    bytes = signal_bytes_;
+    bytes_age_s = std::chrono::duration<double>(now - *signal_bytes_at_).count();
+  }
   AdmissionGate::Stats g = gate_->GetStats();
   std::string out;
   JsonWriter w(&out);
@@ -311,6 +327,28 @@ HttpResponse Server::DeepHealth() {
     w.Key(e.name);
     w.Double(e.value);
   }
+  // What each signal's rows take on disk (docs/API.md); null where the engine cannot say.
+  w.Key("signals");
+  w.BeginObject();
+  for (int i = 0; i < kSignalCount; ++i) {
+    w.Key(SignalName(Signal(i)));
+    w.BeginObject();
+    w.Key("rows");
+    w.Uint(s.rows[i]);
+    w.Key("bytes");
+    if (bytes) w.Uint((*bytes)[i].bytes);
+    else w.Null();
+    w.Key("stored_rows");
+    if (bytes) w.Uint((*bytes)[i].stored_rows);
+    else w.Null();
+    w.Key("bytes_per_row");
+    if (bytes && (*bytes)[i].stored_rows > 0) w.Double((*bytes)[i].per_row());
+    else w.Null();
+    w.EndObject();
+  }
+  w.EndObject();
+  w.Key("signals_measured_seconds_ago");
+  w.Double(std::max(0.0, bytes_age_s));
   w.EndObject();
   w.Key("uptime_seconds");
   w.Double(std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
@@ -569,7 +607,7 @@ std::optional<HttpResponse> Server::Route(const RouteRequest& request) {
     denied.headers.emplace_back("WWW-Authenticate", "Bearer");
     return denied;
   }
-  if (path == "/api/health/deep") return DeepHealth();
+  if (path == "/api/health/deep") return DeepHealth(request.query.find("fresh=1") != std::string_view::npos);
   if (prometheus) {
     return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", PrometheusText(), {}, false};
   }

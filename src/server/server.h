@@ -21,6 +21,7 @@
 
 #include "auth/authenticator.h"
 #include "auth/login_service.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "ingest/admission_gate.h"
 #include "ingest/ingest_metrics.h"
@@ -31,6 +32,7 @@
 #include "server/grpc_server.h"
 #include "server/http_server.h"
 #include "state/state_store.h"
+#include "storage/signal_bytes.h"
 #include "storage/telemetry_store.h"
 #include "storage/writer.h"
 
@@ -96,7 +98,11 @@ class Server {
   //! The admin password generated at first start (when none was configured), else "".
   const std::string& minted_admin_password() const { return minted_admin_password_; }
 
-  HttpResponse DeepHealth();
+  //! `fresh`: measure the signals' bytes now instead of using the last
+  //! measurement (taken at most every kSignalBytesMaxAge, or 20x its own
+  //! duration when longer, otherwise).
+  HttpResponse DeepHealth(bool fresh = false);
+  static constexpr std::chrono::seconds kSignalBytesMaxAge{60};
   std::string PrometheusText();
 
  private:
@@ -133,6 +139,12 @@ class Server {
   int grpc_port_ = 0;
   std::string minted_token_;
   std::string minted_admin_password_;
+  // Deep health's bytes per signal: measured at most every
+  // kSignalBytesMaxAge (the cost grows with the data, storage/signal_bytes.h).
+  Mutex signal_bytes_mu_;
+  std::optional<std::chrono::steady_clock::time_point> signal_bytes_at_ GUARDED_BY(signal_bytes_mu_);
+  std::optional<std::array<SignalBytes, kSignalCount>> signal_bytes_ GUARDED_BY(signal_bytes_mu_);
+  std::chrono::steady_clock::duration signal_bytes_cost_ GUARDED_BY(signal_bytes_mu_){};  // the last measurement's
 };
 
 //! Resident set size of this process in bytes (from /proc/self/statm).

@@ -6,15 +6,19 @@
 // still match the truth, pace that ingest at its target and summarise both
 // runs. Then the check must catch a wrong answer: against a
 // server that already holds a span the probe did not send, the endpoint
-// counts differ and the command exits 3.
+// counts differ and the command exits 3. A kept ladder stopped after its
+// first level must refuse other options and, resumed, fill on to the second
+// level, rebuild the truth and match it, with the rows of both runs stored once;
+// one interrupted by SIGINT in the middle of a fill must save where it got to
+// and, resumed, fill on from there.
 
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 
-import { BIN, ENGINES, TOKEN, makeTempDir, requireBinary, startServer } from './lib/server.mjs';
+import { BIN, ENGINES, TOKEN, makeTempDir, request, requireBinary, runSql, startServer } from './lib/server.mjs';
 import { encodeTraceRequestJson } from './lib/otlp.mjs';
 import { postOtlp } from './lib/api.mjs';
 
@@ -74,6 +78,13 @@ for (const engine of ENGINES) {
           assert.ok(l.fill_s > 0 && l.fill_items_per_s > 0, where);
           assert.equal(l.digested, true, where);
           assert.ok(l.digest_wait_s >= 0 && l.database_bytes > 0, where);
+          // SQLite's pages hold every row; DuckDB's blocks only the checkpointed ones (none yet at these sizes).
+          if (engine === 'sqlite') {
+            assert.equal(l.signal_stored_rows, l.accepted_rows, where);
+            assert.ok(l.signal_bytes > 0 && Math.abs(l.bytes_per_row - l.signal_bytes / l.accepted_rows) < 1e-6, where);
+          } else {
+            assert.ok(l.bytes_per_row === null || l.bytes_per_row > 0, where);
+          }
           assert.deepEqual(l.calls.map((c) => c.call), CALLS[s.signal], where);
           for (const c of l.calls) {
             assert.equal(c.check, 'ok', `${where} ${c.call}: ${c.check}`);
@@ -167,5 +178,129 @@ describe('bench probe --check against a server holding a foreign span', () => {
       await server.stop();
       await server.cleanup();
     }
+  });
+});
+
+describe(`bench probe --keep-data --stop-after, then --resume (${ENGINES[0]})`, () => {
+  it('continues a stopped ladder on its kept data and still matches the truth', async () => {
+    const dir = await makeTempDir('sightline-probe-it-');
+    dirs.push(dir);
+    const common = ['--spawn', ENGINES[0], '--signal', 'spans', '--levels', '20000,50000', '--batch', '10000', '--check',
+      '--digest-interval', '0.3'];
+    const first = await probe([...common, '--keep-data', '--stop-after', '20000', '--work-dir', dir],
+      path.join(dir, 'first.json'));
+    assert.equal(first.code, 0, `exit ${first.code}\n${first.stdout}\n${first.stderr}`);
+    const kept = first.stdout.match(/--resume (\S+)/)?.[1];
+    assert.ok(kept, first.stdout);
+    assert.deepEqual(first.json.runs[0].signals[0].levels.map((l) => l.level_rows), [20000]);
+    const state = JSON.parse(await fsp.readFile(path.join(kept, 'probe_state.json'), 'utf8'));
+    assert.equal(state.probed_rows, 20000);
+    assert.deepEqual(state.accepted, [20000, 0, 0]);
+    assert.equal(state.sent, 2);
+    assert.equal(state.in_flight_until, 0);
+
+    // Other settings than the kept ladder's are refused, naming the setting.
+    const other = await probe(['--spawn', ENGINES[0], '--signal', 'spans', '--levels', '20000,60000', '--batch', '10000',
+      '--resume', kept], path.join(dir, 'other.json'));
+    assert.equal(other.code, 1, other.stdout);
+    assert.match(other.stderr, /--levels: the kept ladder has '20000,50000', this run asks for '20000,60000'/);
+
+    const second = await probe([...common, '--resume', kept], path.join(dir, 'second.json'));
+    assert.equal(second.code, 0, `exit ${second.code}\n${second.stdout}\n${second.stderr}`);
+    assert.match(second.stdout, /resumed at request 2: spans 20.0k rows, levels up to 20.0k probed/);
+    assert.match(second.stdout, /truth rebuilt from 2 requests/);
+    const levels = second.json.runs[0].signals[0].levels;
+    assert.deepEqual(levels.map((l) => l.level_rows), [50000]);
+    assert.equal(levels[0].accepted_rows, 50000);
+    for (const c of levels[0].calls) assert.equal(c.check, 'ok', `${c.call}: ${c.check}`);
+    assert.equal(levels[0].pass, true, levels[0].fail_reason);
+    assert.match(second.stdout, /check: 0 mismatching answers/);
+    const after = JSON.parse(await fsp.readFile(path.join(kept, 'probe_state.json'), 'utf8'));
+    assert.equal(after.probed_rows, 50000);
+    assert.deepEqual(after.accepted, [50000, 0, 0]);
+    // The first run's rows and the second's, each stored once.
+    const count = await runSql(path.join(kept, 'data'), ENGINES[0], 'SELECT count(*) AS n FROM spans');
+    assert.equal(count.rows[0][0], '50000');
+  });
+});
+
+for (const engine of ENGINES) {
+  describe(`deep health: bytes per row (${engine})`, () => {
+    it('reports each signal\'s rows, bytes on disk and bytes per stored row', async () => {
+      const server = await startServer({ engine });
+      try {
+        const now = BigInt(Date.now()) * 1_000_000n;
+        const spans = [];
+        for (let i = 0; i < 200; ++i) {
+          spans.push({ traceId: `0af7651916cd43dd8448eb211c8${String(i).padStart(5, '0')}`, spanId: `b7ad6b71692${String(i).padStart(5, '0')}`,
+            name: 'GET /x', kind: 2, start: now - 1_000_000_000n, end: now });
+        }
+        await postOtlp(server, 'traces', encodeTraceRequestJson({ resource: { 'service.name': 'sized' }, spans }), { json: true });
+        // A restart checkpoints DuckDB, so its blocks hold the rows.
+        await server.stop();
+        await server.restart();
+        const r = await request(`${server.apiUrl}/api/health/deep?fresh=1`);
+        assert.equal(r.status, 200);
+        const health = JSON.parse(r.body.toString());
+        const sig = health.engine.signals;
+        assert.deepEqual(Object.keys(sig), ['spans', 'logs', 'metrics']);
+        assert.equal(sig.spans.rows, 200);
+        assert.equal(sig.spans.stored_rows, 200);
+        assert.ok(sig.spans.bytes > 0 && sig.spans.bytes <= health.database_bytes + health.wal_bytes, JSON.stringify(sig));
+        assert.ok(Math.abs(sig.spans.bytes_per_row - sig.spans.bytes / 200) < 1e-9);
+        for (const s of ['logs', 'metrics']) {
+          assert.equal(sig[s].rows, 0, s);
+          assert.equal(sig[s].stored_rows, 0, s);
+          assert.equal(sig[s].bytes_per_row, null, s);
+        }
+        assert.ok(health.engine.signals_measured_seconds_ago >= 0 && health.engine.signals_measured_seconds_ago < 5);
+      } finally {
+        await server.stop();
+        await server.cleanup();
+      }
+    });
+  });
+}
+
+describe(`bench probe --keep-data stopped by SIGINT mid-fill, then --resume (${ENGINES[0]})`, () => {
+  it('saves the state after the chunk in flight and fills on from it', async () => {
+    requireBinary();
+    const dir = await makeTempDir('sightline-probe-it-');
+    dirs.push(dir);
+    const common = ['bench', 'probe', '--spawn', ENGINES[0], '--signal', 'spans', '--levels', '20000,400000',
+      '--batch', '10000', '--check', '--digest-interval', '0.3'];
+    const child = spawn(BIN, [...common, '--keep-data', '--work-dir', dir]);
+    let stdout = '';
+    let signalled = false;
+    child.stdout.on('data', (d) => {
+      stdout += d;
+      // Interrupt as soon as the second level's fill reports progress.
+      if (!signalled && /level 400\.0k: +\d+% filled/.test(stdout)) {
+        signalled = true;
+        child.kill('SIGINT');
+      }
+    });
+    const code = await new Promise((resolve) => child.on('exit', (c) => resolve(c)));
+    assert.equal(signalled, true, stdout);
+    assert.equal(code, 130, stdout);
+    const kept = stdout.match(/--resume (\S+)/)?.[1];
+    assert.ok(kept, stdout);
+    assert.match(stdout, /stopped by a signal/);
+    const state = JSON.parse(await fsp.readFile(path.join(kept, 'probe_state.json'), 'utf8'));
+    assert.equal(state.probed_rows, 20000);
+    assert.equal(state.in_flight_until, 0);
+    assert.equal(state.accepted[0], state.sent * 10000);
+    assert.ok(state.accepted[0] > 20000 && state.accepted[0] < 400000, `accepted ${state.accepted[0]}`);
+
+    const out = path.join(dir, 'resumed.json');
+    const resumed = await probe([...common.slice(2), '--resume', kept], out);
+    assert.equal(resumed.code, 0, `exit ${resumed.code}\n${resumed.stdout}\n${resumed.stderr}`);
+    assert.match(resumed.stdout, new RegExp(`resumed at request ${state.sent}:`));
+    const level = resumed.json.runs[0].signals[0].levels[0];
+    assert.equal(level.level_rows, 400000);
+    assert.equal(level.accepted_rows, 400000);
+    for (const c of level.calls) assert.equal(c.check, 'ok', `${c.call}: ${c.check}`);
+    const count = await runSql(path.join(kept, 'data'), ENGINES[0], 'SELECT count(*) AS n FROM spans');
+    assert.equal(count.rows[0][0], '400000');
   });
 });
