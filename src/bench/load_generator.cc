@@ -200,12 +200,14 @@ struct Catalogue {
   std::string_view Intern(std::string s) { return text.emplace_back(std::move(s)); }
   std::span<const Attribute> List(std::vector<Attribute> list) { return attribute_lists.emplace_back(std::move(list)); }
 
-  Catalogue() {
+  //! `gauges`: every metric a double gauge (GeneratorOptions::bounded_gauges).
+  explicit Catalogue(bool gauges) {
     static const char* kMethods[kEndpointsPerService] = {"GET", "GET", "POST", "PUT", "DELETE"};
     static const char* kSuffix[kEndpointsPerService] = {"", "/{id}", "", "/{id}", "/{id}"};
     for (int m = 0; m < kMetricDefCount; ++m) {
       const MetricSpec& spec = kMetricSpecs[m];
-      metrics[m] = MetricDef{spec.name, spec.description, spec.unit, spec.kind, spec.is_int};
+      metrics[m] = gauges ? MetricDef{spec.name, spec.description, spec.unit, MetricKind::kGauge, false}
+                          : MetricDef{spec.name, spec.description, spec.unit, spec.kind, spec.is_int};
     }
     uint32_t series_id = 0;
     for (int s = 0; s < kServices; ++s) {
@@ -264,9 +266,10 @@ struct Catalogue {
   }
 };
 
-const Catalogue& Cat() {
-  static const Catalogue* c = new Catalogue();
-  return *c;
+const Catalogue& Cat(bool gauges = false) {
+  static const Catalogue* mix = new Catalogue(false);
+  static const Catalogue* bounded = new Catalogue(true);
+  return gauges ? *bounded : *mix;
 }
 
 //! Which services a request carries: one (SDK shape) or all (Collector shape).
@@ -435,7 +438,7 @@ LogRequest LoadGenerator::Logs(uint64_t index) const {
 // ---- metrics -------------------------------------------------------------------
 
 MetricRequest LoadGenerator::Metrics(uint64_t index) const {
-  const Catalogue& cat = Cat();
+  const Catalogue& cat = Cat(options_.bounded_gauges);
   Rng rng(Mix64(options_.seed) ^ Mix64(index * 3 + 2));
   int first = 0, count = 0;
   ServicesFor(options_, index, &first, &count);
@@ -473,6 +476,8 @@ MetricRequest LoadGenerator::Metrics(uint64_t index) const {
           point.int_value = static_cast<int64_t>(step) * 40 + rng.Range(0, 39);
         } else if (def.is_int) {
           point.int_value = rng.Range(0, 4000000);
+        } else if (options_.bounded_gauges) {
+          point.double_value = static_cast<double>(rng.Range(0, 100000)) / 100;
         } else {
           point.double_value = rng.Unit();
         }

@@ -48,6 +48,10 @@ struct GeneratorOptions {
   int64_t time_step_ns = 1000000000;
   int64_t point_step_ns = 0;      // 0 = time_step_ns
   size_t sdk_batch_limit = 1000;  // at or below: one service per request
+  //! Metrics: every series a gauge of doubles with two decimals in [0, 1000]
+  //! (the published comparison's "uniform-random data in bounded ranges"),
+  //! instead of the default mix of histograms, int sums and gauges.
+  bool bounded_gauges = false;
 };
 
 //! The largest batch Build() supports (ids reserve 24 bits for the ordinal).

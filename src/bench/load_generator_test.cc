@@ -4,6 +4,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -376,6 +377,29 @@ TEST(LoadGenerator, MetricsCover200SeriesOfThreeKinds) {
   }
   EXPECT_EQ(series.size(), 200u);
   EXPECT_EQ(kinds.size(), 3u);
+}
+
+TEST(LoadGenerator, BoundedGaugesAreDoubleGaugesWithTwoDecimals) {
+  GeneratorOptions o = Options(16384);
+  o.bounded_gauges = true;
+  LoadGenerator gen(o);
+  const MetricRequest sent = gen.Metrics(4);
+  ASSERT_EQ(sent.rows.size(), 16384u);
+  std::set<uint32_t> series;
+  std::set<double> values;
+  for (const MetricPoint& p : sent.rows) {
+    series.insert(p.series->id);
+    EXPECT_EQ(p.series->metric->kind, MetricKind::kGauge);
+    EXPECT_FALSE(p.series->metric->is_int);
+    EXPECT_GE(p.double_value, 0);
+    EXPECT_LE(p.double_value, 1000);
+    EXPECT_EQ(std::round(p.double_value * 100) / 100, p.double_value);
+    values.insert(p.double_value);
+  }
+  EXPECT_EQ(series.size(), 200u);
+  EXPECT_GT(values.size(), 1000u);  // drawn, not constant
+  // The default mix is untouched by the other catalogue.
+  EXPECT_EQ(LoadGenerator(Options(16384)).Metrics(4).rows[0].series->metric->kind, MetricKind::kHistogram);
 }
 
 TEST(LoadGenerator, MetricPointsAdvanceInTimePerSeries) {

@@ -370,6 +370,7 @@ class Ladder {
     window_.from_ms = window_.to_ms - kDayMs;
     GeneratorOptions g;
     g.seed = o_.seed;
+    g.bounded_gauges = o_.bounded_gauges;
     g.batch = std::min<size_t>(o_.batch, levels_.front());  // the first level must not overshoot by a whole batch
     g.base_time_ns = (window_.from_ms + 60000) * kNsPerMs;
     SpreadOverWindow(&g);
@@ -1228,6 +1229,9 @@ void AddProbeCommand(CLI::App* bench) {
   probe->add_option("--batch", o->batch, "Items per fill request (capped at the first level)")
       ->check(CLI::Range(size_t{1}, kMaxGeneratorBatch))
       ->capture_default_str();
+  probe->add_flag("--bounded-gauges", o->bounded_gauges,
+                  "Fill metrics as double gauges with two decimals in [0, 1000] instead of the default mix "
+                  "(histograms, int sums, gauges)");
   probe->add_option("--connections", o->connections, "Fill connections (closed loop)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();

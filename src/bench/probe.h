@@ -49,6 +49,8 @@ struct ProbeBenchOptions {
   //! kept so percentiles are compared too (ProbeTruthOptions).
   size_t exact_percentile_rows = 100000;
   uint64_t seed = 1;
+  //! Metrics of the fill: bounded double gauges (GeneratorOptions::bounded_gauges).
+  bool bounded_gauges = false;
   std::string json_out;
   std::string work_dir;
   bool keep_data = false;

@@ -46,6 +46,7 @@ enum class SourceKind : uint8_t {
   kUint64Clamped,  // uint64_t[row], values above INT64_MAX stored as INT64_MAX
   kInt64Diff,      // int64_t a[row] - b[row] (duration_ns = end - start)
   kDoubleNanNull,  // double[row]; NaN is NULL
+  kDoubleIfNotFlag,  // double a[row], NULL when uint8_t b[row] != 0 or a[row] is NaN (metric_points.value of an int point)
   kInt64IfFlag,    // int64_t a[row] when uint8_t b[row] != 0, else NULL
   kId,             // uint64_t a[row] as int64 (same bits); NULL when a[row] and b[row] are 0
   kText,           // StringColumn row as given ('' stays '')
@@ -132,6 +133,11 @@ inline Column Id(const char* name, const std::vector<uint64_t>& v, const std::ve
 }
 inline Column DoubleOrNull(const char* name, const std::vector<double>& v) {
   return {name, ColumnType::kDouble, SourceKind::kDoubleNanNull, v.data(), nullptr, v.size(), 0};
+}
+//! `v` where `flag` is 0; NULL where it is set (the value is held elsewhere).
+inline Column DoubleUnlessFlag(const char* name, const std::vector<double>& v, const std::vector<uint8_t>& flag) {
+  return {name, ColumnType::kDouble, SourceKind::kDoubleIfNotFlag, v.data(), flag.data(), std::min(v.size(), flag.size()),
+          0};
 }
 inline Column Text(const char* name, const StringColumn& s) {
   return {name, ColumnType::kText, SourceKind::kText, &s, nullptr, s.size(), 0};
@@ -283,7 +289,10 @@ inline std::array<Column, kMetricPointColumnCount> MetricPointColumns(const Metr
       Ints("series_id", b.point_series_id),
       Ints("time_ns", b.time_ns),
       Ints("start_time_ns", b.start_time_ns),
-      DoubleOrNull("value", b.value),
+      // An int point's value is int_value only (schema 5): readers take
+      // COALESCE(value, CAST(int_value AS DOUBLE)), which also reads rows
+      // written before, when value held the int converted.
+      DoubleUnlessFlag("value", b.value, b.is_int),
       IntIfFlag("int_value", b.int_value, b.is_int),
       Ints("count", b.count),
       DoubleOrNull("sum", b.sum),

@@ -294,6 +294,16 @@ Result<std::string> AddExceptionGroups(SchemaSession* s) {
          " distinct span exception messages into spans.exception_group";
 }
 
+// --- 4 -> 5: metric_points.value NULL for int points ---------------------------
+
+//! Readers take COALESCE(value, int_value), which reads the rows written
+//! before (value and int_value both set) as it reads new ones; the version
+//! number is what keeps a build of version 4, which reads value alone, from
+//! opening a database with int points whose value is NULL.
+Result<std::string> NothingToRewrite(SchemaSession*) {
+  return std::string("no rows rewritten: points written before keep their converted value");
+}
+
 std::vector<Step> Steps() {
   return {
       {1, false,
@@ -308,6 +318,10 @@ std::vector<Step> Steps() {
        "adds logs.event_name, the log exception columns and spans.exception_group, and fills the latter from "
        "each span's exception message",
        AddExceptionGroups},
+      {4, true,
+       "records that an int metric point's value is in int_value alone (metric_points.value NULL); points written "
+       "before keep both, which every reader takes alike",
+       NothingToRewrite},
   };
 }
 

@@ -78,7 +78,8 @@ const char* TypeOf(const schema::Column& c) {
     case SourceKind::kAnyText: return "UInt8";
     case SourceKind::kUint64Clamped:
     case SourceKind::kId: return "UInt64";
-    case SourceKind::kDoubleNanNull: return "Float64";
+    case SourceKind::kDoubleNanNull:
+    case SourceKind::kDoubleIfNotFlag: return "Float64";
     case SourceKind::kText:
     case SourceKind::kTextEmptyNull:
     case SourceKind::kTextOrElse: return "String";

@@ -55,7 +55,10 @@ void EncodeValue(const schema::Column& c, size_t r, RowBinaryWriter* w) {
       w->Int64(static_cast<int64_t>(static_cast<uint64_t>(static_cast<const int64_t*>(c.a)[r]) -
                                     static_cast<uint64_t>(static_cast<const int64_t*>(c.b)[r])));
       break;
-    case SourceKind::kDoubleNanNull: w->Float64(static_cast<const double*>(c.a)[r]); break;
+    // ClickHouse keeps an int point's value converted beside int_value: its
+    // reader aggregates `value` alone, and its codecs do not pay for NULLs.
+    case SourceKind::kDoubleNanNull:
+    case SourceKind::kDoubleIfNotFlag: w->Float64(static_cast<const double*>(c.a)[r]); break;
     case SourceKind::kInt64IfFlag:
       w->Int64(static_cast<const uint8_t*>(c.b)[r] != 0 ? static_cast<const int64_t*>(c.a)[r] : 0);
       break;

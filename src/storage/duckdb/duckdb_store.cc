@@ -277,6 +277,22 @@ void FillVector(duckdb_vector vector, const schema::Column& c, const uint32_t* s
       }
       break;
     }
+    case schema::SourceKind::kDoubleIfNotFlag: {
+      auto* out = static_cast<double*>(duckdb_vector_get_data(vector));
+      const auto* in = static_cast<const double*>(c.a);
+      const auto* flag = static_cast<const uint8_t*>(c.b);
+      for (size_t j = 0; j < n; ++j) {
+        size_t r = row(j);
+        double v = in[r];
+        if (flag[r] != 0 || std::isnan(v)) {
+          out[j] = 0;
+          nulls.Set(j);
+        } else {
+          out[j] = v;
+        }
+      }
+      break;
+    }
     case schema::SourceKind::kInt64IfFlag: {
       auto* out = static_cast<int64_t*>(duckdb_vector_get_data(vector));
       const auto* in = static_cast<const int64_t*>(c.a);

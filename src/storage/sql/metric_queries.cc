@@ -105,14 +105,16 @@ Result<MetricBuckets> SqlReader::AggregateRawSeries(const MetricSeriesQuery& q) 
   if (q.want != MetricSeriesQuery::Want::kHistograms) {
     const bool last = q.want == MetricSeriesQuery::Want::kLast;
     sql::Sql sql;
-    sql << "SELECT series_id, " << bucket << ", count(value), sum(value), ";
+    // An int point's value is in int_value alone (docs/STORAGE.md).
+    const char* value = "COALESCE(value, CAST(int_value AS DOUBLE))";
+    sql << "SELECT series_id, " << bucket << ", count(" << value << "), sum(" << value << "), ";
     // SQLite's bare-column rule (LastOf) needs max(time_ns) to be the only min/max.
-    if (last) sql << LastOf("value") << ", max(time_ns)";
-    else sql << "min(value), max(value)";
+    if (last) sql << LastOf(value) << ", max(time_ns)";
+    else sql << "min(" << value << "), max(" << value << ")";
     sql << " FROM metric_points";
     sql.Append(where);
     // The newest point with a value (a NULL value is skipped, not "last").
-    if (last) sql << " AND value IS NOT NULL";
+    if (last) sql << " AND " << value << " IS NOT NULL";
     AppendSeriesIn(&sql, q.series_ids);
     sql << " GROUP BY 1, 2 ORDER BY 1, 2";
     SL_RETURN_IF_ERROR(Rows(sql, [&](const RowView& r) {

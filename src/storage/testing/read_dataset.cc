@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/exception_group.h"
@@ -453,6 +454,9 @@ struct PointSpec {
   int64_t time;
   double value = kNaN;  // NaN: no value (a distribution, or flags 1)
   bool is_int = false;
+  //! With is_int: the exact int when it differs from `value` (past 2^53 the
+  //! double is its nearest conversion, as the OTLP decoder stores it).
+  std::optional<int64_t> exact = std::nullopt;
   const char* bucket_counts = "";  // histograms
   const char* bounds = "";
   const char* exp = "";        // exponential histograms: the exp_histogram JSON
@@ -466,7 +470,7 @@ void AddPoint(MetricBatch* b, const PointSpec& p) {
   b->time_ns.push_back(p.time);
   b->start_time_ns.push_back(kT0 - Ms(60'000));
   b->value.push_back(p.value);
-  b->int_value.push_back(p.is_int ? static_cast<int64_t>(p.value) : 0);
+  b->int_value.push_back(p.is_int ? p.exact.value_or(static_cast<int64_t>(p.value)) : 0);
   b->is_int.push_back(p.is_int ? 1 : 0);
   b->count.push_back(p.count);
   b->sum.push_back(p.sum);
@@ -514,6 +518,30 @@ std::vector<MetricBatch> Metrics() {
   AddPoint(&a1, {.series = kSeriesTempCore1, .time = At(1000), .value = 7});
   AddPoint(&a1, {.series = kSeriesTempCore1, .time = At(1000), .value = 7});
   AddPoint(&a1, {.series = kSeriesTempCore1, .time = At(3000), .value = 9, .is_int = true});
+  // Ints past 2^53 beside a double, a NULL value and a histogram-shaped point
+  // in one gauge: ints are read from int_value (the value column is NULL for
+  // them), converted to the nearest double as the reference does.
+  constexpr int64_t kBig = (int64_t{1} << 53) + 1;
+  AddPoint(&a1, {.series = kSeriesRequestsGauge,
+                 .time = At(1000),
+                 .value = static_cast<double>(kBig),
+                 .is_int = true,
+                 .exact = kBig});
+  AddPoint(&a1, {.series = kSeriesRequestsGauge,
+                 .time = At(2000),
+                 .value = static_cast<double>(-kBig - 2),
+                 .is_int = true,
+                 .exact = -kBig - 2});
+  AddPoint(&a1, {.series = kSeriesRequestsGauge, .time = At(3000), .value = 0.25});
+  AddPoint(&a1, {.series = kSeriesRequestsGauge, .time = At(4000)});  // flags 1: no value
+  AddPoint(&a1, {.series = kSeriesRequestsGauge, .time = At(12000), .value = 3, .is_int = true});
+  AddPoint(&a1, {.series = kSeriesRequestsGauge, .time = At(13000)});  // newest of its bucket, no value
+  AddPoint(&a1, {.series = kSeriesRequestsGauge,
+                 .time = At(14000),
+                 .value = static_cast<double>(INT64_MAX),
+                 .is_int = true,
+                 .exact = INT64_MAX});
+  AddPoint(&a1, {.series = kSeriesRequestsGauge, .time = At(22000), .count = 2, .sum = 5});
   AddPoint(&a1, {.series = kSeriesRequests200, .time = At(1000), .value = 100});
   AddPoint(&a1, {.series = kSeriesRequests200, .time = At(11000), .value = 150});
   AddPoint(&a1, {.series = kSeriesRequests200, .time = At(21000), .value = 30});  // reset
