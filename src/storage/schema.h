@@ -281,6 +281,10 @@ inline std::array<Column, kMetricSeriesColumnCount> MetricSeriesColumns(const Me
   }};
 }
 
+//! A metric point's value in SQL over metric_points: an int point's is in
+//! int_value alone (schema 5), and rows written before hold it in both.
+inline constexpr const char* kMetricPointValueSql = "COALESCE(value, CAST(int_value AS DOUBLE))";
+
 //! metric_points: one row per data point; rows() rows.
 inline std::array<Column, kMetricPointColumnCount> MetricPointColumns(const MetricBatch& b) {
   using namespace internal;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <tuple>
 
+#include "storage/schema.h"
 #include "storage/sql/sql_reader.h"
 
 namespace sightline {
@@ -105,8 +106,7 @@ Result<MetricBuckets> SqlReader::AggregateRawSeries(const MetricSeriesQuery& q) 
   if (q.want != MetricSeriesQuery::Want::kHistograms) {
     const bool last = q.want == MetricSeriesQuery::Want::kLast;
     sql::Sql sql;
-    // An int point's value is in int_value alone (docs/STORAGE.md).
-    const char* value = "COALESCE(value, CAST(int_value AS DOUBLE))";
+    const char* value = schema::kMetricPointValueSql;
     sql << "SELECT series_id, " << bucket << ", count(" << value << "), sum(" << value << "), ";
     // SQLite's bare-column rule (LastOf) needs max(time_ns) to be the only min/max.
     if (last) sql << LastOf(value) << ", max(time_ns)";
