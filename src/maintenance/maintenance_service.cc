@@ -117,8 +117,8 @@ Status MaintenanceService::ApplyRetention(MaintenanceReport* report) {
     report->retention_deleted[static_cast<int>(d.signal)] += *deleted;
     if (options_.rollup_retention_seconds > 0) {
       // The rollups last as long as the longer of the two retentions.
-      const int64_t rollups_before = std::min(
-          d.before_ns, AlignDown(clock_() - options_.rollup_retention_seconds * kNanosPerSecond, chunk_ns));
+      const int64_t rollups_before =
+          std::min(d.before_ns, AlignDown(clock_() - options_.rollup_retention_seconds * kNanosPerSecond, chunk_ns));
       SL_RETURN_IF_ERROR(store_->ExpireRollups(d.signal, d.projects, rollups_before));
     }
   }

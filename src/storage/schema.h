@@ -38,20 +38,21 @@ enum class ColumnType : uint8_t { kInt64, kDouble, kText };
 
 //! How a column's value is read from a batch, and when it is NULL.
 enum class SourceKind : uint8_t {
-  kConstant,       // `constant` on every row (project_id)
-  kInt64,          // int64_t[row]
-  kInt32,          // int32_t[row]
-  kUint32,         // uint32_t[row]
-  kUint8,          // uint8_t[row] (booleans as 0/1)
-  kUint64Clamped,  // uint64_t[row], values above INT64_MAX stored as INT64_MAX
-  kInt64Diff,      // int64_t a[row] - b[row] (duration_ns = end - start)
-  kDoubleNanNull,  // double[row]; NaN is NULL
-  kDoubleIfNotFlag,  // double a[row], NULL when uint8_t b[row] != 0 or a[row] is NaN (metric_points.value of an int point)
-  kInt64IfFlag,    // int64_t a[row] when uint8_t b[row] != 0, else NULL
-  kId,             // uint64_t a[row] as int64 (same bits); NULL when a[row] and b[row] are 0
-  kText,           // StringColumn row as given ('' stays '')
-  kTextEmptyNull,  // StringColumn row; '' is NULL
-  kInt64Indexed,   // int64_t a[uint32_t b[row]] (metric_series.resource_id: a row of the batch's resources)
+  kConstant,         // `constant` on every row (project_id)
+  kInt64,            // int64_t[row]
+  kInt32,            // int32_t[row]
+  kUint32,           // uint32_t[row]
+  kUint8,            // uint8_t[row] (booleans as 0/1)
+  kUint64Clamped,    // uint64_t[row], values above INT64_MAX stored as INT64_MAX
+  kInt64Diff,        // int64_t a[row] - b[row] (duration_ns = end - start)
+  kDoubleNanNull,    // double[row]; NaN is NULL
+  kDoubleIfNotFlag,  // double a[row], NULL when uint8_t b[row] != 0 or a[row] is NaN (metric_points.value of an int
+                     // point)
+  kInt64IfFlag,      // int64_t a[row] when uint8_t b[row] != 0, else NULL
+  kId,               // uint64_t a[row] as int64 (same bits); NULL when a[row] and b[row] are 0
+  kText,             // StringColumn row as given ('' stays '')
+  kTextEmptyNull,    // StringColumn row; '' is NULL
+  kInt64Indexed,     // int64_t a[uint32_t b[row]] (metric_series.resource_id: a row of the batch's resources)
   // Derived at write time so dashboards filter and group on plain columns
   // instead of evaluating expressions over every row (DerivedText/DerivedInt).
   kTextOrElse,  // StringColumn a[row], or b[row] when that is '' (spans.endpoint)
@@ -136,7 +137,8 @@ inline Column DoubleOrNull(const char* name, const std::vector<double>& v) {
 }
 //! `v` where `flag` is 0; NULL where it is set (the value is held elsewhere).
 inline Column DoubleUnlessFlag(const char* name, const std::vector<double>& v, const std::vector<uint8_t>& flag) {
-  return {name, ColumnType::kDouble, SourceKind::kDoubleIfNotFlag, v.data(), flag.data(), std::min(v.size(), flag.size()),
+  return {name,     ColumnType::kDouble, SourceKind::kDoubleIfNotFlag,
+          v.data(), flag.data(),         std::min(v.size(), flag.size()),
           0};
 }
 inline Column Text(const char* name, const StringColumn& s) {

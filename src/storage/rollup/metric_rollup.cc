@@ -274,8 +274,8 @@ Status ExpireMetricRollups(RollupSession* s, const std::string& project_filter, 
         return s->Query(
             std::string("SELECT project_id, series_id, time_ns, ") + schema::kMetricPointValueSql +
                 ", bucket_counts, explicit_bounds, exp_histogram, quantiles, "
-            "(SELECT max(s.temporality) FROM metric_series s WHERE s.project_id = metric_points.project_id AND "
-            "s.series_id = metric_points.series_id) FROM metric_points WHERE time_ns >= ? AND time_ns < ?" +
+                "(SELECT max(s.temporality) FROM metric_series s WHERE s.project_id = metric_points.project_id AND "
+                "s.series_id = metric_points.series_id) FROM metric_points WHERE time_ns >= ? AND time_ns < ?" +
                 project_filter,
             {from, to}, [&](const RowView& r) {
               const int64_t t = r.GetInt(2);

@@ -135,7 +135,7 @@ int BindCell(sqlite3_stmt* stmt, int index, const schema::Column& c, size_t r) {
     case schema::SourceKind::kDoubleIfNotFlag: {
       double v = static_cast<const double*>(c.a)[r];
       return std::isnan(v) || static_cast<const uint8_t*>(c.b)[r] != 0 ? sqlite3_bind_null(stmt, index)
-                                                                         : sqlite3_bind_double(stmt, index, v);
+                                                                       : sqlite3_bind_double(stmt, index, v);
     }
     case schema::SourceKind::kInt64IfFlag:
       return static_cast<const uint8_t*>(c.b)[r] != 0
