@@ -30,6 +30,7 @@
 #include "storage/rollup/exception_rollup.h"
 #include "storage/rollup/log_rollup.h"
 #include "storage/rollup/metric_rollup.h"
+#include "storage/rollup/signal_rollups.h"
 #include "storage/rollup/span_rollup.h"
 #include "storage/schema.h"
 #include "storage/schema_version.h"
@@ -1064,41 +1065,6 @@ Status DuckDbStore::CompactIndexes(bool only_when_wanted) {
   return Classify(indexes_.Compact(maintenance_conn_));
 }
 
-namespace {
-
-//! The rollups' share of expiring `signal`'s rows before before_ns:
-//! with their rows (whole_hours false: the cut minute is rebuilt from the
-//! rows that stay, rollup_table.h Expire), or on their own (true: whole
-//! hours, DropHoursBefore).
-Status ExpireRollupsOf(rollup::RollupSession* s, Signal signal, const std::string& filter, int64_t before_ns,
-                       bool whole_hours) {
-  using namespace rollup;
-  switch (signal) {
-    case Signal::kSpans:
-      if (whole_hours) {
-        SL_RETURN_IF_ERROR(DropHoursBefore<SpanRollupTraits>(s, kSpanRollupTables, "", filter, before_ns));
-        return DropHoursBefore<ExceptionRollupTraits>(s, kExceptionRollupTables, ExceptionSource(false), filter,
-                                                      before_ns);
-      }
-      SL_RETURN_IF_ERROR(ExpireSpanRollups(s, filter, before_ns));
-      return ExpireExceptionRollups(s, /*logs=*/false, filter, before_ns);
-    case Signal::kLogs:
-      if (whole_hours) {
-        SL_RETURN_IF_ERROR(DropHoursBefore<LogRollupTraits>(s, kLogRollupTables, "", filter, before_ns));
-        return DropHoursBefore<ExceptionRollupTraits>(s, kExceptionRollupTables, ExceptionSource(true), filter,
-                                                      before_ns);
-      }
-      SL_RETURN_IF_ERROR(ExpireLogRollups(s, filter, before_ns));
-      return ExpireExceptionRollups(s, /*logs=*/true, filter, before_ns);
-    case Signal::kMetrics:
-      if (whole_hours) return DropHoursBefore<MetricRollupTraits>(s, kMetricRollupTables, "", filter, before_ns);
-      return ExpireMetricRollups(s, filter, before_ns);
-  }
-  return Status::Ok();
-}
-
-}  // namespace
-
 Status DuckDbStore::ExpireRollups(Signal signal, const ProjectSet& projects, int64_t before_ns) {
   if (!rollups_outlive_rows_ || (!projects.all_but && projects.ids.empty())) return Status::Ok();
   KnownKeys& known = known_[static_cast<int>(signal)];
@@ -1108,7 +1074,7 @@ Status DuckDbStore::ExpireRollups(Signal signal, const ProjectSet& projects, int
   Transaction txn(maintenance_conn_);
   SL_RETURN_IF_ERROR(Classify(txn.Begin()));
   DuckDbRollupSession session(maintenance_conn_, &txn);
-  Status expired = ExpireRollupsOf(&session, signal, sql::ProjectFilterSql(projects), before_ns, true);
+  Status expired = rollup::ExpireSignalRollups(&session, signal, sql::ProjectFilterSql(projects), before_ns, true);
   if (!expired.ok()) return Classify(Status::IoError("duckdb: expiring rollups: " + expired.message()));
   return Classify(txn.Commit());
 }
@@ -1129,7 +1095,7 @@ Result<uint64_t> DuckDbStore::DeleteBefore(Signal signal, const ProjectSet& proj
   SL_RETURN_IF_ERROR(Classify(txn.Begin()));
   if (!rollups_outlive_rows_) {
     DuckDbRollupSession session(maintenance_conn_, &txn);
-    Status expired = ExpireRollupsOf(&session, signal, sql::ProjectFilterSql(projects), before_ns, false);
+    Status expired = rollup::ExpireSignalRollups(&session, signal, sql::ProjectFilterSql(projects), before_ns, false);
     if (!expired.ok()) return Classify(Status::IoError("duckdb: expiring rollups: " + expired.message()));
   }
   QueryResult result;
