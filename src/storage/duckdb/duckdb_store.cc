@@ -17,6 +17,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <system_error>
@@ -51,6 +52,12 @@ constexpr const char* kDuckDbAutoCheckpointOff = "1000000TB";
 //! What a checkpoint may need beyond the WAL's size: metadata, and row groups
 //! rewritten because of deletes. A heuristic (docs/STORAGE.md).
 constexpr uint64_t kCheckpointHeadroomBytes = 16u << 20;
+//! The metric writer folds its pending rollups before the fold interval once
+//! they hold this many (series, minute) rows (a few hundred bytes each) or
+//! mark this many minutes dirty (each a raw read until the fold, and a
+//! rebuild at the next open after a crash).
+constexpr size_t kMaxPendingMetricRollups = 65536;
+constexpr size_t kMaxDirtyMetricMinutes = 1024;
 
 //! DuckDB reports an instance it invalidated (after a failed checkpoint) on
 //! every later statement; only closing and reopening it recovers.
@@ -585,6 +592,9 @@ class DuckDbStore final : public TelemetryStore {
   Status LoadKnownKeys(Signal signal, size_t part, const schema::KeyedTableDef& table) REQUIRES(read_mu_);
   //! force: close even with sinks open (the destructor; their use is then a bug).
   Status CloseLocked(bool force) REQUIRES(mu_);
+  //! At close: the pending metric rollups folded, so the next open has no
+  //! dirty minute to rebuild.
+  Status FoldPendingRollups();
 
   std::string data_dir_;
   std::string db_path_;
@@ -622,7 +632,15 @@ class DuckDbStore final : public TelemetryStore {
   struct KnownKeys {
     Mutex mu;
     schema::KeySets keys GUARDED_BY(mu);
+    // Metrics only: the rollups of the points committed since the last fold,
+    // and the minutes they marked dirty (metric_rollup.h).
+    rollup::MetricRollupMap pending_rollups GUARDED_BY(mu);
+    std::set<rollup::ProjectMinute> dirty_minutes GUARDED_BY(mu);
   };
+  //! The metric rollups pending in memory into the delta table, in `session`'s
+  //! transaction; PendingRollupsFolded once it has committed.
+  static Status FlushPendingRollups(KnownKeys& known, rollup::RollupSession* session) REQUIRES(known.mu);
+  static void PendingRollupsFolded(KnownKeys& known) REQUIRES(known.mu);
   KnownKeys known_[kSignalCount];
 
   std::atomic<uint64_t> rows_[kSignalCount] = {0, 0, 0};
@@ -690,10 +708,14 @@ class DuckDbSink final : public OneSignalSink<DuckDbSink> {
 
 void DuckDbSink::MaybeCompactRollups() {
   const auto now = std::chrono::steady_clock::now();
-  if (now - last_compaction_ < std::chrono::milliseconds(store_->rollup_compaction_interval_ms_)) return;
-  last_compaction_ = now;
   DuckDbStore::KnownKeys& known = store_->known_[static_cast<int>(signal())];
   MutexLock lock(&known.mu);  // beside retention's deletes of the same rows
+  // Early when the pending metric rollups have grown: their memory, and the
+  // minutes an open after a crash rebuilds, stay bounded.
+  const bool full =
+      known.pending_rollups.size() >= kMaxPendingMetricRollups || known.dirty_minutes.size() >= kMaxDirtyMetricMinutes;
+  if (!full && now - last_compaction_ < std::chrono::milliseconds(store_->rollup_compaction_interval_ms_)) return;
+  last_compaction_ = now;
   Transaction txn(conn_);
   if (!txn.Begin().ok()) return;
   DuckDbRollupSession session(conn_, &txn);
@@ -707,10 +729,21 @@ void DuckDbSink::MaybeCompactRollups() {
       if (!rollup::CompactExceptionRollups(&session, /*logs=*/true).ok()) return;
       break;
     case Signal::kMetrics:
+      if (!DuckDbStore::FlushPendingRollups(known, &session).ok()) return;
       if (!rollup::CompactMetricRollups(&session).ok()) return;
       break;
   }
-  (void)store_->Classify(txn.Commit());
+  if (store_->Classify(txn.Commit()).ok()) DuckDbStore::PendingRollupsFolded(known);
+}
+
+Status DuckDbStore::FlushPendingRollups(KnownKeys& known, rollup::RollupSession* session) {
+  if (known.dirty_minutes.empty() && known.pending_rollups.empty()) return Status::Ok();
+  return rollup::FlushMetricRollups(session, known.pending_rollups);
+}
+
+void DuckDbStore::PendingRollupsFolded(KnownKeys& known) {
+  known.pending_rollups.clear();
+  known.dirty_minutes.clear();
 }
 
 // One transaction: the keyed rows not stored yet, then every main row.
@@ -772,12 +805,21 @@ Status DuckDbSink::Append(const std::vector<const Batch*>& batches) {
     SL_RETURN_IF_ERROR(rollup::LogRollupTraits::Append(&session, rollup::kLogRollupTables.delta, counts));
     SL_RETURN_IF_ERROR(rollup::ExceptionRollupTraits::Append(&session, rollup::kExceptionDeltaTable, exceptions));
   }
+  // Metric points keep theirs in memory until the fold; the commit marks
+  // only the minutes no commit since the last fold has.
+  rollup::MetricRollupMap series;
+  std::vector<rollup::ProjectMinute> dirty;
   if constexpr (std::is_same_v<Batch, MetricBatch>) {
-    rollup::MetricRollupMap series;
     for (const MetricBatch* b : batches) rollup::AddPoints(*b, &series);
-    SL_RETURN_IF_ERROR(rollup::MetricRollupTraits::Append(&session, rollup::kMetricRollupTables.delta, series));
+    for (const auto& [k, v] : series) {  // in (project, minute) order
+      const rollup::ProjectMinute pm{k.project_id, k.bucket_ns};
+      if ((dirty.empty() || dirty.back() != pm) && !known.dirty_minutes.contains(pm)) dirty.push_back(pm);
+    }
+    SL_RETURN_IF_ERROR(rollup::MarkDirtyMinutes(&session, dirty));
   }
   SL_RETURN_IF_ERROR(txn.Commit());
+  for (auto& [k, v] : series) known.pending_rollups[k].Merge(v);
+  known.dirty_minutes.insert(dirty.begin(), dirty.end());
   index_writer_.Written(&store_->indexes_);
   for (size_t t = 0; t < tables.keyed.size(); ++t) known.keys[t].insert(pending[t].begin(), pending[t].end());
   if (signal() == Signal::kMetrics) store_->series_count_.fetch_add(pending[schema::kMetricSeriesPart].size());
@@ -898,7 +940,7 @@ Result<std::unique_ptr<TelemetryReader>> DuckDbStore::AcquireReader(int64_t wait
 Status DuckDbStore::CreateRollups() {
   Transaction txn(read_conn_);
   SL_RETURN_IF_ERROR(txn.Begin());
-  DuckDbRollupSession session(read_conn_, nullptr);
+  DuckDbRollupSession session(read_conn_, &txn);
   for (const std::string& sql : rollup::CreateSpanRollupSql(kDuckDbTypes)) SL_RETURN_IF_ERROR(session.Exec(sql, {}));
   for (const std::string& sql : rollup::CreateExceptionRollupSql(kDuckDbTypes)) {
     SL_RETURN_IF_ERROR(session.Exec(sql, {}));
@@ -911,6 +953,10 @@ Status DuckDbStore::CreateRollups() {
   SL_RETURN_IF_ERROR(rollup::InitLogRollupState(&session));
   SL_RETURN_IF_ERROR(rollup::InitMetricRollupState(&session));
   SL_RETURN_IF_ERROR(rollup::InitExceptionRollupState(&session));
+  // The minutes a process that stopped before its fold left dirty.
+  int64_t rebuilt = 0;
+  Status s = rollup::RebuildDirtyMetricMinutes(&session, &rebuilt);
+  if (!s.ok()) return Status::IoError("duckdb: rebuilding the metric rollups of an unclean stop: " + s.message());
   return txn.Commit();
 }
 
@@ -1074,9 +1120,14 @@ Status DuckDbStore::ExpireRollups(Signal signal, const ProjectSet& projects, int
   Transaction txn(maintenance_conn_);
   SL_RETURN_IF_ERROR(Classify(txn.Begin()));
   DuckDbRollupSession session(maintenance_conn_, &txn);
-  Status expired = rollup::ExpireSignalRollups(&session, signal, sql::ProjectFilterSql(projects), before_ns, true);
+  Status expired = FlushPendingRollups(known, &session);
+  if (expired.ok()) {
+    expired = rollup::ExpireSignalRollups(&session, signal, sql::ProjectFilterSql(projects), before_ns, true);
+  }
   if (!expired.ok()) return Classify(Status::IoError("duckdb: expiring rollups: " + expired.message()));
-  return Classify(txn.Commit());
+  SL_RETURN_IF_ERROR(Classify(txn.Commit()));
+  PendingRollupsFolded(known);
+  return Status::Ok();
 }
 
 Result<uint64_t> DuckDbStore::DeleteBefore(Signal signal, const ProjectSet& projects, int64_t before_ns) {
@@ -1095,7 +1146,10 @@ Result<uint64_t> DuckDbStore::DeleteBefore(Signal signal, const ProjectSet& proj
   SL_RETURN_IF_ERROR(Classify(txn.Begin()));
   if (!rollups_outlive_rows_) {
     DuckDbRollupSession session(maintenance_conn_, &txn);
-    Status expired = rollup::ExpireSignalRollups(&session, signal, sql::ProjectFilterSql(projects), before_ns, false);
+    Status expired = FlushPendingRollups(known, &session);
+    if (expired.ok()) {
+      expired = rollup::ExpireSignalRollups(&session, signal, sql::ProjectFilterSql(projects), before_ns, false);
+    }
     if (!expired.ok()) return Classify(Status::IoError("duckdb: expiring rollups: " + expired.message()));
   }
   QueryResult result;
@@ -1103,6 +1157,7 @@ Result<uint64_t> DuckDbStore::DeleteBefore(Signal signal, const ProjectSet& proj
   if (!s.ok()) return Classify(Status::IoError("duckdb: " + sql + ": " + s.message()));
   const uint64_t deleted = duckdb_rows_changed(result.get());
   SL_RETURN_IF_ERROR(Classify(txn.Commit()));
+  if (!rollups_outlive_rows_) PendingRollupsFolded(known);
   rows_[static_cast<int>(signal)].fetch_sub(deleted);
   // After the rows: an index row outliving its rows only widens a lookup.
   SL_RETURN_IF_ERROR(Classify(indexes_.Expire(maintenance_conn_, signal, projects, before_ns)));
@@ -1145,6 +1200,23 @@ Status DuckDbStore::Close() {
   return CloseLocked(/*force=*/false);
 }
 
+Status DuckDbStore::FoldPendingRollups() {
+  KnownKeys& known = known_[static_cast<int>(Signal::kMetrics)];
+  MutexLock write(&known.mu);
+  MutexLock lock(&maintenance_mu_);
+  if (maintenance_conn_ == nullptr || (known.pending_rollups.empty() && known.dirty_minutes.empty())) {
+    return Status::Ok();
+  }
+  Transaction txn(maintenance_conn_);
+  SL_RETURN_IF_ERROR(txn.Begin());
+  DuckDbRollupSession session(maintenance_conn_, &txn);
+  SL_RETURN_IF_ERROR(FlushPendingRollups(known, &session));
+  SL_RETURN_IF_ERROR(rollup::CompactMetricRollups(&session).status());
+  SL_RETURN_IF_ERROR(txn.Commit());
+  PendingRollupsFolded(known);
+  return Status::Ok();
+}
+
 Status DuckDbStore::CloseLocked(bool force) {
   if (closed_) return Status::Ok();
   int sinks = open_sinks_.load();
@@ -1153,6 +1225,8 @@ Status DuckDbStore::CloseLocked(bool force) {
   }
   StopCompactor();
   read_pool_.reset();  // callers have returned every lease (the server stops queries first)
+  // A fold that fails leaves the minutes dirty: the next open rebuilds them.
+  if (db_ != nullptr && !invalidated_.load()) (void)Classify(FoldPendingRollups());
   // Folds the WAL into the database file so the next open replays nothing,
   // when the disk has room; otherwise the WAL stays, whole, for the next
   // open, and DuckDB's own checkpoint at shutdown is turned off so it cannot

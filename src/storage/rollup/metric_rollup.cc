@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <set>
 
 namespace sightline::rollup {
 
@@ -261,30 +262,110 @@ Status MetricRollupTraits::Append(RollupSession* s, const char* table, const Met
 
 std::vector<std::string> CreateMetricRollupSql(const schema::TypeNames& types) {
   const MetricRollupRows empty;
-  return CreateRollupSql(kMetricRollupTables, kMetricStateTable, MetricRollupColumns(empty), types);
+  std::vector<std::string> out =
+      CreateRollupSql(kMetricRollupTables, kMetricStateTable, MetricRollupColumns(empty), types);
+  out.push_back(std::string("CREATE TABLE IF NOT EXISTS ") + kMetricDirtyTable + " (project_id " + types.int64 +
+                ", bucket_ns " + types.int64 + ")");
+  return out;
+}
+
+Status MarkDirtyMinutes(RollupSession* s, const std::vector<ProjectMinute>& minutes) {
+  constexpr size_t kChunk = 256;  // bounded statements
+  for (size_t i = 0; i < minutes.size(); i += kChunk) {
+    const size_t n = std::min(kChunk, minutes.size() - i);
+    std::string sql = std::string("INSERT INTO ") + kMetricDirtyTable + " VALUES ";
+    std::vector<SqlParam> params;
+    params.reserve(2 * n);
+    for (size_t j = 0; j < n; ++j) {
+      sql += j ? ", (?, ?)" : "(?, ?)";
+      params.emplace_back(minutes[i + j].first);
+      params.emplace_back(minutes[i + j].second);
+    }
+    SL_RETURN_IF_ERROR(s->Exec(sql, params));
+  }
+  return Status::Ok();
+}
+
+Status FlushMetricRollups(RollupSession* s, const MetricRollupMap& pending) {
+  SL_RETURN_IF_ERROR(MetricRollupTraits::Append(s, kMetricRollupTables.delta, pending));
+  return s->Exec(std::string("DELETE FROM ") + kMetricDirtyTable, {});
 }
 
 Status InitMetricRollupState(RollupSession* s) {
   return InitRollupState(s, kMetricStateTable, {"SELECT max(time_ns) FROM metric_points"});
 }
 
+namespace {
+
+//! Adds the points `where` selects (" WHERE ..." over metric_points) at
+//! minute resolution.
+Status AddRawPoints(RollupSession* s, const std::string& where, const std::vector<SqlParam>& params,
+                    MetricRollupMap* m) {
+  return s->Query(
+      std::string("SELECT project_id, series_id, time_ns, ") + schema::kMetricPointValueSql +
+          ", bucket_counts, explicit_bounds, exp_histogram, quantiles, "
+          "(SELECT max(s.temporality) FROM metric_series s WHERE s.project_id = metric_points.project_id AND "
+          "s.series_id = metric_points.series_id) FROM metric_points" +
+          where,
+      params, [&](const RowView& r) {
+        const int64_t t = r.GetInt(2);
+        const std::string counts = TextOrEmpty(r, 4), bounds = TextOrEmpty(r, 5), exp = TextOrEmpty(r, 6),
+                          quantiles = TextOrEmpty(r, 7);
+        const bool delta = !r.IsNull(8) && r.GetInt(8) == 1;
+        AddPoint({t, DoubleOrNaN(r, 3), counts, bounds, exp, quantiles, delta},
+                 &(*m)[MetricRollupKey{r.GetInt(0), FloorTo(t, kMinuteNs), r.GetInt(1)}]);
+      });
+}
+
+}  // namespace
+
+Status RebuildDirtyMetricMinutes(RollupSession* s, int64_t* rebuilt) {
+  std::vector<ProjectMinute> dirty;
+  SL_RETURN_IF_ERROR(s->Query(std::string("SELECT DISTINCT project_id, bucket_ns FROM ") + kMetricDirtyTable +
+                                  " ORDER BY project_id, bucket_ns",
+                              {}, [&](const RowView& r) { dirty.emplace_back(r.GetInt(0), r.GetInt(1)); }));
+  *rebuilt = static_cast<int64_t>(dirty.size());
+  if (dirty.empty()) return Status::Ok();
+  MetricRollupMap minutes, hours;
+  std::set<ProjectMinute> hours_touched;
+  for (const auto& [project, minute] : dirty) {
+    SL_RETURN_IF_ERROR(AddRawPoints(s, " WHERE project_id = ? AND time_ns >= ? AND time_ns < ?",
+                                    {project, minute, minute + kMinuteNs}, &minutes));
+    SL_RETURN_IF_ERROR(
+        s->Exec(std::string("DELETE FROM ") + kMetricRollupTables.minute + " WHERE project_id = ? AND bucket_ns = ?",
+                {project, minute}));
+    hours_touched.emplace(project, FloorTo(minute, kHourNs));
+  }
+  // Each hour again from its minutes: the ones kept, and the rebuilt ones.
+  for (const auto& [project, hour] : hours_touched) {
+    SL_RETURN_IF_ERROR(
+        s->Exec(std::string("DELETE FROM ") + kMetricRollupTables.hour + " WHERE project_id = ? AND bucket_ns = ?",
+                {project, hour}));
+    SL_RETURN_IF_ERROR(ReadRows<MetricRollupTraits>(
+        s,
+        std::string("SELECT ") + MetricRollupTraits::kSelect + " FROM " + kMetricRollupTables.minute +
+            " WHERE project_id = ? AND bucket_ns >= ? AND bucket_ns < ?",
+        {project, hour, hour + kHourNs}, [&](MetricRollupKey k, const MetricRollupValue& v) {
+          k.bucket_ns = hour;
+          hours[k].Merge(v);
+        }));
+  }
+  for (const auto& [k, v] : minutes) {
+    MetricRollupKey h = k;
+    h.bucket_ns = FloorTo(k.bucket_ns, kHourNs);
+    hours[h].Merge(v);
+  }
+  std::erase_if(minutes, [](const auto& kv) { return kv.second.Empty(); });
+  std::erase_if(hours, [](const auto& kv) { return kv.second.Empty(); });
+  SL_RETURN_IF_ERROR(MetricRollupTraits::Append(s, kMetricRollupTables.minute, minutes));
+  SL_RETURN_IF_ERROR(MetricRollupTraits::Append(s, kMetricRollupTables.hour, hours));
+  return s->Exec(std::string("DELETE FROM ") + kMetricDirtyTable, {});
+}
+
 Status ExpireMetricRollups(RollupSession* s, const std::string& project_filter, int64_t before_ns) {
   return Expire<MetricRollupTraits>(
       s, kMetricRollupTables, "", project_filter, before_ns, [&](int64_t from, int64_t to, MetricRollupMap* m) {
-        return s->Query(
-            std::string("SELECT project_id, series_id, time_ns, ") + schema::kMetricPointValueSql +
-                ", bucket_counts, explicit_bounds, exp_histogram, quantiles, "
-                "(SELECT max(s.temporality) FROM metric_series s WHERE s.project_id = metric_points.project_id AND "
-                "s.series_id = metric_points.series_id) FROM metric_points WHERE time_ns >= ? AND time_ns < ?" +
-                project_filter,
-            {from, to}, [&](const RowView& r) {
-              const int64_t t = r.GetInt(2);
-              const std::string counts = TextOrEmpty(r, 4), bounds = TextOrEmpty(r, 5), exp = TextOrEmpty(r, 6),
-                                quantiles = TextOrEmpty(r, 7);
-              const bool delta = !r.IsNull(8) && r.GetInt(8) == 1;
-              AddPoint({t, DoubleOrNaN(r, 3), counts, bounds, exp, quantiles, delta},
-                       &(*m)[MetricRollupKey{r.GetInt(0), FloorTo(t, kMinuteNs), r.GetInt(1)}]);
-            });
+        return AddRawPoints(s, " WHERE time_ns >= ? AND time_ns < ?" + project_filter, {from, to}, m);
       });
 }
 

@@ -14,7 +14,17 @@
 //   cannot be summed and the read takes the raw points instead.
 // Every part merges exactly (sums of integers, min, max, the newer of two),
 // so a read from the rollups equals the raw read. Three tables as every
-// rollup (rollup_table.h), written and folded by the metric writer.
+// rollup (rollup_table.h), folded by the metric writer.
+//
+// Unlike the other rollups, a commit of points does not append its deltas:
+// a series has a row per minute, so they would be about as many rows as the
+// points (a series sends a point every few seconds). The writer keeps them in
+// memory and folds them every few seconds; each commit records only the
+// (project, minute) pairs it touched for the first time since the last fold,
+// in kMetricDirtyTable, and a read takes the points of a dirty minute (and
+// of every later one) raw. The fold empties the table in its transaction; a
+// crash leaves it, and the next open rebuilds those minutes from the points
+// (RebuildDirtyMetricMinutes).
 
 #include <compare>
 #include <cstdint>
@@ -22,6 +32,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "model/batch.h"
@@ -34,6 +45,10 @@ namespace sightline::rollup {
 inline constexpr RollupTables kMetricRollupTables{"metric_rollup_delta", "metric_rollup_minute", "metric_rollup_hour"};
 //! One row, complete_from_ns, as span_rollup_state (over metric points).
 inline constexpr const char* kMetricStateTable = "metric_rollup_state";
+//! (project_id, bucket_ns): the minutes with points no fold has added to
+//! the minute and hour rows yet.
+inline constexpr const char* kMetricDirtyTable = "metric_rollup_dirty";
+using ProjectMinute = std::pair<int64_t, int64_t>;
 
 struct MetricRollupKey {
   int64_t project_id = 0;
@@ -88,8 +103,17 @@ std::string JsonNumbers(const std::vector<double>& v);
 //! anything else.
 bool ParseJsonNumbers(std::string_view text, std::vector<double>* out);
 
-//! CREATE TABLE IF NOT EXISTS for the four tables.
+//! CREATE TABLE IF NOT EXISTS for the five tables.
 std::vector<std::string> CreateMetricRollupSql(const schema::TypeNames& types);
+//! Records minutes a commit added points to, in its transaction.
+Status MarkDirtyMinutes(RollupSession* s, const std::vector<ProjectMinute>& minutes);
+//! The writer's pending rollups into the delta table, and no minute dirty:
+//! a Compact (or retention's Expire) in the same transaction then folds them.
+Status FlushMetricRollups(RollupSession* s, const MetricRollupMap& pending);
+//! At open: the minutes left dirty by a process that stopped before its
+//! fold, rebuilt from their points, and their hours from their minutes.
+//! Sets *rebuilt to the number of minutes.
+Status RebuildDirtyMetricMinutes(RollupSession* s, int64_t* rebuilt);
 //! The state row if there is none: the lowest time for a database without
 //! points, else the hour after the newest.
 Status InitMetricRollupState(RollupSession* s);

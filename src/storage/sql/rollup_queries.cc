@@ -446,7 +446,22 @@ Result<std::optional<MetricBuckets>> SqlReader::AggregateSeriesFromRollups(const
   using Summed = rollup::MetricRollupValue::Summed;
   Result<int64_t> complete_from = RollupsCompleteFrom(rollup::kMetricStateTable);
   if (!complete_from.ok()) return complete_from.status();
-  const RangePlan plan = PlanRange(q.range, *complete_from, WholeBuckets(q.buckets, kHourNs));
+  // The first minute with points no fold has added yet: it and every later
+  // one are read raw (the raw edge after the plan).
+  TimeRange folded = q.range;
+  {
+    sql::Sql s;
+    s << "SELECT min(bucket_ns) FROM " << rollup::kMetricDirtyTable << " WHERE project_id = ";
+    s.Bind(q.project_id);
+    s << " AND bucket_ns >= ";
+    s.Bind(FloorTo(q.range.from_ns, kMinuteNs));
+    s << " AND bucket_ns < ";
+    s.Bind(q.range.to_ns);
+    SL_RETURN_IF_ERROR(Rows(s, [&](const RowView& r) {
+      if (!r.IsNull(0)) folded.to_ns = std::max(folded.from_ns, r.GetInt(0));
+    }));
+  }
+  const RangePlan plan = PlanRange(folded, *complete_from, WholeBuckets(q.buckets, kHourNs));
   if (plan.empty()) return std::optional<MetricBuckets>();
   std::vector<int64_t> delta = q.delta_series_ids;
   std::sort(delta.begin(), delta.end());
