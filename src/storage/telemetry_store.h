@@ -41,6 +41,9 @@ struct StoreOptions {
   //! minute and hour tables (storage/rollup/span_rollup.h); 0: after every
   //! write.
   int64_t rollup_compaction_interval_ms = 5000;
+  //! The metric rollups a writer keeps in memory (metric_rollup.h) are
+  //! folded by the store once it has not committed for this long.
+  int64_t rollup_idle_fold_ms = 1000;
   //! Whether the rollups outlive their rows: DeleteBefore then leaves them,
   //! and ExpireRollups drops them (the maintenance service, at
   //! `--rollup-retention`).

@@ -592,9 +592,11 @@ class DuckDbStore final : public TelemetryStore {
   Status LoadKnownKeys(Signal signal, size_t part, const schema::KeyedTableDef& table) REQUIRES(read_mu_);
   //! force: close even with sinks open (the destructor; their use is then a bug).
   Status CloseLocked(bool force) REQUIRES(mu_);
-  //! At close: the pending metric rollups folded, so the next open has no
-  //! dirty minute to rebuild.
-  Status FoldPendingRollups();
+  //! The pending metric rollups folded: at close, so the next open has no
+  //! dirty minute to rebuild; otherwise when the metric writer has not
+  //! committed for StoreOptions::rollup_idle_fold_ms (a bulk load that
+  //! stopped reads at full speed again) or not folded for a fold interval.
+  Status FoldPendingRollups(bool at_close);
 
   std::string data_dir_;
   std::string db_path_;
@@ -603,6 +605,7 @@ class DuckDbStore final : public TelemetryStore {
   SchemaReport schema_report_;                       // set at open
   int64_t rollup_exact_spans_ = 0;                   // StoreOptions::rollup_exact_spans
   int64_t rollup_compaction_interval_ms_ = 0;        // StoreOptions::rollup_compaction_interval_ms
+  int64_t rollup_idle_fold_ms_ = 0;                  // StoreOptions::rollup_idle_fold_ms
   bool rollups_outlive_rows_ = false;                // StoreOptions::rollups_outlive_rows
 
   Mutex mu_;  // lifecycle: db_ and closed_
@@ -636,6 +639,8 @@ class DuckDbStore final : public TelemetryStore {
     // and the minutes they marked dirty (metric_rollup.h).
     rollup::MetricRollupMap pending_rollups GUARDED_BY(mu);
     std::set<rollup::ProjectMinute> dirty_minutes GUARDED_BY(mu);
+    std::chrono::steady_clock::time_point folded_at GUARDED_BY(mu) = std::chrono::steady_clock::now();
+    std::chrono::steady_clock::time_point committed_at GUARDED_BY(mu);
   };
   //! The metric rollups pending in memory into the delta table, in `session`'s
   //! transaction; PendingRollupsFolded once it has committed.
@@ -744,6 +749,7 @@ Status DuckDbStore::FlushPendingRollups(KnownKeys& known, rollup::RollupSession*
 void DuckDbStore::PendingRollupsFolded(KnownKeys& known) {
   known.pending_rollups.clear();
   known.dirty_minutes.clear();
+  known.folded_at = std::chrono::steady_clock::now();
 }
 
 // One transaction: the keyed rows not stored yet, then every main row.
@@ -820,6 +826,7 @@ Status DuckDbSink::Append(const std::vector<const Batch*>& batches) {
   SL_RETURN_IF_ERROR(txn.Commit());
   for (auto& [k, v] : series) known.pending_rollups[k].Merge(v);
   known.dirty_minutes.insert(dirty.begin(), dirty.end());
+  known.committed_at = std::chrono::steady_clock::now();
   index_writer_.Written(&store_->indexes_);
   for (size_t t = 0; t < tables.keyed.size(); ++t) known.keys[t].insert(pending[t].begin(), pending[t].end());
   if (signal() == Signal::kMetrics) store_->series_count_.fetch_add(pending[schema::kMetricSeriesPart].size());
@@ -884,6 +891,7 @@ Status DuckDbStore::Init(const StoreOptions& options) {
   SL_RETURN_IF_ERROR(CreateRollups());
   rollup_exact_spans_ = options.rollup_exact_spans;
   rollup_compaction_interval_ms_ = options.rollup_compaction_interval_ms;
+  rollup_idle_fold_ms_ = options.rollup_idle_fold_ms;
   rollups_outlive_rows_ = options.rollups_outlive_rows;
   SL_RETURN_IF_ERROR(LoadCounters());
   SL_RETURN_IF_ERROR(LoadKnownKeys());
@@ -904,14 +912,24 @@ Status DuckDbStore::Init(const StoreOptions& options) {
 }
 
 void DuckDbStore::RunCompactor() {
+  // Also the idle fold: metric rollups a writer left pending when its
+  // commits stopped are folded about a second later, not at its next commit.
+  const auto idle = std::chrono::milliseconds(std::clamp<int64_t>(rollup_idle_fold_ms_, 100, 1000));
   for (;;) {
+    bool wanted = false;
     {
       MutexLock lock(&compactor_mu_);
-      while (!compactor_wanted_ && !compactor_stop_) compactor_cv_.Wait(&compactor_mu_);
+      const auto deadline = std::chrono::steady_clock::now() + idle;
+      while (!compactor_wanted_ && !compactor_stop_) {
+        if (!compactor_cv_.WaitUntil(&compactor_mu_, deadline)) break;
+      }
       if (compactor_stop_) return;
+      wanted = compactor_wanted_;
       compactor_wanted_ = false;
     }
-    (void)CompactIndexes(/*only_when_wanted=*/true);  // a failure waits for the next wake or maintenance pass
+    if (wanted)
+      (void)CompactIndexes(/*only_when_wanted=*/true);  // a failure waits for the next wake or maintenance pass
+    (void)Classify(FoldPendingRollups(/*at_close=*/false));
   }
 }
 
@@ -1200,13 +1218,17 @@ Status DuckDbStore::Close() {
   return CloseLocked(/*force=*/false);
 }
 
-Status DuckDbStore::FoldPendingRollups() {
+Status DuckDbStore::FoldPendingRollups(bool at_close) {
   KnownKeys& known = known_[static_cast<int>(Signal::kMetrics)];
   MutexLock write(&known.mu);
-  MutexLock lock(&maintenance_mu_);
-  if (maintenance_conn_ == nullptr || (known.pending_rollups.empty() && known.dirty_minutes.empty())) {
+  if (known.pending_rollups.empty() && known.dirty_minutes.empty()) return Status::Ok();
+  const auto now = std::chrono::steady_clock::now();
+  if (!at_close && now - known.committed_at < std::chrono::milliseconds(rollup_idle_fold_ms_) &&
+      now - known.folded_at < std::chrono::milliseconds(rollup_compaction_interval_ms_)) {
     return Status::Ok();
   }
+  MutexLock lock(&maintenance_mu_);
+  if (maintenance_conn_ == nullptr) return Status::Ok();
   Transaction txn(maintenance_conn_);
   SL_RETURN_IF_ERROR(txn.Begin());
   DuckDbRollupSession session(maintenance_conn_, &txn);
@@ -1226,7 +1248,7 @@ Status DuckDbStore::CloseLocked(bool force) {
   StopCompactor();
   read_pool_.reset();  // callers have returned every lease (the server stops queries first)
   // A fold that fails leaves the minutes dirty: the next open rebuilds them.
-  if (db_ != nullptr && !invalidated_.load()) (void)Classify(FoldPendingRollups());
+  if (db_ != nullptr && !invalidated_.load()) (void)Classify(FoldPendingRollups(/*at_close=*/true));
   // Folds the WAL into the database file so the next open replays nothing,
   // when the disk has room; otherwise the WAL stays, whole, for the next
   // open, and DuckDB's own checkpoint at shutdown is turned off so it cannot

@@ -8,12 +8,14 @@
 #include <duckdb.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/testing/temp_dir.h"
@@ -108,6 +110,7 @@ struct Store {
     o.data_dir = dir;
     o.read_connections = 1;
     o.rollup_compaction_interval_ms = compaction_ms;
+    o.rollup_idle_fold_ms = compaction_ms;  // kNever: no fold but a close's
     Result<std::unique_ptr<TelemetryStore>> s = StoreRegistry::Instance().Open("duckdb", o);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     store = std::move(s).value();
@@ -258,6 +261,21 @@ int64_t CountInFile(const std::string& data_dir, const char* sql) {
   }
   duckdb_close(&db);
   return n;
+}
+
+TEST_F(MetricRollupTest, AWriterThatStopsWritingHasItsRollupsFoldedAnyway) {
+  Store s;
+  s.Open(dir_.str(), 200);  // folds after 200 ms without a commit
+  for (const MetricBatch& b : Writes()) s.Write(b);
+  // No commit follows: the store folds on its own.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (s.Count("SELECT count(*) FROM metric_rollup_dirty") > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(s.Count("SELECT count(*) FROM metric_rollup_dirty"), 0);
+  EXPECT_EQ(s.Count("SELECT sum(count) FROM metric_rollup_minute"), kGauges * 800);
+  DropWholeMinutesOfPoints(s);
+  ExpectAnswers(s, sent_, "folded while idle");
 }
 
 TEST_F(MetricRollupTest, ACloseFoldsWhatIsPending) {
