@@ -115,6 +115,12 @@ struct Store {
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     store = std::move(s).value();
   }
+  //! A clean close, and an open of the same directory.
+  void Reopen(int64_t compaction_ms) {
+    ASSERT_TRUE(store->Close().ok());
+    store.reset();
+    Open(dir, compaction_ms);
+  }
   void Write(const MetricBatch& b) {
     Result<std::unique_ptr<SignalSink>> sink = store->NewSink(Signal::kMetrics);
     ASSERT_TRUE(sink.ok());
@@ -212,6 +218,16 @@ void DropWholeMinutesOfPoints(Store& s) {
                   .ok());
 }
 
+//! Every point of `sent` in the minute and hour rows, no minute dirty, and
+//! the answers right from the rollups alone.
+void ExpectFolded(Store& s, const std::vector<Point>& sent, const std::string& what) {
+  EXPECT_EQ(s.Count("SELECT count(*) FROM metric_rollup_dirty"), 0) << what;
+  EXPECT_EQ(s.Count("SELECT sum(count) FROM metric_rollup_minute"), kGauges * 800) << what;
+  EXPECT_EQ(s.Count("SELECT sum(count) FROM metric_rollup_hour"), kGauges * 800) << what;
+  DropWholeMinutesOfPoints(s);
+  ExpectAnswers(s, sent, what);
+}
+
 class MetricRollupTest : public ::testing::Test {
  protected:
   testing::TempDir dir_{"sightline-metric-rollup-test"};
@@ -272,10 +288,7 @@ TEST_F(MetricRollupTest, AWriterThatStopsWritingHasItsRollupsFoldedAnyway) {
   while (s.Count("SELECT count(*) FROM metric_rollup_dirty") > 0 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  EXPECT_EQ(s.Count("SELECT count(*) FROM metric_rollup_dirty"), 0);
-  EXPECT_EQ(s.Count("SELECT sum(count) FROM metric_rollup_minute"), kGauges * 800);
-  DropWholeMinutesOfPoints(s);
-  ExpectAnswers(s, sent_, "folded while idle");
+  ExpectFolded(s, sent_, "folded while idle");
 }
 
 TEST_F(MetricRollupTest, ACloseFoldsWhatIsPending) {
@@ -287,9 +300,7 @@ TEST_F(MetricRollupTest, ACloseFoldsWhatIsPending) {
   EXPECT_EQ(CountInFile(dir_.str(), "SELECT count(*) FROM metric_rollup_dirty"), 0) << "nothing left to rebuild";
   EXPECT_EQ(CountInFile(dir_.str(), "SELECT sum(count) FROM metric_rollup_minute"), kGauges * 800);
   s.Open(dir_.str(), kNever);
-  EXPECT_EQ(s.Count("SELECT sum(count) FROM metric_rollup_hour"), kGauges * 800);
-  DropWholeMinutesOfPoints(s);
-  ExpectAnswers(s, sent_, "after a close");
+  ExpectFolded(s, sent_, "after a close");
 }
 
 TEST_F(MetricRollupTest, AnOpenAfterACrashRebuildsTheMinutesItLeftDirty) {
@@ -298,9 +309,7 @@ TEST_F(MetricRollupTest, AnOpenAfterACrashRebuildsTheMinutesItLeftDirty) {
   Store s;
   s.Open(live, 0);
   s.Write(writes[0]);  // folded
-  ASSERT_TRUE(s.store->Close().ok());
-  s.store.reset();
-  s.Open(live, kNever);
+  s.Reopen(kNever);
   s.Write(writes[1]);  // late into folded minutes and hours; pending in memory
   ASSERT_GT(s.Count("SELECT count(*) FROM metric_rollup_dirty"), 0);
   // What a crash leaves: the database and WAL as the commits wrote them.
@@ -309,11 +318,7 @@ TEST_F(MetricRollupTest, AnOpenAfterACrashRebuildsTheMinutesItLeftDirty) {
 
   Store after;
   after.Open(image, kNever);
-  EXPECT_EQ(after.Count("SELECT count(*) FROM metric_rollup_dirty"), 0);
-  EXPECT_EQ(after.Count("SELECT sum(count) FROM metric_rollup_hour"), kGauges * 800);
-  EXPECT_EQ(after.Count("SELECT sum(count) FROM metric_rollup_minute"), kGauges * 800);
-  DropWholeMinutesOfPoints(after);
-  ExpectAnswers(after, sent_, "after a crash, rebuilt");
+  ExpectFolded(after, sent_, "after a crash, rebuilt");
 }
 
 TEST_F(MetricRollupTest, RetentionFoldsThePendingRollupsFirst) {
