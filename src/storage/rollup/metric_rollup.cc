@@ -337,7 +337,8 @@ Status RebuildDirtyMetricMinutes(RollupSession* s, int64_t* rebuilt) {
     hours_touched.emplace(project, FloorTo(minute, kHourNs));
   }
   // Each hour again from its minutes: the ones kept, and the rebuilt ones.
-  for (const auto& [project, hour] : hours_touched) {
+  for (const ProjectMinute& touched : hours_touched) {
+    const int64_t project = touched.first, hour = touched.second;  // a lambda below takes hour
     SL_RETURN_IF_ERROR(
         s->Exec(std::string("DELETE FROM ") + kMetricRollupTables.hour + " WHERE project_id = ? AND bucket_ns = ?",
                 {project, hour}));
