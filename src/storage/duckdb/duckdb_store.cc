@@ -646,6 +646,10 @@ class DuckDbStore final : public TelemetryStore {
   //! transaction; PendingRollupsFolded once it has committed.
   static Status FlushPendingRollups(KnownKeys& known, rollup::RollupSession* session) REQUIRES(known.mu);
   static void PendingRollupsFolded(KnownKeys& known) REQUIRES(known.mu);
+  //! The pending metric rollups flushed and the metric deltas compacted into
+  //! the minute and hour tables, in one transaction on `conn`; the pending
+  //! state is cleared once it has committed, and kept (to retry) if not.
+  static Status FoldMetricRollups(KnownKeys& known, duckdb_connection conn) REQUIRES(known.mu);
   KnownKeys known_[kSignalCount];
 
   std::atomic<uint64_t> rows_[kSignalCount] = {0, 0, 0};
@@ -713,32 +717,40 @@ class DuckDbSink final : public OneSignalSink<DuckDbSink> {
 
 void DuckDbSink::MaybeCompactRollups() {
   const auto now = std::chrono::steady_clock::now();
+  const bool due = now - last_compaction_ >= std::chrono::milliseconds(store_->rollup_compaction_interval_ms_);
   DuckDbStore::KnownKeys& known = store_->known_[static_cast<int>(signal())];
-  MutexLock lock(&known.mu);  // beside retention's deletes of the same rows
-  // Early when the pending metric rollups have grown: their memory, and the
-  // minutes an open after a crash rebuilds, stay bounded.
-  const bool full =
-      known.pending_rollups.size() >= kMaxPendingMetricRollups || known.dirty_minutes.size() >= kMaxDirtyMetricMinutes;
-  if (!full && now - last_compaction_ < std::chrono::milliseconds(store_->rollup_compaction_interval_ms_)) return;
+  if (signal() == Signal::kMetrics) {
+    MutexLock lock(&known.mu);
+    // Early when the pending metric rollups have grown: their memory, and the
+    // minutes an open after a crash rebuilds, stay bounded.
+    const bool full = known.pending_rollups.size() >= kMaxPendingMetricRollups ||
+                      known.dirty_minutes.size() >= kMaxDirtyMetricMinutes;
+    if (!full && !due) return;
+    last_compaction_ = now;
+    (void)store_->Classify(DuckDbStore::FoldMetricRollups(known, conn_));
+    return;
+  }
+  if (!due) return;
   last_compaction_ = now;
+  MutexLock lock(&known.mu);  // beside retention's deletes of the same rows
   Transaction txn(conn_);
   if (!txn.Begin().ok()) return;
   DuckDbRollupSession session(conn_, &txn);
-  switch (signal()) {
-    case Signal::kSpans:
-      if (!rollup::CompactSpanRollups(&session).ok()) return;
-      if (!rollup::CompactExceptionRollups(&session, /*logs=*/false).ok()) return;
-      break;
-    case Signal::kLogs:
-      if (!rollup::CompactLogRollups(&session).ok()) return;
-      if (!rollup::CompactExceptionRollups(&session, /*logs=*/true).ok()) return;
-      break;
-    case Signal::kMetrics:
-      if (!DuckDbStore::FlushPendingRollups(known, &session).ok()) return;
-      if (!rollup::CompactMetricRollups(&session).ok()) return;
-      break;
-  }
-  if (store_->Classify(txn.Commit()).ok()) DuckDbStore::PendingRollupsFolded(known);
+  const bool logs = signal() == Signal::kLogs;
+  if (!(logs ? rollup::CompactLogRollups(&session) : rollup::CompactSpanRollups(&session)).ok()) return;
+  if (!rollup::CompactExceptionRollups(&session, logs).ok()) return;
+  (void)store_->Classify(txn.Commit());
+}
+
+Status DuckDbStore::FoldMetricRollups(KnownKeys& known, duckdb_connection conn) {
+  Transaction txn(conn);
+  SL_RETURN_IF_ERROR(txn.Begin());
+  DuckDbRollupSession session(conn, &txn);
+  SL_RETURN_IF_ERROR(FlushPendingRollups(known, &session));
+  SL_RETURN_IF_ERROR(rollup::CompactMetricRollups(&session).status());
+  SL_RETURN_IF_ERROR(txn.Commit());
+  PendingRollupsFolded(known);
+  return Status::Ok();
 }
 
 Status DuckDbStore::FlushPendingRollups(KnownKeys& known, rollup::RollupSession* session) {
@@ -1229,14 +1241,7 @@ Status DuckDbStore::FoldPendingRollups(bool at_close) {
   }
   MutexLock lock(&maintenance_mu_);
   if (maintenance_conn_ == nullptr) return Status::Ok();
-  Transaction txn(maintenance_conn_);
-  SL_RETURN_IF_ERROR(txn.Begin());
-  DuckDbRollupSession session(maintenance_conn_, &txn);
-  SL_RETURN_IF_ERROR(FlushPendingRollups(known, &session));
-  SL_RETURN_IF_ERROR(rollup::CompactMetricRollups(&session).status());
-  SL_RETURN_IF_ERROR(txn.Commit());
-  PendingRollupsFolded(known);
-  return Status::Ok();
+  return FoldMetricRollups(known, maintenance_conn_);
 }
 
 Status DuckDbStore::CloseLocked(bool force) {
