@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -83,6 +84,9 @@ std::string RandomToken() {
 }
 
 std::optional<std::string> MakeTempDir(const std::string& parent) {
+  // A --work-dir that does not exist yet is made, as `mkdir -p` would.
+  std::error_code ec;
+  std::filesystem::create_directories(parent, ec);
   std::string tmpl = parent + "/sightline-bench-XXXXXX";
   if (::mkdtemp(tmpl.data()) == nullptr) return std::nullopt;
   return tmpl;

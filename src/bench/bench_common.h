@@ -38,7 +38,7 @@ double LoadAverage1m();
 //! A fresh random ingest token for a spawned server.
 std::string RandomToken();
 
-//! mkdtemp of PARENT/sightline-bench-XXXXXX.
+//! mkdtemp of PARENT/sightline-bench-XXXXXX, making PARENT first if missing.
 std::optional<std::string> MakeTempDir(const std::string& parent);
 
 //! Writes "machine": {"cores", "cpu_model", "mem_bytes", "kernel"} (key included).

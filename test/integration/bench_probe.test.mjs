@@ -187,11 +187,12 @@ describe(`bench probe --keep-data --stop-after, then --resume (${ENGINES[0]})`, 
     dirs.push(dir);
     const common = ['--spawn', ENGINES[0], '--signal', 'spans', '--levels', '20000,50000', '--batch', '10000', '--check',
       '--digest-interval', '0.3'];
-    const first = await probe([...common, '--keep-data', '--stop-after', '20000', '--work-dir', dir],
+    // A --work-dir that does not exist yet is made.
+    const first = await probe([...common, '--keep-data', '--stop-after', '20000', '--work-dir', path.join(dir, 'new', 'work')],
       path.join(dir, 'first.json'));
     assert.equal(first.code, 0, `exit ${first.code}\n${first.stdout}\n${first.stderr}`);
     const kept = first.stdout.match(/--resume (\S+)/)?.[1];
-    assert.ok(kept, first.stdout);
+    assert.ok(kept?.startsWith(path.join(dir, 'new', 'work', 'sightline-bench-')), first.stdout);
     assert.deepEqual(first.json.runs[0].signals[0].levels.map((l) => l.level_rows), [20000]);
     const state = JSON.parse(await fsp.readFile(path.join(kept, 'probe_state.json'), 'utf8'));
     assert.equal(state.probed_rows, 20000);
