@@ -477,6 +477,11 @@ class Ladder {
     accepted_ = r.accepted;
     truth_complete_ = r.truth_complete;
     probed_rows_ = r.probed_rows;
+    if (o_.reprobe) {  // back to the level below the largest probed: that one is probed again
+      uint64_t below = 0;
+      for (uint64_t level : levels_) below = level < r.probed_rows ? level : below;
+      probed_rows_ = below;
+    }
     background_payload_ = r.background_payload;
     auto h = FetchDeepHealth(t_.api);
     if (!h.ok()) return Status::Unavailable("deep health of the resumed server: " + h.status().message());
@@ -1282,6 +1287,11 @@ void AddProbeCommand(CLI::App* bench) {
                    "Continue the ladder kept in this directory (one --signal or --mixed, --spawn duckdb|sqlite): "
                    "the same --spawn, --signal, --seed, --levels, --batch and --server-arg, else it refuses")
       ->check(CLI::ExistingDirectory);
+  probe
+      ->add_flag("--reprobe", o->reprobe,
+                 "With --resume: probe the kept ladder's largest probed level again without filling more, e.g. "
+                 "with --under-ingest")
+      ->needs("--resume");
   probe->add_option_function<std::string>(
       "--stop-after",
       [o](const std::string& text) {

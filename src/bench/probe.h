@@ -57,6 +57,9 @@ struct ProbeBenchOptions {
   //! A directory a --keep-data ladder left (its probe_state.json): continue
   //! that ladder there (probe_state.h). One ladder, spawned, embedded engine.
   std::string resume;
+  //! With --resume: probe the kept ladder's largest probed level again
+  //! (nothing more is filled), e.g. with --under-ingest beside the first run.
+  bool reprobe = false;
   uint64_t stop_after = 0;  // stop (resumably) once the level with this many rows is probed; 0 = never
   uint64_t pool_mb = 1024;
 };

@@ -222,6 +222,17 @@ describe(`bench probe --keep-data --stop-after, then --resume (${ENGINES[0]})`, 
     // The first run's rows and the second's, each stored once.
     const count = await runSql(path.join(kept, 'data'), ENGINES[0], 'SELECT count(*) AS n FROM spans');
     assert.equal(count.rows[0][0], '50000');
+
+    // --reprobe: the top level again, filling nothing, now beside a background ingest.
+    const third = await probe([...common, '--resume', kept, '--reprobe', '--under-ingest', '200', '--under-ingest-batch', '20'],
+      path.join(dir, 'third.json'));
+    assert.equal(third.code, 0, `exit ${third.code}\n${third.stdout}\n${third.stderr}`);
+    const again = third.json.runs[0].signals[0].levels;
+    assert.deepEqual(again.map((l) => l.level_rows), [50000]);
+    assert.equal(again[0].accepted_rows, 50000);
+    assert.equal(again[0].fill_items_per_s, 0);
+    for (const c of again[0].calls) assert.equal(c.check, 'ok', `${c.call}: ${c.check}`);
+    assert.ok(third.json.runs[0].under_ingest.achieved_items_per_s > 0, JSON.stringify(third.json.runs[0].under_ingest));
   });
 });
 
