@@ -134,8 +134,9 @@ describe('CORS on the ingest paths with --cors-allowed-origins', { timeout: 120_
       await holder.write(`POST /v1/traces HTTP/1.1\r\nHost: ${HOST}\r\nOrigin: ${ORIGIN}\r\n`
         + `Authorization: Bearer ${TOKEN}\r\nContent-Type: ${PROTO}\r\nTransfer-Encoding: chunked\r\n\r\n`);
       await holder.write(chunk(Buffer.from([0x0a])));
+      // Up to 3 s: on a loaded box the server may take over a second to read the holder's headers.
       let full;
-      for (let i = 0; i < 20; i++) {
+      for (let i = 0; i < 60; i++) {
         full = await post(server);
         if (full.status === 503) break;
         await new Promise((r) => setTimeout(r, 50));
