@@ -415,7 +415,10 @@ class Ladder {
 
     std::vector<std::vector<bool>> passed(signals_.size());
     for (uint64_t level : levels_) {
-      if (level <= probed_rows_) continue;  // probed before the ladder was resumed
+      if (level <= probed_rows_) {  // probed, and passed, before the ladder was resumed (it stops at a failure)
+        for (std::vector<bool>& p : passed) p.push_back(true);
+        continue;
+      }
       LevelResult base;
       base.level_rows = level;
       Fill(level, &base);

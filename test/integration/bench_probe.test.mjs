@@ -216,6 +216,7 @@ describe(`bench probe --keep-data --stop-after, then --resume (${ENGINES[0]})`, 
     for (const c of levels[0].calls) assert.equal(c.check, 'ok', `${c.call}: ${c.check}`);
     assert.equal(levels[0].pass, true, levels[0].fail_reason);
     assert.match(second.stdout, /check: 0 mismatching answers/);
+    assert.equal(second.json.runs[0].signals[0].read_cliff_rows, 50000, 'the levels probed before the resume count');
     const after = JSON.parse(await fsp.readFile(path.join(kept, 'probe_state.json'), 'utf8'));
     assert.equal(after.probed_rows, 50000);
     assert.deepEqual(after.accepted, [50000, 0, 0]);
@@ -232,6 +233,7 @@ describe(`bench probe --keep-data --stop-after, then --resume (${ENGINES[0]})`, 
     assert.equal(again[0].accepted_rows, 50000);
     assert.equal(again[0].fill_items_per_s, 0);
     for (const c of again[0].calls) assert.equal(c.check, 'ok', `${c.call}: ${c.check}`);
+    assert.equal(third.json.runs[0].signals[0].read_cliff_rows, 50000);
     assert.ok(third.json.runs[0].under_ingest.achieved_items_per_s > 0, JSON.stringify(third.json.runs[0].under_ingest));
   });
 });
