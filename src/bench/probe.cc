@@ -486,9 +486,7 @@ class Ladder {
       probed_rows_ = below;
     }
     background_payload_ = r.background_payload;
-    // The client's long timeout: a freshly opened server measures its bytes
-    // per row first (50 s at 1B spans, cold).
-    auto h = FetchDeepHealth(t_.api, /*fresh=*/true);
+    auto h = FetchDeepHealth(t_.api);
     if (!h.ok()) return Status::Unavailable("deep health of the resumed server: " + h.status().message());
     uint64_t have = 0, want = r.background_accepted;
     for (Signal s : signals_) {

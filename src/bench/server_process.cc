@@ -449,7 +449,9 @@ bool FindJsonNumber(const std::string& json, std::initializer_list<const char*> 
 
 Result<DeepHealth> FetchDeepHealth(const HttpEndpoint& api, bool fresh) {
   std::string body;
-  auto code = HttpGet(api, fresh ? "/api/health/deep?fresh=1" : "/api/health/deep", &body, fresh ? 600000 : 10000);
+  // The long timeout either way: a server with no measurement cached (just
+  // opened, or past its reuse age) measures before it answers, 24-50 s at 1B spans.
+  auto code = HttpGet(api, fresh ? "/api/health/deep?fresh=1" : "/api/health/deep", &body, 600000);
   if (!code.ok()) return code.status();
   if (*code != 200) return Status::Unavailable("GET /api/health/deep: HTTP " + std::to_string(*code));
   simdjson::dom::parser parser;
