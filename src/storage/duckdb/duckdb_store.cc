@@ -56,7 +56,7 @@ constexpr uint64_t kCheckpointHeadroomBytes = 16u << 20;
 //! they hold this many (series, minute) rows (a few hundred bytes each) or
 //! mark this many minutes dirty (each a raw read until the fold, and a
 //! rebuild at the next open after a crash).
-constexpr size_t kMaxPendingMetricRollups = 65536;
+constexpr size_t kMaxPendingMetricRollups = 8192;
 constexpr size_t kMaxDirtyMetricMinutes = 1024;
 
 //! DuckDB reports an instance it invalidated (after a failed checkpoint) on
@@ -642,12 +642,11 @@ class DuckDbStore final : public TelemetryStore {
     std::chrono::steady_clock::time_point folded_at GUARDED_BY(mu) = std::chrono::steady_clock::now();
     std::chrono::steady_clock::time_point committed_at GUARDED_BY(mu);
   };
-  //! The metric rollups pending in memory into the delta table, in `session`'s
-  //! transaction; PendingRollupsFolded once it has committed.
+  //! The metric rollups pending in memory folded into the minute and hour
+  //! tables, in `session`'s transaction; PendingRollupsFolded once it has committed.
   static Status FlushPendingRollups(KnownKeys& known, rollup::RollupSession* session) REQUIRES(known.mu);
   static void PendingRollupsFolded(KnownKeys& known) REQUIRES(known.mu);
-  //! The pending metric rollups flushed and the metric deltas compacted into
-  //! the minute and hour tables, in one transaction on `conn`; the pending
+  //! FlushPendingRollups in a transaction of its own on `conn`; the pending
   //! state is cleared once it has committed, and kept (to retry) if not.
   static Status FoldMetricRollups(KnownKeys& known, duckdb_connection conn) REQUIRES(known.mu);
   KnownKeys known_[kSignalCount];
@@ -747,7 +746,6 @@ Status DuckDbStore::FoldMetricRollups(KnownKeys& known, duckdb_connection conn) 
   SL_RETURN_IF_ERROR(txn.Begin());
   DuckDbRollupSession session(conn, &txn);
   SL_RETURN_IF_ERROR(FlushPendingRollups(known, &session));
-  SL_RETURN_IF_ERROR(rollup::CompactMetricRollups(&session).status());
   SL_RETURN_IF_ERROR(txn.Commit());
   PendingRollupsFolded(known);
   return Status::Ok();
@@ -755,7 +753,7 @@ Status DuckDbStore::FoldMetricRollups(KnownKeys& known, duckdb_connection conn) 
 
 Status DuckDbStore::FlushPendingRollups(KnownKeys& known, rollup::RollupSession* session) {
   if (known.dirty_minutes.empty() && known.pending_rollups.empty()) return Status::Ok();
-  return rollup::FlushMetricRollups(session, known.pending_rollups);
+  return rollup::FoldMetricRollups(session, known.pending_rollups);
 }
 
 void DuckDbStore::PendingRollupsFolded(KnownKeys& known) {

@@ -286,8 +286,17 @@ Status MarkDirtyMinutes(RollupSession* s, const std::vector<ProjectMinute>& minu
   return Status::Ok();
 }
 
-Status FlushMetricRollups(RollupSession* s, const MetricRollupMap& pending) {
-  SL_RETURN_IF_ERROR(MetricRollupTraits::Append(s, kMetricRollupTables.delta, pending));
+Status FoldMetricRollups(RollupSession* s, const MetricRollupMap& pending) {
+  if (!pending.empty()) {
+    MetricRollupMap minutes = pending, hours;
+    for (const auto& [k, v] : pending) {
+      MetricRollupKey h = k;
+      h.bucket_ns = FloorTo(k.bucket_ns, kHourNs);
+      hours[h].Merge(v);
+    }
+    SL_RETURN_IF_ERROR(FoldInto<MetricRollupTraits>(s, kMetricRollupTables.minute, &minutes));
+    SL_RETURN_IF_ERROR(FoldInto<MetricRollupTraits>(s, kMetricRollupTables.hour, &hours));
+  }
   return s->Exec(std::string("DELETE FROM ") + kMetricDirtyTable, {});
 }
 

@@ -95,6 +95,9 @@ struct MetricRollupTraits {
       "explicit_bounds, exp_histogram, quantiles, summed, summed_counts, summed_bounds";
   static Status Read(const RowView& r, Key* k, Value* v);
   static Status Append(RollupSession* s, const char* table, const MetricRollupMap& m);
+  // A minute holds a row per series: a fold rewrites only the series it adds to.
+  static constexpr const char* kNarrowColumn = "series_id";
+  static int64_t NarrowValue(const Key& k) { return k.series_id; }
 };
 
 //! A JSON array of the numbers, as the points' bucket_counts are written.
@@ -107,9 +110,10 @@ bool ParseJsonNumbers(std::string_view text, std::vector<double>* out);
 std::vector<std::string> CreateMetricRollupSql(const schema::TypeNames& types);
 //! Records minutes a commit added points to, in its transaction.
 Status MarkDirtyMinutes(RollupSession* s, const std::vector<ProjectMinute>& minutes);
-//! The writer's pending rollups into the delta table, and no minute dirty:
-//! a Compact (or retention's Expire) in the same transaction then folds them.
-Status FlushMetricRollups(RollupSession* s, const MetricRollupMap& pending);
+//! The writer's pending rollups folded into the minute and hour tables, and
+//! no minute dirty (straight from memory: kMetricRollupTables.delta stays
+//! empty, and retention's Expire finds no deltas to fold).
+Status FoldMetricRollups(RollupSession* s, const MetricRollupMap& pending);
 //! At open: the minutes left dirty by a process that stopped before its
 //! fold, rebuilt from their points, and their hours from their minutes.
 //! Sets *rebuilt to the number of minutes.
@@ -117,9 +121,6 @@ Status RebuildDirtyMetricMinutes(RollupSession* s, int64_t* rebuilt);
 //! The state row if there is none: the lowest time for a database without
 //! points, else the hour after the newest.
 Status InitMetricRollupState(RollupSession* s);
-inline Result<int64_t> CompactMetricRollups(RollupSession* s) {
-  return Compact<MetricRollupTraits>(s, kMetricRollupTables);
-}
 //! Retention's share (rollup_table.h Expire), before the points themselves
 //! are deleted in the transaction.
 Status ExpireMetricRollups(RollupSession* s, const std::string& project_filter, int64_t before_ns);

@@ -10,6 +10,14 @@ std::vector<std::string> CreateRollupSql(const RollupTables& t, const char* stat
   return out;
 }
 
+Status StageFoldKeys(RollupSession* s, const std::vector<int64_t>& values) {
+  SL_RETURN_IF_ERROR(s->Exec(std::string("CREATE TEMP TABLE IF NOT EXISTS ") + kFoldKeysTable + " (k BIGINT)", {}));
+  SL_RETURN_IF_ERROR(s->Exec(std::string("DELETE FROM ") + kFoldKeysTable, {}));
+  if (values.empty()) return Status::Ok();
+  const schema::Column column = schema::internal::Ints("k", values);
+  return s->Append(kFoldKeysTable, std::span(&column, 1), values.size());
+}
+
 Status InitRollupState(RollupSession* s, const char* state_table, std::initializer_list<const char*> newest_sql) {
   bool present = false;
   SL_RETURN_IF_ERROR(s->Query(std::string("SELECT count(*) FROM ") + state_table, {},
