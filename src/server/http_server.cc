@@ -435,8 +435,13 @@ class HttpServer::Impl {
                              req[http::field::accept_encoding],
                              api_port};
           auto r = routes_(route);
-          res =
-              r ? std::move(*r) : HttpResponse{404, "application/json", JsonError("no such path: " + path), {}, false};
+          if (!r) {
+            res = HttpResponse{404, "application/json", JsonError("no such path: " + path), {}, false};
+          } else if (auto* now = std::get_if<HttpResponse>(&*r)) {
+            res = std::move(*now);
+          } else {
+            res = co_await RunBlocking(std::move(std::get<BlockingRoute>(*r)));
+          }
         }
       }
       if (api_port) AddSecurityHeaders(&res);
@@ -456,6 +461,14 @@ class HttpServer::Impl {
   asio::awaitable<HttpResponse> RunLogin(const ApiCall& call) {
     auto response = co_await AwaitCallback<std::shared_ptr<HttpResponse>>([&](auto done) {
       api_->Login(call, [done](HttpResponse r) { done(std::make_shared<HttpResponse>(std::move(r))); });
+    });
+    co_return std::move(*response);
+  }
+
+  // A route's blocking work, on the query pool.
+  asio::awaitable<HttpResponse> RunBlocking(BlockingRoute work) {
+    auto response = co_await AwaitCallback<std::shared_ptr<HttpResponse>>([&](auto done) {
+      asio::post(*query_pool_, [work = std::move(work), done] { done(std::make_shared<HttpResponse>(work())); });
     });
     co_return std::move(*response);
   }

@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "common/status.h"
@@ -41,10 +42,15 @@ struct RouteRequest {
   bool api_port = false;
 };
 
+//! Work a route cannot do on an IO thread (it may take seconds): the
+//! server runs it on the query pool and sends what it returns.
+using BlockingRoute = std::function<HttpResponse()>;
+using RouteResponse = std::variant<HttpResponse, BlockingRoute>;
+
 //! A non-ingest route: request → response, or nullopt for 404. A HEAD
 //! request is routed as itself; the server sends only the headers of the
 //! answer.
-using SimpleRoutes = std::function<std::optional<HttpResponse>(const RouteRequest& request)>;
+using SimpleRoutes = std::function<std::optional<RouteResponse>(const RouteRequest& request)>;
 
 struct HttpServerOptions {
   int header_timeout_ms = 30000;  // also the keep-alive idle timeout

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -284,23 +285,37 @@ Status Server::Stop() {
   return st;
 }
 
-HttpResponse Server::DeepHealth(bool fresh) {
+void Server::MeasureSignalBytesNow() {
+  MutexLock measuring(&measure_mu_);
+  const auto start = std::chrono::steady_clock::now();
+  auto bytes = store_->Stats().reachable ? MeasureSignalBytes(*store_) : std::nullopt;
+  const auto end = std::chrono::steady_clock::now();
+  MutexLock lock(&signal_bytes_mu_);
+  signal_bytes_ = std::move(bytes);
+  signal_bytes_at_ = end;
+  signal_bytes_cost_ = end - start;
+}
+
+HttpResponse Server::DeepHealth() {
   StoreStats s = store_->Stats();
   std::optional<std::array<SignalBytes, kSignalCount>> bytes;
-  double bytes_age_s = 0;
+  std::optional<double> bytes_age_s;
   {
     MutexLock lock(&signal_bytes_mu_);
     const auto now = std::chrono::steady_clock::now();
     // At most every kSignalBytesMaxAge, and at most 5% of the time when a
     // measurement takes longer than 3 s (a billion rows).
     const auto max_age = std::max<std::chrono::steady_clock::duration>(kSignalBytesMaxAge, signal_bytes_cost_ * 20);
-    if (fresh || !signal_bytes_at_ || now - *signal_bytes_at_ >= max_age) {
-      signal_bytes_ = s.reachable ? MeasureSignalBytes(*store_) : std::nullopt;
-      signal_bytes_at_ = std::chrono::steady_clock::now();
-      signal_bytes_cost_ = *signal_bytes_at_ - now;
+    if (!signal_bytes_refreshing_ && (!signal_bytes_at_ || now - *signal_bytes_at_ >= max_age)) {
+      signal_bytes_refreshing_ = true;
+      boost::asio::post(*query_pool_, [this] {
+        MeasureSignalBytesNow();
+        MutexLock done(&signal_bytes_mu_);
+        signal_bytes_refreshing_ = false;
+      });
     }
     bytes = signal_bytes_;
-    bytes_age_s = std::chrono::duration<double>(now - *signal_bytes_at_).count();
+    if (signal_bytes_at_) bytes_age_s = std::chrono::duration<double>(now - *signal_bytes_at_).count();
   }
   AdmissionGate::Stats g = gate_->GetStats();
   std::string out;
@@ -348,7 +363,8 @@ HttpResponse Server::DeepHealth(bool fresh) {
   }
   w.EndObject();
   w.Key("signals_measured_seconds_ago");
-  w.Double(std::max(0.0, bytes_age_s));
+  if (bytes_age_s) w.Double(std::max(0.0, *bytes_age_s));
+  else w.Null();
   w.EndObject();
   w.Key("uptime_seconds");
   w.Double(std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
@@ -559,7 +575,7 @@ std::string Server::PrometheusText() {
   return out;
 }
 
-std::optional<HttpResponse> Server::Route(const RouteRequest& request) {
+std::optional<RouteResponse> Server::Route(const RouteRequest& request) {
   const std::string_view method = request.method;
   const std::string_view path = request.path;
   const bool api_port = request.api_port;
@@ -607,7 +623,13 @@ std::optional<HttpResponse> Server::Route(const RouteRequest& request) {
     denied.headers.emplace_back("WWW-Authenticate", "Bearer");
     return denied;
   }
-  if (path == "/api/health/deep") return DeepHealth(request.query.find("fresh=1") != std::string_view::npos);
+  if (path == "/api/health/deep") {
+    if (request.query.find("fresh=1") == std::string_view::npos) return DeepHealth();
+    return BlockingRoute([this] {
+      MeasureSignalBytesNow();
+      return DeepHealth();
+    });
+  }
   if (prometheus) {
     return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", PrometheusText(), {}, false};
   }

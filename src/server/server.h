@@ -98,10 +98,13 @@ class Server {
   //! The admin password generated at first start (when none was configured), else "".
   const std::string& minted_admin_password() const { return minted_admin_password_; }
 
-  //! `fresh`: measure the signals' bytes now instead of using the last
-  //! measurement (taken at most every kSignalBytesMaxAge, or 20x its own
-  //! duration when longer, otherwise).
-  HttpResponse DeepHealth(bool fresh = false);
+  //! Answers at once, with the last measurement of the signals' bytes; when
+  //! that is older than kSignalBytesMaxAge (or 20x its own duration, when
+  //! longer), a new one starts on the query pool for the next call.
+  HttpResponse DeepHealth();
+  //! Measures the signals' bytes now (after any measurement in progress);
+  //! blocks for as long as that takes, so never on an IO thread.
+  void MeasureSignalBytesNow() EXCLUDES(measure_mu_, signal_bytes_mu_);
   static constexpr std::chrono::seconds kSignalBytesMaxAge{60};
   std::string PrometheusText();
 
@@ -111,7 +114,7 @@ class Server {
   //! The default project's token and the admin's password: set from the
   //! options, or minted on first start (kept for printing).
   Status SetUpCredentials();
-  std::optional<HttpResponse> Route(const RouteRequest& request);
+  std::optional<RouteResponse> Route(const RouteRequest& request);
 
   ServerOptions options_;
   std::chrono::steady_clock::time_point started_;
@@ -140,8 +143,11 @@ class Server {
   std::string minted_token_;
   std::string minted_admin_password_;
   // Deep health's bytes per signal: measured at most every
-  // kSignalBytesMaxAge (the cost grows with the data, storage/signal_bytes.h).
+  // kSignalBytesMaxAge (the cost grows with the data, storage/signal_bytes.h),
+  // one measurement at a time, off the IO threads.
+  Mutex measure_mu_;  // held while measuring (before signal_bytes_mu_)
   Mutex signal_bytes_mu_;
+  bool signal_bytes_refreshing_ GUARDED_BY(signal_bytes_mu_) = false;  // a refresh is queued or running
   std::optional<std::chrono::steady_clock::time_point> signal_bytes_at_ GUARDED_BY(signal_bytes_mu_);
   std::optional<std::array<SignalBytes, kSignalCount>> signal_bytes_ GUARDED_BY(signal_bytes_mu_);
   std::chrono::steady_clock::duration signal_bytes_cost_ GUARDED_BY(signal_bytes_mu_){};  // the last measurement's

@@ -253,6 +253,16 @@ for (const engine of ENGINES) {
         // A restart checkpoints DuckDB, so its blocks hold the rows.
         await server.stop();
         await server.restart();
+        // Nothing measured since the restart: a plain deep health answers
+        // without waiting and starts a measurement that a later call shows.
+        let measured;
+        for (const deadline = Date.now() + 10_000; Date.now() < deadline;) {
+          measured = JSON.parse((await request(`${server.apiUrl}/api/health/deep`)).body.toString());
+          if (measured.engine.signals.spans.bytes !== null) break;
+          assert.equal(measured.engine.signals_measured_seconds_ago, null);
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        assert.equal(measured.engine.signals.spans.stored_rows, 200);
         const r = await request(`${server.apiUrl}/api/health/deep?fresh=1`);
         assert.equal(r.status, 200);
         const health = JSON.parse(r.body.toString());
@@ -268,6 +278,11 @@ for (const engine of ENGINES) {
           assert.equal(sig[s].bytes_per_row, null, s);
         }
         assert.ok(health.engine.signals_measured_seconds_ago >= 0 && health.engine.signals_measured_seconds_ago < 5);
+        // Without ?fresh=1 the answer never waits for a measurement: it gives
+        // the last one and, once that is old, starts the next in the background.
+        const plain = JSON.parse((await request(`${server.apiUrl}/api/health/deep`)).body.toString());
+        assert.deepEqual(plain.engine.signals, sig);
+        assert.ok(plain.engine.signals_measured_seconds_ago >= health.engine.signals_measured_seconds_ago);
       } finally {
         await server.stop();
         await server.cleanup();
