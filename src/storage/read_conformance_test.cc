@@ -1492,6 +1492,47 @@ std::vector<Named<LogPageQuery>> IndexedLogQueries() {
   return out;
 }
 
+//! A severity page past the range's newest window: the log rollups' counts
+//! (where the engine keeps them) only narrow which minutes are read.
+TEST_P(ReadConformanceTest, SeverityPagesPastTheNewestWindowMatchTheReference) {
+  auto queries = [] {
+    std::vector<Named<LogPageQuery>> out;
+    for (int64_t limit : {1, 2, 3, 5, 100}) {
+      LogFilter f = Logs(kProjectSeverity, kSeverityRange);
+      f.severity_min = 17;
+      out.push_back({"errors, pages of " + std::to_string(limit), Page(f, limit)});
+    }
+    LogFilter f = Logs(kProjectSeverity, kSeverityRange);
+    f.severity_min = 21;
+    out.push_back({"fatal", Page(f, 1)});
+    f.severity_min = 13;
+    f.service = "b";
+    out.push_back({"at least WARN of service b", Page(f, 1)});
+    f = Logs(kProjectSeverity, {At(-175 * 60'000), At(-95 * 60'000) + 3});
+    f.severity_min = 17;
+    out.push_back({"errors in part of the range", Page(f, 2)});
+    f.severity_min = 22;
+    out.push_back({"a severity nothing has", Page(f, 2)});
+    return out;
+  };
+  auto check = [&](const std::string& stage) {
+    for (const auto& [name, q] : queries()) {
+      EXPECT_TRUE(SameAnswer(AllPages(*reference_, q), AllPages(*reader_, q))) << stage << ", query: " << name;
+    }
+  };
+  const std::vector<WriteStep> steps = SeverityPagingWrites();
+  for (size_t i = 0; i < steps.size(); ++i) {
+    for (TelemetryStore* store : {store_.get(), static_cast<TelemetryStore*>(&reference_store_)}) {
+      Result<std::unique_ptr<SignalSink>> logs = store->NewSink(Signal::kLogs);
+      ASSERT_TRUE(logs.ok());
+      std::vector<const LogBatch*> batches;
+      for (const LogBatch& b : steps[i].logs) batches.push_back(&b);
+      ASSERT_TRUE((*logs)->WriteLogs(batches).ok());
+    }
+    check("after write " + std::to_string(i + 1));
+  }
+}
+
 //! The engines' own indexes (DuckDB's trace ranges and log tokens) only
 //! narrow what a lookup reads: a trace in several writes, before and after
 //! compaction (ReclaimSpace compacts DuckDB's), a late span, retention.

@@ -16,6 +16,7 @@
 #include "model/batch.h"
 #include "storage/duckdb/duckdb_store.h"
 #include "storage/duckdb/log_token_index.h"
+#include "storage/sql/sql_reader.h"
 #include "storage/telemetry_reader.h"
 #include "storage/telemetry_store.h"
 
@@ -77,7 +78,7 @@ TEST(LogTokenIndexTest, TheNeedleIsTheLongestAsciiRunCut) {
 
 TEST(LogTokenIndexTest, MinutesBecomeJoinedRangesNewestFirst) {
   const TimeRange range{5 * kMinuteNs + 7, 20 * kMinuteNs};
-  const std::vector<TimeRange> ranges = duckdb_index::RangesOfMinutes({30, 12, 11, 10, 5}, range);
+  const std::vector<TimeRange> ranges = sql::RangesOfMinutes({30, 12, 11, 10, 5}, range);
   ASSERT_EQ(ranges.size(), 2u);
   EXPECT_EQ(ranges[0].from_ns, 10 * kMinuteNs);
   EXPECT_EQ(ranges[0].to_ns, 13 * kMinuteNs);
@@ -85,8 +86,8 @@ TEST(LogTokenIndexTest, MinutesBecomeJoinedRangesNewestFirst) {
   EXPECT_EQ(ranges[1].to_ns, 6 * kMinuteNs);
   std::vector<int64_t> many;
   for (int64_t m = 1000; m > 0; m -= 2) many.push_back(m);
-  const std::vector<TimeRange> capped = duckdb_index::RangesOfMinutes(many, {0, 2000 * kMinuteNs});
-  EXPECT_EQ(capped.size(), duckdb_index::kMaxSearchRanges);
+  const std::vector<TimeRange> capped = sql::RangesOfMinutes(many, {0, 2000 * kMinuteNs});
+  EXPECT_EQ(capped.size(), sql::kMaxLogReadRanges);
   EXPECT_EQ(capped.front().to_ns, 1001 * kMinuteNs);
   EXPECT_EQ(capped.back().from_ns, 2 * kMinuteNs);
 }

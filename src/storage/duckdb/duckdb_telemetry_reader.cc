@@ -103,7 +103,7 @@ Result<std::optional<std::vector<TimeRange>>> DuckDbTelemetryReader::LogTextRang
   SL_RETURN_IF_ERROR(Rows(duckdb_index::MinutesSql(f.project_id, tokens, duckdb_index::MinuteOf(f.range.from_ns),
                                                    duckdb_index::MinuteOf(f.range.to_ns - 1)),
                           [&](const RowView& r) { minutes.push_back(r.GetInt(0)); }));
-  return Ranges(duckdb_index::RangesOfMinutes(minutes, f.range));
+  return Ranges(sql::RangesOfMinutes(minutes, f.range));
 }
 
 Result<SpanGroups> DuckDbTelemetryReader::GroupRawSpans(const SpanGroupQuery& q) {

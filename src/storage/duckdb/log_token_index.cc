@@ -127,37 +127,6 @@ sql::Sql MinutesSql(int64_t project_id, const std::vector<std::string>& tokens, 
   return sql;
 }
 
-std::vector<TimeRange> RangesOfMinutes(const std::vector<int64_t>& minutes, const TimeRange& range) {
-  std::vector<TimeRange> out;  // newest first
-  for (int64_t m : minutes) {
-    const __int128 from = static_cast<__int128>(m) * kMinuteNs;
-    const __int128 to = from + kMinuteNs;
-    TimeRange r{static_cast<int64_t>(std::max<__int128>(from, range.from_ns)),
-                static_cast<int64_t>(std::min<__int128>(to, range.to_ns))};
-    if (r.from_ns >= r.to_ns) continue;
-    if (!out.empty() && out.back().from_ns <= r.to_ns) {
-      out.back().from_ns = std::min(out.back().from_ns, r.from_ns);
-      continue;
-    }
-    out.push_back(r);
-  }
-  while (out.size() > kMaxSearchRanges) {
-    // Close the smallest gap: between out[i] (newer) and out[i + 1].
-    size_t best = 0;
-    int64_t best_gap = INT64_MAX;
-    for (size_t i = 0; i + 1 < out.size(); ++i) {
-      const int64_t gap = out[i].from_ns - out[i + 1].to_ns;
-      if (gap < best_gap) {
-        best_gap = gap;
-        best = i;
-      }
-    }
-    out[best].from_ns = out[best + 1].from_ns;
-    out.erase(out.begin() + static_cast<std::ptrdiff_t>(best) + 1);
-  }
-  return out;
-}
-
 std::string_view LogTokenWriter::Keep(std::string_view token) {
   if (blocks_.empty() || block_used_ + token.size() > kBlockBytes) {
     blocks_.push_back(std::make_unique<char[]>(std::max(kBlockBytes, token.size())));

@@ -69,9 +69,6 @@ inline constexpr size_t kMaxTokensPerRecord = 64;
 //! A needle found in more tokens than this is too common to narrow a search
 //! (a digit, a syllable): the search scans.
 inline constexpr int64_t kMaxCandidateTokens = 512;
-//! A search reads at most this many time ranges (one statement each);
-//! closer minutes are merged into one range beyond it.
-inline constexpr size_t kMaxSearchRanges = 48;
 inline constexpr int64_t kMinuteNs = 60LL * 1000 * 1000 * 1000;
 
 extern const RunTableDef kLogTokens;
@@ -103,10 +100,6 @@ sql::Sql CandidateTokensSql(int64_t project_id, const std::string& needle);
 //! The minutes, newest first, within [from_minute, to_minute], holding one
 //! of `tokens` or the overflow token.
 sql::Sql MinutesSql(int64_t project_id, const std::vector<std::string>& tokens, int64_t from_minute, int64_t to_minute);
-//! Minutes (newest first) as disjoint time ranges within `range`, newest
-//! first, adjacent minutes joined, at most kMaxSearchRanges (the smallest
-//! gaps closed first).
-std::vector<TimeRange> RangesOfMinutes(const std::vector<int64_t>& minutes, const TimeRange& range);
 
 //! Builds the token rows of a batch. One per sink (not thread-safe).
 class LogTokenWriter {

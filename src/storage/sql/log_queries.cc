@@ -4,17 +4,20 @@
 
 #include <algorithm>
 #include <charconv>
+#include <functional>
 #include <map>
 #include <set>
 
 #include "storage/attribute_text.h"
+#include "storage/rollup/rollup_table.h"
 #include "storage/sql/sql_reader.h"
 
 namespace sightline {
 
 namespace {
 
-constexpr int64_t kMinuteNs = 60LL * 1000 * 1000 * 1000;
+using rollup::FloorTo;
+using rollup::kMinuteNs;
 
 //! The severity level (SeverityLevel) of severity_number, in SQL.
 constexpr const char* kLevelExpr =
@@ -28,6 +31,65 @@ bool ParseInt64(std::string_view s, int64_t* out) {
 }
 
 }  // namespace
+
+namespace sql {
+
+std::vector<TimeRange> RangesOfMinutes(const std::vector<int64_t>& minutes, const TimeRange& range) {
+  std::vector<TimeRange> out;  // newest first
+  for (int64_t m : minutes) {
+    const __int128 from = static_cast<__int128>(m) * kMinuteNs;
+    const __int128 to = from + kMinuteNs;
+    TimeRange r{static_cast<int64_t>(std::max<__int128>(from, range.from_ns)),
+                static_cast<int64_t>(std::min<__int128>(to, range.to_ns))};
+    if (r.from_ns >= r.to_ns) continue;
+    if (!out.empty() && out.back().from_ns <= r.to_ns) {
+      out.back().from_ns = std::min(out.back().from_ns, r.from_ns);
+      continue;
+    }
+    out.push_back(r);
+  }
+  while (out.size() > kMaxLogReadRanges) {
+    // Close the smallest gap: between out[i] (newer) and out[i + 1].
+    size_t best = 0;
+    int64_t best_gap = INT64_MAX;
+    for (size_t i = 0; i + 1 < out.size(); ++i) {
+      const int64_t gap = out[i].from_ns - out[i + 1].to_ns;
+      if (gap < best_gap) {
+        best_gap = gap;
+        best = i;
+      }
+    }
+    out[best].from_ns = out[best + 1].from_ns;
+    out.erase(out.begin() + static_cast<std::ptrdiff_t>(best) + 1);
+  }
+  return out;
+}
+
+}  // namespace sql
+
+Result<std::optional<std::vector<TimeRange>>> SqlReader::LogCountedRanges(const LogFilter& f, int64_t want) {
+  using Ranges = std::optional<std::vector<TimeRange>>;
+  if (!HasRollups() || f.severity_min <= 0 || f.text || f.trace_id || !f.attributes.empty()) return Ranges();
+  if (f.range.from_ns >= f.range.to_ns) return Ranges(std::vector<TimeRange>{});
+  LogVolumeQuery v;
+  v.filter = f;
+  v.buckets.origin_ns = FloorTo(f.range.from_ns, kMinuteNs);
+  v.buckets.step_ns = kMinuteNs;
+  v.buckets.count = (static_cast<__int128>(f.range.to_ns) - v.buckets.origin_ns + kMinuteNs - 1) / kMinuteNs;
+  Result<std::optional<LogVolume>> counted = CountLogsFromRollups(v);
+  if (!counted.ok()) return counted.status();
+  if (!counted->has_value()) return Ranges();
+  std::map<int64_t, int64_t, std::greater<>> per_minute;  // bucket -> matches, newest first
+  for (const LogVolumeRow& row : **counted) per_minute[row.bucket] += row.count;
+  std::vector<int64_t> minutes;
+  int64_t found = 0;
+  for (const auto& [bucket, n] : per_minute) {
+    if (n <= 0) continue;
+    minutes.push_back(v.buckets.origin_ns / kMinuteNs + bucket);
+    if ((found += n) >= want) break;
+  }
+  return Ranges(sql::RangesOfMinutes(minutes, f.range));
+}
 
 Result<LogPage> SqlReader::Logs(const LogPageQuery& q) {
   // What the engine's own indexes know narrows the scan, never the answer:
@@ -88,20 +150,16 @@ Result<LogPage> SqlReader::Logs(const LogPageQuery& q) {
     if (n > want) page.next_cursor = next;
     return n <= want;
   };
-  // The ranges that can hold a match, newest first (disjoint, so their rows
-  // join in order): the engine's for a text, else the whole range. Each is
-  // read newest first, in growing windows: a page is usually found in the
-  // newest sliver of the range, and zone maps (DuckDB) or the time index
-  // (SQLite) skip the rest. Each window is 4x the last, so a page that needs
-  // the whole range costs at most 4/3 of one full scan. A trace id matches a
-  // handful of rows anywhere in the range: growing windows would scan it 4/3
-  // times over, so it gets one pass.
-  const std::vector<TimeRange> ranges = text_ranges ? *text_ranges : std::vector<TimeRange>{f.range};
-  for (const TimeRange& r : ranges) {
+  // Reads range r newest first, in growing windows (one pass: one window);
+  // true once the page is complete. A page is usually found in the newest
+  // sliver of a range, and zone maps (DuckDB) or the time index (SQLite) skip
+  // the rest. Each window is 4x the last, so a page that needs the whole
+  // range costs at most 4/3 of one full scan.
+  auto scan = [&](const TimeRange& r, bool one_pass) -> Result<bool> {
     const int64_t top = std::min(r.to_ns, newest);
-    if (r.from_ns >= top) continue;
+    if (r.from_ns >= top) return false;
     const size_t kept = page.records.size();
-    int64_t window = f.trace_id ? top - r.from_ns : std::max<int64_t>((top - r.from_ns) / 256, kMinuteNs);
+    int64_t window = one_pass ? top - r.from_ns : std::max<int64_t>((top - r.from_ns) / 256, kMinuteNs);
     for (;;) {
       const int64_t low = top - window > r.from_ns ? top - window : r.from_ns;
       sql::Sql sql = base;
@@ -113,10 +171,53 @@ Result<LogPage> SqlReader::Logs(const LogPageQuery& q) {
       page.next_cursor.reset();
       Result<bool> more = read(std::move(sql));
       if (!more.ok()) return more.status();
-      if (!*more) return page;
-      if (low == r.from_ns) break;
+      if (!*more) return true;
+      if (low == r.from_ns) return false;
       window = window > INT64_MAX / 4 ? INT64_MAX : window * 4;
     }
+  };
+  // A text: only the ranges the engine says can hold it, newest first
+  // (disjoint, so their rows join in order). A trace id matches a handful of
+  // rows anywhere in the range: growing windows would scan it 4/3 times over,
+  // so it gets one pass.
+  if (text_ranges || f.trace_id) {
+    for (const TimeRange& r : text_ranges ? *text_ranges : std::vector<TimeRange>{f.range}) {
+      Result<bool> full = scan(r, f.trace_id.has_value());
+      if (!full.ok()) return full.status();
+      if (*full) return page;
+    }
+    return page;
+  }
+  // Otherwise the newest window of the range first. Past it, where the log
+  // rollups count the filter's matches (a severity), only the newest minutes
+  // that hold the rest of the page: matches older than the range's newest
+  // part (the last error an hour back in a day's range) would else cost a
+  // scan of every record newer than them. A count can include rows before
+  // the cursor at its own time, so a page still short goes on below.
+  TimeRange first{f.range.from_ns, std::min(f.range.to_ns, newest)};
+  if (first.from_ns >= first.to_ns) return page;
+  first.from_ns =
+      std::max(first.from_ns, first.to_ns - std::max<int64_t>((first.to_ns - first.from_ns) / 256, kMinuteNs));
+  Result<bool> full = scan(first, /*one_pass=*/true);
+  if (!full.ok()) return full.status();
+  for (int64_t low = first.from_ns; !*full && low > f.range.from_ns;) {
+    LogFilter rest = f;
+    rest.range = TimeRange{f.range.from_ns, low};
+    Result<std::optional<std::vector<TimeRange>>> counted =
+        LogCountedRanges(rest, q.limit + 1 - static_cast<int64_t>(page.records.size()));
+    if (!counted.ok()) return counted.status();
+    if (!counted->has_value()) {
+      full = scan(rest.range, /*one_pass=*/false);
+      if (!full.ok()) return full.status();
+      break;
+    }
+    if ((*counted)->empty()) break;
+    for (const TimeRange& r : **counted) {
+      full = scan(r, /*one_pass=*/false);
+      if (!full.ok()) return full.status();
+      if (*full) break;
+    }
+    low = (*counted)->back().from_ns;
   }
   return page;
 }

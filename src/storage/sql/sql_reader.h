@@ -51,7 +51,9 @@ class SqlReader : public TelemetryReader {
   //! Reads the newest `sample` spans' attributes and their resources' and
   //! counts them here, as FacetLogs does.
   Result<AttributeSuggestions> SuggestAttributes(const AttributeSuggestionQuery& q) override;
-  //! Newest first in growing time windows; the cursor is "<time_ns>:<rowid>".
+  //! Newest first in growing time windows, over only the time ranges that
+  //! can hold a match where the engine's indexes (a text) or the log
+  //! rollups (a severity) say which; the cursor is "<time_ns>:<rowid>".
   Result<LogPage> Logs(const LogPageQuery& q) override;
   //! From the log rollups where the engine keeps them and the filter fits
   //! (exact either way); otherwise CountRawLogs.
@@ -167,6 +169,11 @@ class SqlReader : public TelemetryReader {
   //! Log counts per bucket and level of every record in range, in SQL.
   Result<LogVolume> CountRawLogs(const LogVolumeQuery& q);
   Result<std::optional<LogVolume>> CountLogsFromRollups(const LogVolumeQuery& q);
+  //! For a filter the log rollups count exactly (a minimum severity, and a
+  //! service): the newest minutes of f.range that hold `want` matches (all
+  //! that hold one, when fewer do), as RangesOfMinutes; nullopt when the
+  //! engine keeps no log rollups or the filter does not fit them.
+  Result<std::optional<std::vector<TimeRange>>> LogCountedRanges(const LogFilter& f, int64_t want);
   //! Every point in range, in SQL (metric_queries.cc).
   Result<MetricBuckets> AggregateRawSeries(const MetricSeriesQuery& q);
   //! Nothing when a delta series' explicit histograms in range cannot be
@@ -198,6 +205,14 @@ inline constexpr const char* kLogColumns =
 inline constexpr int kLogColumnCount = 10;
 //! A log record from a row that starts with kLogColumns.
 LogRecord LogRecordOf(const RowView& r);
+
+//! A log read takes at most this many time ranges (one statement each);
+//! closer minutes are merged into one range beyond it.
+inline constexpr size_t kMaxLogReadRanges = 48;
+//! Minutes (floor(time_ns / 60 s), newest first) as disjoint time ranges
+//! within `range`, newest first, adjacent minutes joined, at most
+//! kMaxLogReadRanges (the smallest gaps closed first).
+std::vector<TimeRange> RangesOfMinutes(const std::vector<int64_t>& minutes, const TimeRange& range);
 
 //! Counts the string, boolean and number attributes of JSON objects by key
 //! and value, as text as AttrFilter's kEq compares them (log facets,

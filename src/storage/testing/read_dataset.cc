@@ -801,6 +801,41 @@ std::vector<SpanBatch> ServiceMapSpans() {
   return out;
 }
 
+std::vector<WriteStep> SeverityPagingWrites() {
+  std::vector<WriteStep> out(2);
+  for (WriteStep& step : out) {
+    LogBatch& b = step.logs.emplace_back();
+    b.project_id = kProjectSeverity;
+    b.resources.resource_id.push_back(201);
+    b.resources.resource_attributes.Append(R"({"service.name":"a"})");
+    b.resources.scope_name.Append("");
+    b.resources.scope_version.Append("");
+    b.resources.scope_attributes.Append("{}");
+  }
+  const int64_t m = 60'000;
+  const int64_t start = kSeverityRange.from_ns;
+  LogBatch& l1 = out[0].logs[0];
+  for (int64_t t = -180; t <= 0; ++t) {
+    AddLog(&l1, {.time = At(t * m + 500), .severity = 9, .body = "all well", .service = "a", .trace = kNoTrace});
+  }
+  AddLog(&l1, {.time = start - 1, .severity = 17, .body = "before the range", .service = "a", .trace = kNoTrace});
+  AddLog(&l1, {.time = start, .severity = 17, .body = "at the range's first ns", .service = "b", .trace = kNoTrace});
+  AddLog(&l1,
+         {.time = start + 3, .severity = 21, .body = "fatal in the first minute", .service = "a", .trace = kNoTrace});
+  for (int i = 0; i < 3; ++i)
+    AddLog(&l1, {.time = At(-150 * m), .severity = 17, .body = "one time, three", .service = "a", .trace = kNoTrace});
+  for (int64_t t : {-140, -120, -100, -91}) {
+    AddLog(&l1, {.time = At(t * m + 10),
+                 .severity = t == -120 ? 21 : 17,
+                 .body = "error",
+                 .service = t == -100 ? "b" : "a",
+                 .trace = kNoTrace});
+  }
+  AddLog(&out[1].logs[0],
+         {.time = At(-130 * m), .severity = 17, .body = "late error", .service = "b", .trace = kNoTrace});
+  return out;
+}
+
 std::vector<WriteStep> IndexedLookupWrites() {
   std::vector<WriteStep> out(3);
   auto spans = [](WriteStep* step) -> SpanBatch& {

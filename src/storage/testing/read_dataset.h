@@ -168,6 +168,17 @@ struct WriteStep {
 //! The three steps, in order.
 std::vector<WriteStep> IndexedLookupWrites();
 
+// --- Severity pages past the newest window (SeverityPagingWrites): log
+// records of kProjectSeverity over kSeverityRange (three hours, starting
+// 7 ns into a minute), every ERROR (17) or FATAL (21) in its oldest 90
+// minutes and an INFO (9) each minute throughout, so a severity page is not
+// in the range's newest window. Step 1: errors at the range's first ns-es
+// (one before it), three sharing a time, services "a" and "b"; step 2: a
+// late error between step 1's.
+inline constexpr int64_t kProjectSeverity = 8;
+inline constexpr TimeRange kSeverityRange{At(-180 * 60'000) + 7, At(60'000)};
+std::vector<WriteStep> SeverityPagingWrites();
+
 struct ReadDataset {
   std::vector<SpanBatch> spans;
   std::vector<LogBatch> logs;
