@@ -801,17 +801,25 @@ std::vector<SpanBatch> ServiceMapSpans() {
   return out;
 }
 
+namespace {
+
+//! A new log batch of `step`: the project's, with resource 201 and no scope.
+LogBatch& AddLogBatch(WriteStep* step, int64_t project_id, const char* resource_attributes) {
+  LogBatch& b = step->logs.emplace_back();
+  b.project_id = project_id;
+  b.resources.resource_id.push_back(201);
+  b.resources.resource_attributes.Append(resource_attributes);
+  b.resources.scope_name.Append("");
+  b.resources.scope_version.Append("");
+  b.resources.scope_attributes.Append("{}");
+  return b;
+}
+
+}  // namespace
+
 std::vector<WriteStep> SeverityPagingWrites() {
   std::vector<WriteStep> out(2);
-  for (WriteStep& step : out) {
-    LogBatch& b = step.logs.emplace_back();
-    b.project_id = kProjectSeverity;
-    b.resources.resource_id.push_back(201);
-    b.resources.resource_attributes.Append(R"({"service.name":"a"})");
-    b.resources.scope_name.Append("");
-    b.resources.scope_version.Append("");
-    b.resources.scope_attributes.Append("{}");
-  }
+  for (WriteStep& step : out) AddLogBatch(&step, kProjectSeverity, R"({"service.name":"a"})");
   const int64_t m = 60'000;
   const int64_t start = kSeverityRange.from_ns;
   LogBatch& l1 = out[0].logs[0];
@@ -845,14 +853,7 @@ std::vector<WriteStep> IndexedLookupWrites() {
     return b;
   };
   auto logs = [](WriteStep* step) -> LogBatch& {
-    LogBatch& b = step->logs.emplace_back();
-    b.project_id = kProjectIndex;
-    b.resources.resource_id.push_back(201);
-    b.resources.resource_attributes.Append(R"({"service.name":"indexed"})");
-    b.resources.scope_name.Append("");
-    b.resources.scope_version.Append("");
-    b.resources.scope_attributes.Append("{}");
-    return b;
+    return AddLogBatch(step, kProjectIndex, R"({"service.name":"indexed"})");
   };
   const int64_t h = kHourMs;
   SpanBatch& s1 = spans(&out[0]);
