@@ -981,6 +981,7 @@ Status DuckDbStore::CreateRollups() {
   SL_RETURN_IF_ERROR(rollup::InitLogRollupState(&session));
   SL_RETURN_IF_ERROR(rollup::InitMetricRollupState(&session));
   SL_RETURN_IF_ERROR(rollup::InitExceptionRollupState(&session));
+  SL_RETURN_IF_ERROR(rollup::FoldLegacyMetricDeltas(&session));
   // The minutes a process that stopped before its fold left dirty.
   int64_t rebuilt = 0;
   Status s = rollup::RebuildDirtyMetricMinutes(&session, &rebuilt);

@@ -300,6 +300,17 @@ Status FoldMetricRollups(RollupSession* s, const MetricRollupMap& pending) {
   return s->Exec(std::string("DELETE FROM ") + kMetricDirtyTable, {});
 }
 
+Status FoldLegacyMetricDeltas(RollupSession* s) {
+  int64_t tables = 0;
+  SL_RETURN_IF_ERROR(s->Query("SELECT count(*) FROM information_schema.tables WHERE table_name = ?",
+                              {std::string(kLegacyMetricDeltaTable)}, [&](const RowView& r) { tables = r.GetInt(0); }));
+  if (tables == 0) return Status::Ok();
+  const RollupTables legacy{kLegacyMetricDeltaTable, kMetricRollupTables.minute, kMetricRollupTables.hour};
+  Result<int64_t> folded = Compact<MetricRollupTraits>(s, legacy);
+  if (!folded.ok()) return folded.status();
+  return s->Exec(std::string("DROP TABLE ") + kLegacyMetricDeltaTable, {});
+}
+
 Status InitMetricRollupState(RollupSession* s) {
   return InitRollupState(s, kMetricStateTable, {"SELECT max(time_ns) FROM metric_points"});
 }

@@ -42,7 +42,12 @@
 
 namespace sightline::rollup {
 
-inline constexpr RollupTables kMetricRollupTables{"metric_rollup_delta", "metric_rollup_minute", "metric_rollup_hour"};
+//! No delta table: the writer keeps a commit's rollups in memory and folds
+//! them (FoldMetricRollups).
+inline constexpr RollupTables kMetricRollupTables{nullptr, "metric_rollup_minute", "metric_rollup_hour"};
+//! Where builds before the in-memory fold appended each commit's rollups;
+//! FoldLegacyMetricDeltas folds what one left there and drops it.
+inline constexpr const char* kLegacyMetricDeltaTable = "metric_rollup_delta";
 //! One row, complete_from_ns, as span_rollup_state (over metric points).
 inline constexpr const char* kMetricStateTable = "metric_rollup_state";
 //! (project_id, bucket_ns): the minutes with points no fold has added to
@@ -106,14 +111,18 @@ std::string JsonNumbers(const std::vector<double>& v);
 //! anything else.
 bool ParseJsonNumbers(std::string_view text, std::vector<double>* out);
 
-//! CREATE TABLE IF NOT EXISTS for the five tables.
+//! CREATE TABLE IF NOT EXISTS for the four tables.
 std::vector<std::string> CreateMetricRollupSql(const schema::TypeNames& types);
 //! Records minutes a commit added points to, in its transaction.
 Status MarkDirtyMinutes(RollupSession* s, const std::vector<ProjectMinute>& minutes);
 //! The writer's pending rollups folded into the minute and hour tables, and
-//! no minute dirty (straight from memory: kMetricRollupTables.delta stays
-//! empty, and retention's Expire finds no deltas to fold).
+//! no minute dirty (straight from memory).
 Status FoldMetricRollups(RollupSession* s, const MetricRollupMap& pending);
+//! At open: the rows a build before the in-memory fold left in
+//! kLegacyMetricDeltaTable folded into the minute and hour tables, and that
+//! table dropped; nothing when there is none (information_schema: not for
+//! SQLite, which keeps no rollups).
+Status FoldLegacyMetricDeltas(RollupSession* s);
 //! At open: the minutes left dirty by a process that stopped before its
 //! fold, rebuilt from their points, and their hours from their minutes.
 //! Sets *rebuilt to the number of minutes.

@@ -243,7 +243,6 @@ TEST_F(MetricRollupTest, PointsNoFoldHasAddedAreReadRaw) {
   s.Open(dir_.str(), kNever);
   for (const MetricBatch& b : Writes()) s.Write(b);
   EXPECT_EQ(s.Count("SELECT count(*) FROM metric_rollup_minute"), 0) << "nothing folded yet";
-  EXPECT_EQ(s.Count("SELECT count(*) FROM metric_rollup_delta"), 0) << "a commit appends no delta rows";
   EXPECT_EQ(s.Count("SELECT count(*) FROM metric_rollup_dirty"), 180) << "each minute marked once";
   ExpectAnswers(s, sent_, "before any fold");
 }
@@ -277,6 +276,43 @@ int64_t CountInFile(const std::string& data_dir, const char* sql) {
   }
   duckdb_close(&db);
   return n;
+}
+
+//! Runs `sql` (statements separated by ';') on the closed database file.
+bool ExecInFile(const std::string& data_dir, const std::string& sql) {
+  duckdb_database db = nullptr;
+  duckdb_connection conn = nullptr;
+  if (duckdb_open((data_dir + "/telemetry.duckdb").c_str(), &db) != DuckDBSuccess) return false;
+  bool ok = false;
+  if (duckdb_connect(db, &conn) == DuckDBSuccess) {
+    duckdb_result r;
+    ok = duckdb_query(conn, sql.c_str(), &r) == DuckDBSuccess;
+    if (!ok) ADD_FAILURE() << duckdb_result_error(&r);
+    duckdb_destroy_result(&r);
+    duckdb_disconnect(&conn);
+  }
+  duckdb_close(&db);
+  return ok;
+}
+
+TEST_F(MetricRollupTest, AnOpenFoldsTheDeltasAnOlderBuildLeftAndDropsTheirTable) {
+  Store s;
+  s.Open(dir_.str(), 0);
+  for (const MetricBatch& b : Writes()) s.Write(b);
+  ASSERT_TRUE(s.store->Close().ok());
+  s.store.reset();
+  // What a build that appended each commit's rollups left: the last two
+  // hours only as unfolded minute deltas in metric_rollup_delta.
+  const std::string later = std::to_string(kHour0 + kHourNs);
+  ASSERT_TRUE(ExecInFile(dir_.str(),
+                         "CREATE TABLE metric_rollup_delta AS SELECT * FROM metric_rollup_minute WHERE "
+                         "bucket_ns >= " +
+                             later + "; DELETE FROM metric_rollup_minute WHERE bucket_ns >= " + later +
+                             "; DELETE FROM metric_rollup_hour WHERE bucket_ns >= " + later));
+  ASSERT_GT(CountInFile(dir_.str(), "SELECT count(*) FROM metric_rollup_delta"), 0);
+  s.Open(dir_.str(), kNever);
+  EXPECT_EQ(s.Count("SELECT count(*) FROM information_schema.tables WHERE table_name = 'metric_rollup_delta'"), 0);
+  ExpectFolded(s, sent_, "after an open folded the legacy deltas");
 }
 
 TEST_F(MetricRollupTest, AWriterThatStopsWritingHasItsRollupsFoldedAnyway) {

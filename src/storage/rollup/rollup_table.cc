@@ -5,7 +5,9 @@ namespace sightline::rollup {
 std::vector<std::string> CreateRollupSql(const RollupTables& t, const char* state_table,
                                          std::span<const schema::Column> columns, const schema::TypeNames& types) {
   std::vector<std::string> out;
-  for (const char* table : {t.delta, t.minute, t.hour}) out.push_back(schema::CreateTableSql(table, columns, types));
+  for (const char* table : {t.delta, t.minute, t.hour}) {
+    if (table != nullptr) out.push_back(schema::CreateTableSql(table, columns, types));
+  }
   out.push_back(std::string("CREATE TABLE IF NOT EXISTS ") + state_table + " (complete_from_ns " + types.int64 + ")");
   return out;
 }

@@ -50,6 +50,8 @@ class RollupSession {
 
 //! The three tables of one rollup.
 struct RollupTables {
+  //! Null for a rollup whose writer folds from memory (metrics): no table,
+  //! nothing to compact, nothing for a read to add.
   const char* delta;
   const char* minute;
   const char* hour;
@@ -150,6 +152,7 @@ Status FoldInto(RollupSession* s, const char* table, std::map<typename Traits::K
 //! tables, and deleted. Returns the number of delta rows folded.
 template <typename Traits>
 Result<int64_t> Compact(RollupSession* s, const RollupTables& t, const std::string& where = "") {
+  if (t.delta == nullptr) return int64_t{0};
   std::map<typename Traits::Key, typename Traits::Value> minutes, hours;
   int64_t deltas = 0;
   const std::string cond = where.empty() ? "" : " WHERE 1 = 1" + where;

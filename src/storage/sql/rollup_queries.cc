@@ -150,9 +150,11 @@ struct LevelRead {
   int64_t lo, hi;
 };
 
-//! Whole hours, the whole minutes around them, and every unfolded delta.
+//! Whole hours, the whole minutes around them, and every unfolded delta
+//! (an empty read when the rollup has no delta table).
 std::array<LevelRead, 4> LevelReads(const RangePlan& p, const rollup::RollupTables& t) {
-  return {{{t.hour, p.h0, p.h1}, {t.minute, p.m0, p.h0}, {t.minute, p.h1, p.m1}, {t.delta, p.m0, p.m1}}};
+  const LevelRead deltas = t.delta != nullptr ? LevelRead{t.delta, p.m0, p.m1} : LevelRead{t.minute, 0, 0};
+  return {{{t.hour, p.h0, p.h1}, {t.minute, p.m0, p.h0}, {t.minute, p.h1, p.m1}, deltas}};
 }
 
 //! " FROM <table> WHERE project_id = ? AND bucket_ns in [lo, hi)", and the
