@@ -88,6 +88,18 @@ pid_t Spawn(const std::vector<std::string>& argv, const std::string& out) {
   return pid;
 }
 
+//! The last 40 lines of `file` to stderr, under its name.
+void PrintTail(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) {
+    lines.push_back(std::move(line));
+    if (lines.size() > 40) lines.erase(lines.begin());
+  }
+  std::fprintf(stderr, "--- the end of %s:\n", file.c_str());
+  for (const std::string& line : lines) std::fprintf(stderr, "%s\n", line.c_str());
+}
+
 //! SIGTERM, then SIGKILL after 20 s; reaps the process.
 void Terminate(pid_t pid) {
   if (pid <= 0) return;
@@ -186,6 +198,18 @@ class Server {
   }
 
   void Stop() {
+    // A server that died under the tests (they then fail with "connection
+    // refused") says so, with its error log, and keeps its directory.
+    int status = 0;
+    if (pid_ > 0 && ::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      answered_ = false;
+      std::fprintf(stderr, "clickhouse-server exited during the tests (%s %d); its files stay in %s\n",
+                   WIFSIGNALED(status) ? "signal" : "exit code",
+                   WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status), dir_.c_str());
+      PrintTail(dir_ / "error.log");
+      PrintTail(dir_ / "stdout.log");
+    }
     Terminate(pid_);
     pid_ = -1;
     // A server that never answered leaves its logs for the failure message.
