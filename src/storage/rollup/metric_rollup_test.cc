@@ -262,37 +262,26 @@ TEST_F(MetricRollupTest, FoldedMinutesAreReadFromTheRollups) {
 }
 
 //! A count in the closed database file, read by DuckDB itself: what the
-//! file holds before a store's open has done anything to it.
-int64_t CountInFile(const std::string& data_dir, const char* sql) {
+//! file holds before a store's open has done anything to it. `sql` may be
+//! several statements (separated by ';'): the count is the last one's; -1
+//! when a statement fails.
+int64_t CountInFile(const std::string& data_dir, const std::string& sql) {
   duckdb_database db = nullptr;
   duckdb_connection conn = nullptr;
   if (duckdb_open((data_dir + "/telemetry.duckdb").c_str(), &db) != DuckDBSuccess) return -1;
   int64_t n = -1;
   if (duckdb_connect(db, &conn) == DuckDBSuccess) {
     duckdb_result r;
-    if (duckdb_query(conn, sql, &r) == DuckDBSuccess) n = duckdb_value_int64(&r, 0, 0);
+    if (duckdb_query(conn, sql.c_str(), &r) == DuckDBSuccess) {
+      n = duckdb_value_int64(&r, 0, 0);
+    } else {
+      ADD_FAILURE() << duckdb_result_error(&r);
+    }
     duckdb_destroy_result(&r);
     duckdb_disconnect(&conn);
   }
   duckdb_close(&db);
   return n;
-}
-
-//! Runs `sql` (statements separated by ';') on the closed database file.
-bool ExecInFile(const std::string& data_dir, const std::string& sql) {
-  duckdb_database db = nullptr;
-  duckdb_connection conn = nullptr;
-  if (duckdb_open((data_dir + "/telemetry.duckdb").c_str(), &db) != DuckDBSuccess) return false;
-  bool ok = false;
-  if (duckdb_connect(db, &conn) == DuckDBSuccess) {
-    duckdb_result r;
-    ok = duckdb_query(conn, sql.c_str(), &r) == DuckDBSuccess;
-    if (!ok) ADD_FAILURE() << duckdb_result_error(&r);
-    duckdb_destroy_result(&r);
-    duckdb_disconnect(&conn);
-  }
-  duckdb_close(&db);
-  return ok;
 }
 
 TEST_F(MetricRollupTest, AnOpenFoldsTheDeltasAnOlderBuildLeftAndDropsTheirTable) {
@@ -304,12 +293,13 @@ TEST_F(MetricRollupTest, AnOpenFoldsTheDeltasAnOlderBuildLeftAndDropsTheirTable)
   // What a build that appended each commit's rollups left: the last two
   // hours only as unfolded minute deltas in metric_rollup_delta.
   const std::string later = std::to_string(kHour0 + kHourNs);
-  ASSERT_TRUE(ExecInFile(dir_.str(),
-                         "CREATE TABLE metric_rollup_delta AS SELECT * FROM metric_rollup_minute WHERE "
-                         "bucket_ns >= " +
-                             later + "; DELETE FROM metric_rollup_minute WHERE bucket_ns >= " + later +
-                             "; DELETE FROM metric_rollup_hour WHERE bucket_ns >= " + later));
-  ASSERT_GT(CountInFile(dir_.str(), "SELECT count(*) FROM metric_rollup_delta"), 0);
+  ASSERT_GT(CountInFile(dir_.str(),
+                        "CREATE TABLE metric_rollup_delta AS SELECT * FROM metric_rollup_minute WHERE "
+                        "bucket_ns >= " +
+                            later + "; DELETE FROM metric_rollup_minute WHERE bucket_ns >= " + later +
+                            "; DELETE FROM metric_rollup_hour WHERE bucket_ns >= " + later +
+                            "; SELECT count(*) FROM metric_rollup_delta"),
+            0);
   s.Open(dir_.str(), kNever);
   EXPECT_EQ(s.Count("SELECT count(*) FROM information_schema.tables WHERE table_name = 'metric_rollup_delta'"), 0);
   ExpectFolded(s, sent_, "after an open folded the legacy deltas");
