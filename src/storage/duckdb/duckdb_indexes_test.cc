@@ -16,6 +16,7 @@
 #include "model/batch.h"
 #include "storage/duckdb/duckdb_store.h"
 #include "storage/duckdb/log_token_index.h"
+#include "storage/duckdb/sorted_runs.h"
 #include "storage/sql/sql_reader.h"
 #include "storage/telemetry_reader.h"
 #include "storage/telemetry_store.h"
@@ -264,6 +265,62 @@ TEST_F(DuckDbIndexesTest, FourRunsOfATierMergeIntoOne) {
   ASSERT_TRUE(store_->ReclaimSpace().ok());
   EXPECT_EQ(Int("SELECT count(DISTINCT run) FROM trace_ranges"), 2);
   EXPECT_EQ(TraceStarts(TraceId{3, 7}), (std::vector<int64_t>{kT0 + 2}));
+}
+
+// SortedRuns alone, on a table of one key column, with a merge cap of 10
+// rows: runs of two rows merge four at a time (8 rows), four runs of 8 would
+// make 32 and are left as they are, and every row stays readable in order.
+TEST(SortedRunsTest, AMergePastTheCapIsNotMade) {
+  duckdb_database db = nullptr;
+  duckdb_connection conn = nullptr;
+  ASSERT_EQ(duckdb_open(nullptr, &db), DuckDBSuccess);
+  ASSERT_EQ(duckdb_connect(db, &conn), DuckDBSuccess);
+  const duckdb_index::RunTableDef def{"runs", "tail", "k", "", "k"};
+  ASSERT_TRUE(duckdb_index::Exec(conn, "CREATE TABLE tail (k BIGINT); CREATE TABLE runs (k BIGINT, run BIGINT)").ok());
+  duckdb_index::SortedRuns runs(def, /*max_merge_rows=*/10);
+  ASSERT_TRUE(runs.Load(conn).ok());
+  auto run_sizes = [&] {
+    std::vector<int64_t> sizes;
+    EXPECT_TRUE(duckdb_index::Query(conn, "SELECT count(*) FROM runs GROUP BY run ORDER BY run", [&](const RowView& r) {
+                  sizes.push_back(r.GetInt(0));
+                }).ok());
+    return sizes;
+  };
+  for (int i = 0; i < 20; ++i) {
+    // Keys descending across compactions, so a run is sorted only if a merge sorts it.
+    const int64_t k = 100 - 2 * i;
+    ASSERT_TRUE(
+        duckdb_index::Exec(conn, "INSERT INTO tail VALUES (" + std::to_string(k) + "), (" + std::to_string(k - 1) + ")")
+            .ok());
+    ASSERT_TRUE(runs.Compact(conn).ok());
+    if (i == 3) {
+      EXPECT_EQ(run_sizes(), (std::vector<int64_t>{8}));
+    }
+    if (i == 5) {
+      EXPECT_EQ(run_sizes(), (std::vector<int64_t>{8, 2, 2}));
+    }
+  }
+  EXPECT_EQ(run_sizes(), (std::vector<int64_t>(5, 8)));
+  EXPECT_EQ(runs.runs(), 5u);
+  // Each run is one sorted stretch of 8 keys; all 40 rows are there.
+  int64_t rows = 0, sorted = 0;
+  ASSERT_TRUE(
+      duckdb_index::Query(conn,
+                          "SELECT count(*), count(*) FILTER (WHERE k = 100 - 8 * (run_pos // 8) - 7 + run_pos % 8) "
+                          "FROM (SELECT k, row_number() OVER (ORDER BY rowid) - 1 AS run_pos FROM runs)",
+                          [&](const RowView& r) {
+                            rows = r.GetInt(0);
+                            sorted = r.GetInt(1);
+                          })
+          .ok());
+  EXPECT_EQ(rows, 40);
+  EXPECT_EQ(sorted, 40);
+  // The run sizes are read back at open: the next compaction still merges nothing past the cap.
+  duckdb_index::SortedRuns reopened(def, /*max_merge_rows=*/10);
+  ASSERT_TRUE(reopened.Load(conn).ok());
+  EXPECT_EQ(reopened.runs(), 5u);
+  duckdb_disconnect(&conn);
+  duckdb_close(&db);
 }
 
 TEST_F(DuckDbIndexesTest, AnExistingDatabaseIsBackfilledAtOpen) {

@@ -126,15 +126,18 @@ Status SortedRuns::Compact(duckdb_connection conn) {
   for (;;) {
     std::map<int, std::vector<int64_t>> tiers;
     for (const auto& [id, rows] : run_rows_) tiers[Tier(rows)].push_back(id);
-    const std::vector<int64_t>* full = nullptr;
-    for (const auto& [tier, ids] : tiers) {
-      if (ids.size() >= kRunsPerTier) {
-        full = &ids;
-        break;
-      }
+    std::vector<int64_t> merge;
+    for (auto& [tier, ids] : tiers) {
+      if (ids.size() < kRunsPerTier) continue;
+      ids.resize(kRunsPerTier);  // the oldest four
+      uint64_t rows = 0;
+      for (int64_t id : ids) rows += run_rows_[id];
+      if (rows > max_merge_rows_) continue;
+      merge = std::move(ids);
+      break;
     }
-    if (full == nullptr) return Status::Ok();
-    SL_RETURN_IF_ERROR(Merge(conn, *full));
+    if (merge.empty()) return Status::Ok();
+    SL_RETURN_IF_ERROR(Merge(conn, merge));
   }
 }
 

@@ -14,7 +14,12 @@
 //   (INSERT ... SELECT ... ORDER BY key, then DELETE the tail, in one
 //   transaction), and merges runs of similar size (four of a size tier into
 //   one), so a lookup reads about one row group per run and the number of
-//   runs grows with the logarithm of the rows.
+//   runs grows with the logarithm of the rows, up to the merge cap: a merge
+//   that would write more than max_merge_rows rows is not made. DuckDB keeps
+//   16 bytes per deleted row outside its memory limit until the merge commits
+//   (measured: a merge of 80M rows under a 1 GB limit peaked at 2.3 GB RSS),
+//   so an uncapped merge at a billion rows would need gigabytes; past the cap
+//   the runs only grow in number (a few dozen at a billion rows).
 //
 // Load() and Compact() are not thread-safe: the store calls them under its
 // maintenance lock. AddTailRows() and tail_rows() may be called from any
@@ -48,14 +53,21 @@ struct RunTableDef {
   const char* order;     // the ORDER BY of a run (the lookup key first)
 };
 
+//! The largest merge: 96M rows, about 1.5 GB of DuckDB's delete bookkeeping
+//! at its commit. Runs of 4^13 (67M) rows are the largest a merge writes;
+//! four of those are never merged.
+inline constexpr uint64_t kMaxMergeRows = 96u << 20;
+
 class SortedRuns {
  public:
-  explicit SortedRuns(const RunTableDef& def) : def_(def) {}
+  explicit SortedRuns(const RunTableDef& def, uint64_t max_merge_rows = kMaxMergeRows)
+      : def_(def), max_merge_rows_(max_merge_rows) {}
 
   //! Reads the runs' sizes and the tail's row count (at open).
   Status Load(duckdb_connection conn);
-  //! Moves the tail into a new sorted run and merges runs of a size tier
-  //! that has four. No-op for an empty tail.
+  //! Moves the tail into a new sorted run and merges the runs of a size tier
+  //! that has four, unless they hold more than max_merge_rows. No-op for an
+  //! empty tail.
   Status Compact(duckdb_connection conn);
   //! The tail's rows (counted at Load, plus what the sinks reported).
   uint64_t tail_rows() const { return tail_rows_.load(); }
@@ -68,6 +80,7 @@ class SortedRuns {
   Status Merge(duckdb_connection conn, const std::vector<int64_t>& ids);
 
   RunTableDef def_;
+  uint64_t max_merge_rows_;
   std::map<int64_t, uint64_t> run_rows_;  // run id -> rows written (retention deletes are not subtracted)
   int64_t next_run_ = 1;
   std::atomic<uint64_t> tail_rows_{0};
