@@ -39,7 +39,7 @@ void AddStoreOptions(CLI::App* cmd, std::string* data, std::string* storage, Sto
       ->check(CLI::IsMember({"duckdb", "sqlite", "clickhouse"}))
       ->capture_default_str();
   cmd->add_option("--duckdb-memory-limit", store->memory_limit,
-                  "DuckDB memory_limit, e.g. 2GB (default: DuckDB's, 80% of RAM)")
+                  "DuckDB memory_limit, e.g. 2GB (default: 60% of RAM, or of the cgroup's memory limit)")
       ->envname("SIGHTLINE_DUCKDB_MEMORY_LIMIT");
   cmd->add_option("--duckdb-checkpoint-threshold", store->checkpoint_threshold,
                   "DuckDB checkpoint_threshold: WAL size that triggers a checkpoint. Small values re-compress "

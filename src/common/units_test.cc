@@ -1,8 +1,10 @@
 #include "common/units.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "common/disk_space.h"
+#include "common/memory_size.h"
 #include "common/testing/temp_dir.h"
 
 namespace sightline {
@@ -68,6 +70,21 @@ TEST(GetDiskSpace, ReportsTheFilesystemOfAPath) {
   Result<DiskSpace> missing = GetDiskSpace(dir.str() + "/does/not/exist");
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), StatusCode::kIoError);
+}
+
+TEST(ParseCgroupMemoryLimit, ReadsBytesAndTheNoLimitSpellings) {
+  EXPECT_EQ(ParseCgroupMemoryLimit("2147483648\n"), 2147483648u);
+  EXPECT_EQ(ParseCgroupMemoryLimit("max\n"), std::nullopt);                  // v2: no limit
+  EXPECT_EQ(ParseCgroupMemoryLimit("9223372036854771712\n"), std::nullopt);  // v1: no limit
+  EXPECT_EQ(ParseCgroupMemoryLimit(""), std::nullopt);
+  EXPECT_EQ(ParseCgroupMemoryLimit("12k"), std::nullopt);
+}
+
+TEST(UsableMemoryBytes, IsAtMostTheMachinesRam) {
+  const uint64_t ram =
+      static_cast<uint64_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  EXPECT_GT(UsableMemoryBytes(), 0u);
+  EXPECT_LE(UsableMemoryBytes(), ram);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/memory_size.h"
 #include "common/testing/temp_dir.h"
 #include "model/batch.h"
 #include "storage/duckdb/duckdb_store.h"
@@ -265,6 +266,38 @@ TEST_F(DuckDbIndexesTest, FourRunsOfATierMergeIntoOne) {
   ASSERT_TRUE(store_->ReclaimSpace().ok());
   EXPECT_EQ(Int("SELECT count(DISTINCT run) FROM trace_ranges"), 2);
   EXPECT_EQ(TraceStarts(TraceId{3, 7}), (std::vector<int64_t>{kT0 + 2}));
+}
+
+// Not an index, but the same fixture (a store opened without a
+// memory_limit): it runs under kDefaultMemoryLimitPercent of the usable
+// memory, not DuckDB's own 80% of RAM.
+using DuckDbStoreSettingsTest = DuckDbIndexesTest;
+
+TEST_F(DuckDbStoreSettingsTest, WithoutAMemoryLimitItTakesSixtyPercentOfUsableMemory) {
+  const std::string ours = DefaultDuckDbMemoryLimit();
+  ASSERT_EQ(ours, std::to_string(UsableMemoryBytes() / 100 * 60 >> 20) + "MiB");
+  // DuckDB's rendering of our value and of its own default, from a database of its own.
+  duckdb_database db = nullptr;
+  duckdb_connection conn = nullptr;
+  ASSERT_EQ(duckdb_open(nullptr, &db), DuckDBSuccess);
+  ASSERT_EQ(duckdb_connect(db, &conn), DuckDBSuccess);
+  auto setting = [&] {
+    std::string value;
+    EXPECT_TRUE(duckdb_index::Query(conn, "SELECT current_setting('memory_limit')", [&](const RowView& r) {
+                  value = r.GetString(0);
+                }).ok());
+    return value;
+  };
+  const std::string duckdb_default = setting();
+  ASSERT_TRUE(duckdb_index::Exec(conn, "SET memory_limit = '" + ours + "'").ok());
+  const std::string expected = setting();
+  duckdb_disconnect(&conn);
+  duckdb_close(&db);
+  Result<SqlResult> r = store_->ExecuteSql("SELECT current_setting('memory_limit')");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->rows.size(), 1u);
+  EXPECT_EQ(r->rows[0][0].value_or(""), expected);
+  EXPECT_NE(expected, duckdb_default);
 }
 
 // SortedRuns alone, on a table of one key column, with a merge cap of 10

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "common/disk_space.h"
+#include "common/memory_size.h"
 #include "common/mutex.h"
 #include "common/units.h"
 #include "storage/rollup/exception_rollup.h"
@@ -870,7 +871,8 @@ Status DuckDbStore::Init(const StoreOptions& options) {
   duckdb_config config = nullptr;
   if (duckdb_create_config(&config) != DuckDBSuccess) return Status::Internal("duckdb: cannot create config");
   std::vector<std::pair<std::string, std::string>> settings;
-  if (!options.memory_limit.empty()) settings.emplace_back("memory_limit", options.memory_limit);
+  const std::string memory_limit = options.memory_limit.empty() ? DefaultDuckDbMemoryLimit() : options.memory_limit;
+  if (!memory_limit.empty()) settings.emplace_back("memory_limit", memory_limit);
   if (options.threads > 0) settings.emplace_back("threads", std::to_string(options.threads));
   settings.emplace_back("checkpoint_threshold", kDuckDbAutoCheckpointOff);
   for (const auto& [key, value] : settings) {
@@ -1284,6 +1286,12 @@ Status DuckDbStore::CloseLocked(bool force) {
 }
 
 }  // namespace
+
+std::string DefaultDuckDbMemoryLimit() {
+  const uint64_t usable = UsableMemoryBytes();
+  if (usable == 0) return "";
+  return std::to_string(usable / 100 * kDefaultMemoryLimitPercent >> 20) + "MiB";
+}
 
 Result<std::unique_ptr<TelemetryStore>> OpenDuckDbStore(const StoreOptions& options) {
   return DuckDbStore::Open(options);
