@@ -145,6 +145,9 @@ struct LevelResult {
     if (!signal_bytes || !signal_stored_rows || *signal_stored_rows == 0) return std::nullopt;
     return static_cast<double>(*signal_bytes) / static_cast<double>(*signal_stored_rows);
   }
+  //! The spawned server's peak resident set (VmHWM) by the end of this
+  //! level's probes; 0 when unknown (not spawned).
+  uint64_t server_peak_rss_bytes = 0;
   std::vector<CallResult> calls;
   bool pass = false;
   std::string fail_reason;
@@ -176,8 +179,9 @@ struct RunResult {
   std::string engine;
   std::vector<SignalResult> signals;
   std::optional<UnderIngest> under_ingest;
-  bool stopped = false;    // by a signal or --stop-after, before the ladder's end
-  std::string stop_error;  // a resumed state that does not fit the server's data
+  bool stopped = false;      // by a signal or --stop-after, before the ladder's end
+  std::string stop_error;    // a resumed state that does not fit the server's data
+  bool server_died = false;  // the spawned server exited or was killed
 };
 
 // ---- the calls ---------------------------------------------------------------------
@@ -264,6 +268,7 @@ struct Target {
   std::string token;       // ingest: sends
   std::string read_token;  // read: the API
   bool spawned = false;
+  pid_t server_pid = -1;  // the spawned server
 };
 
 //! Background ingest while probing (--under-ingest): slices of RunHttpLoad,
@@ -422,7 +427,24 @@ class Ladder {
       LevelResult base;
       base.level_rows = level;
       Fill(level, &base);
-      if (!g_stop) Digest(&base);
+      if (!g_stop && !ServerGone()) Digest(&base);
+      if (ServerGone()) {
+        // A dead server answers nothing: the level fails at once (not after
+        // the digestion and call timeouts), with where to look.
+        std::fprintf(stderr,
+                     "\nbench probe: the spawned server (pid %d) is gone: it exited or was killed (dmesg "
+                     "shows an OOM kill); its output is in server.log beside the data directory\n",
+                     static_cast<int>(t_.server_pid));
+        for (size_t k = 0; k < signals_.size(); ++k) {
+          LevelResult r = base;
+          r.accepted_rows = accepted_[static_cast<int>(signals_[k])];
+          r.fail_reason = "the server died at " + Human(static_cast<double>(r.accepted_rows)) + " rows";
+          passed[k].push_back(false);
+          out.signals[k].levels.push_back(std::move(r));
+        }
+        out.server_died = true;
+        break;
+      }
       if (g_stop) {
         SaveState();
         out.stopped = true;
@@ -631,6 +653,7 @@ class Ladder {
                   missing ? 100.0 * static_cast<double>(missing - left) / static_cast<double>(missing) : 100.0,
                   Human(rate).c_str(), rate > 0 ? static_cast<double>(left * n) / rate : 0.0, tty ? "" : "\n");
       std::fflush(stdout);
+      if (accepted_now == 0 && ServerGone()) break;
       fruitless = accepted_now == 0 ? fruitless + 1 : 0;
       if (fruitless >= 3) {
         std::fprintf(stderr, "\nbench probe: fill: nothing accepted in 3 rounds; probing at %llu rows\n",
@@ -665,7 +688,7 @@ class Ladder {
           break;
         }
       }
-      if (Since(start) >= o_.digest_timeout_s) break;
+      if (Since(start) >= o_.digest_timeout_s || (!h.ok() && ServerGone())) break;
       std::this_thread::sleep_for(std::chrono::duration<double>(o_.digest_interval_s));
     }
     r->digest_wait_s = Since(start);
@@ -730,10 +753,16 @@ class Ladder {
       r->calls.push_back(std::move(c));
     }
     r->pass = LevelPasses(names, samples, o_.pass_median_s * 1000, &r->fail_reason);
-    std::printf("  %s at %s rows: %s%s%s\n", SignalName(s), Human(static_cast<double>(r->accepted_rows)).c_str(),
-                r->pass ? "PASS" : "FAIL", r->pass ? "" : " — ", r->fail_reason.c_str());
+    if (t_.spawned) r->server_peak_rss_bytes = PeakRssBytesOf(t_.server_pid);
+    std::printf("  %s at %s rows: %s%s%s%s\n", SignalName(s), Human(static_cast<double>(r->accepted_rows)).c_str(),
+                r->pass ? "PASS" : "FAIL", r->pass ? "" : " — ", r->fail_reason.c_str(),
+                r->server_peak_rss_bytes > 0
+                    ? (" (server peak RSS " + Human(static_cast<double>(r->server_peak_rss_bytes)) + "B)").c_str()
+                    : "");
     std::fflush(stdout);
   }
+
+  bool ServerGone() const { return t_.spawned && t_.server_pid > 0 && !ProcessIsRunning(t_.server_pid); }
 
   std::string SignalsName() const {
     std::string out;
@@ -877,6 +906,9 @@ std::string ResultJson(const ProbeBenchOptions& o, const std::vector<uint64_t>& 
         w.Key("bytes_per_row");
         if (auto b = l.bytes_per_row()) w.Double(*b);
         else w.Null();
+        w.Key("server_peak_rss_bytes");
+        if (l.server_peak_rss_bytes > 0) w.Uint(l.server_peak_rss_bytes);
+        else w.Null();
         w.Key("calls");
         w.BeginArray();
         for (const CallResult& c : l.calls) {
@@ -991,19 +1023,26 @@ std::string ResultJson(const ProbeBenchOptions& o, const std::vector<uint64_t>& 
 }
 
 void PrintTable(const std::vector<RunResult>& runs) {
-  std::printf("\n%-4s %-7s %-8s %10s %10s %7s %-18s %10s %10s %10s  %-4s %s\n", "run", "engine", "signal", "level",
-              "rows/s", "B/row", "call", "median ms", "min ms", "max ms", "pass", "check");
+  std::printf("\n%-4s %-7s %-8s %10s %10s %7s %9s %-18s %10s %10s %10s  %-4s %s\n", "run", "engine", "signal", "level",
+              "rows/s", "B/row", "peak RSS", "call", "median ms", "min ms", "max ms", "pass", "check");
   for (const RunResult& run : runs) {
     for (const SignalResult& s : run.signals) {
       for (const LevelResult& l : s.levels) {
+        if (l.calls.empty()) {  // a level that could not be probed (its server died)
+          std::printf("%-4d %-7s %-8s %10s %10s %7s %9s %-18s %10s %10s %10s  %-4s %s\n", run.run, run.engine.c_str(),
+                      SignalName(s.signal), Human(static_cast<double>(l.accepted_rows)).c_str(),
+                      Human(l.fill_items_per_s).c_str(), "-", "-", "-", "-", "-", "-", "NO", l.fail_reason.c_str());
+        }
         for (const CallResult& c : l.calls) {
           const Spread sp = SpreadOf(c.samples.samples_ms);
           char per_row[16] = "-";
           if (auto b = l.bytes_per_row()) std::snprintf(per_row, sizeof per_row, "%.1f", *b);
-          std::printf("%-4d %-7s %-8s %10s %10s %7s %-18s %10.1f %10.1f %10.1f  %-4s %s\n", run.run, run.engine.c_str(),
-                      SignalName(s.signal), Human(static_cast<double>(l.accepted_rows)).c_str(),
-                      Human(l.fill_items_per_s).c_str(), per_row, c.name.c_str(), sp.median, sp.min, sp.max,
-                      l.pass ? "yes" : "NO", c.check.c_str());
+          const std::string rss =
+              l.server_peak_rss_bytes > 0 ? Human(static_cast<double>(l.server_peak_rss_bytes)) + "B" : "-";
+          std::printf("%-4d %-7s %-8s %10s %10s %7s %9s %-18s %10.1f %10.1f %10.1f  %-4s %s\n", run.run,
+                      run.engine.c_str(), SignalName(s.signal), Human(static_cast<double>(l.accepted_rows)).c_str(),
+                      Human(l.fill_items_per_s).c_str(), per_row, rss.c_str(), c.name.c_str(), sp.median, sp.min,
+                      sp.max, l.pass ? "yes" : "NO", c.check.c_str());
         }
       }
       std::printf("run %d %s %s: read cliff %s\n", run.run, run.engine.c_str(), SignalName(s.signal),
@@ -1113,6 +1152,7 @@ int RunProbeBench(const ProbeBenchOptions& o) {
 
   std::vector<RunResult> runs;
   bool stopped = false;
+  bool server_died = false;
   std::string stopped_dir;
   for (int rep = 1; rep <= std::max(1, o.repeat) && !stopped; ++rep) {
     RunResult run;
@@ -1149,7 +1189,7 @@ int RunProbeBench(const ProbeBenchOptions& o) {
                        (!read_token.ok() ? read_token.status() : ingest_token.status()).message().c_str());
           return 1;
         }
-        t = Target{server->otlp(), server->api(), *ingest_token, *read_token, true};
+        t = Target{server->otlp(), server->api(), *ingest_token, *read_token, true, server->pid()};
       }
       std::printf("run %d/%d, %s:\n", rep, o.repeat, group.size() == 1 ? SignalName(group[0]) : "mixed");
       LadderState ls;
@@ -1165,6 +1205,7 @@ int RunProbeBench(const ProbeBenchOptions& o) {
         stopped = true;
         stopped_dir = work.value_or("");
       }
+      server_died = server_died || part.server_died;
       for (auto& s : part.signals) run.signals.push_back(std::move(s));
       if (part.under_ingest) {
         if (!run.under_ingest) run.under_ingest = UnderIngest{o.under_ingest, 0, 0};
@@ -1209,6 +1250,7 @@ int RunProbeBench(const ProbeBenchOptions& o) {
     std::printf("results written to %s\n", o.json_out.c_str());
   }
   if (mismatches > 0) return 3;
+  if (server_died) return 4;
   return stopped && g_stop ? 130 : 0;
 }
 

@@ -427,6 +427,16 @@ uint64_t PeakRssBytesOf(pid_t pid) { return StatusKilobytesOf(pid, "VmHWM:"); }
 
 uint64_t CurrentRssBytesOf(pid_t pid) { return StatusKilobytesOf(pid, "VmRSS:"); }
 
+bool ProcessIsRunning(pid_t pid) {
+  // /proc/PID/stat: "pid (comm) S ...", where comm may hold spaces and parentheses.
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos || close + 2 >= stat.size()) return false;
+  const char state = stat[close + 2];
+  return state != 'Z' && state != 'X' && state != 'x';
+}
+
 bool FindJsonNumber(const std::string& json, std::initializer_list<const char*> path, uint64_t* out) {
   size_t pos = 0;
   size_t n = 0;

@@ -109,6 +109,9 @@ Result<std::string> ClickHouseQuery(const HttpEndpoint& server, const std::strin
 double ProcessCpuSecondsOf(pid_t pid);
 //! VmHWM (peak resident set) of a live process, bytes; 0 if unknown.
 uint64_t PeakRssBytesOf(pid_t pid);
+//! Whether a process is running: false once it exited (a zombie not yet
+//! reaped counts as exited) or was killed, as by the kernel's OOM killer.
+bool ProcessIsRunning(pid_t pid);
 //! VmRSS (current resident set) of a live process, bytes; 0 if unknown. A
 //! sampler's peak over one step, unlike VmHWM, the peak of the whole life.
 uint64_t CurrentRssBytesOf(pid_t pid);

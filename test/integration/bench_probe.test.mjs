@@ -10,7 +10,9 @@
 // first level must refuse other options and, resumed, fill on to the second
 // level, rebuild the truth and match it, with the rows of both runs stored once;
 // one interrupted by SIGINT in the middle of a fill must save where it got to
-// and, resumed, fill on from there.
+// and, resumed, fill on from there. A spawned server killed in the middle of
+// a fill (as the OOM killer would) must fail its level at once, not after
+// the digestion timeout, and the probe exit 4.
 
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -96,6 +98,8 @@ for (const engine of ENGINES) {
           }
           assert.equal(l.pass, true, `${where}: ${l.fail_reason}`);
           assert.equal(l.fail_reason, '');
+          // A server holds more than a megabyte, and far less than this box.
+          assert.ok(l.server_peak_rss_bytes > 1 << 20 && l.server_peak_rss_bytes < j.machine.mem_bytes, where);
         }
         assert.equal(s.read_cliff_rows, 6000, s.signal);
         assert.equal(j.summary[s.signal].read_cliff_rows, 6000);
@@ -331,5 +335,43 @@ describe(`bench probe --keep-data stopped by SIGINT mid-fill, then --resume (${E
     for (const c of level.calls) assert.equal(c.check, 'ok', `${c.call}: ${c.check}`);
     const count = await runSql(path.join(kept, 'data'), ENGINES[0], 'SELECT count(*) AS n FROM spans');
     assert.equal(count.rows[0][0], '400000');
+  });
+});
+
+describe(`bench probe with its spawned server killed mid-fill (${ENGINES[0]})`, () => {
+  it('fails the level at once, says the server died and exits 4', async () => {
+    requireBinary();
+    const dir = await makeTempDir('sightline-probe-it-');
+    dirs.push(dir);
+    const out = path.join(dir, 'killed.json');
+    const child = spawn(BIN, ['bench', 'probe', '--spawn', ENGINES[0], '--signal', 'spans', '--levels',
+      '20000,4000000', '--batch', '10000', '--digest-interval', '0.3', '--work-dir', dir, '--json-out', out]);
+    let stdout = '';
+    let stderr = '';
+    let killedAt = 0;
+    child.stderr.on('data', (d) => { stderr += d; });
+    child.stdout.on('data', (d) => {
+      stdout += d;
+      if (!killedAt && /level 4\.00M: +\d+% filled/.test(stdout)) {
+        killedAt = Date.now();
+        // The server is the one child of the probe serving a data directory under `dir`.
+        execFile('pkill', ['-KILL', '-f', `serve --data ${dir}/`]);
+      }
+    });
+    const code = await new Promise((resolve) => child.on('exit', (c) => resolve(c)));
+    assert.ok(killedAt > 0, stdout);
+    // The digestion timeout is 300 s; a dead server is seen within a chunk.
+    assert.ok(Date.now() - killedAt < 60_000, `took ${Date.now() - killedAt} ms after the kill`);
+    assert.equal(code, 4, `${stdout}\n${stderr}`);
+    assert.match(stderr, /the spawned server \(pid \d+\) is gone/);
+    const j = JSON.parse(await fsp.readFile(out, 'utf8'));
+    const levels = j.runs[0].signals[0].levels;
+    assert.deepEqual(levels.map((l) => l.level_rows), [20000, 4000000]);
+    assert.equal(levels[0].pass, true);
+    assert.equal(levels[1].pass, false);
+    assert.match(levels[1].fail_reason, /^the server died at /);
+    assert.ok(levels[1].accepted_rows < 4000000);
+    assert.deepEqual(levels[1].calls, []);
+    assert.equal(j.runs[0].signals[0].read_cliff_rows, 20000);
   });
 });
