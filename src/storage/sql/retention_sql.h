@@ -44,9 +44,16 @@ inline std::string ProjectFilterSql(const ProjectSet& projects) {
   return out + ")";
 }
 
-//! The WHERE condition of a retention delete.
+//! The WHERE condition of a retention delete. A log record's age is an
+//! expression, which no engine can match against its per-block time ranges
+//! (DuckDB's zone maps, ClickHouse's primary key); `time_ns < before` follows
+//! from it when before_ns > 0 (time_ns is 0 or the age) and can be, so a pass
+//! with little to expire reads only the oldest blocks instead of every record.
 inline std::string ExpiredRowsSql(Signal signal, const ProjectSet& projects, int64_t before_ns) {
-  return std::string(AgeTimeSql(signal)) + " < " + std::to_string(before_ns) + ProjectFilterSql(projects);
+  const std::string before = std::to_string(before_ns);
+  std::string out = std::string(AgeTimeSql(signal)) + " < " + before;
+  if (signal == Signal::kLogs && before_ns > 0) out = "time_ns < " + before + " AND " + out;
+  return out + ProjectFilterSql(projects);
 }
 
 }  // namespace sightline::sql
