@@ -21,7 +21,7 @@ Result<std::unique_ptr<TelemetryStore>> OpenDuckDbStore(const StoreOptions& opti
 
 //! DuckDB's own default memory_limit is 80% of RAM, and it goes past its limit
 //! by what it keeps outside the buffer manager (16 bytes per row a transaction
-//! deletes, until it commits), while the rest of the process needs its own
+//! deletes, until the next checkpoint), while the rest of the process needs its own
 //! share (--max-inflight-bytes, decoded batches, query results). A logs fill
 //! under the 80% default was killed for want of memory at 341M records.
 inline constexpr uint64_t kDefaultMemoryLimitPercent = 60;

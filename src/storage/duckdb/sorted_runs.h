@@ -16,7 +16,7 @@
 //   one), so a lookup reads about one row group per run and the number of
 //   runs grows with the logarithm of the rows, up to the merge cap: a merge
 //   that would write more than max_merge_rows rows is not made. DuckDB keeps
-//   16 bytes per deleted row outside its memory limit until the merge commits
+//   16 bytes per deleted row outside its memory limit until the next checkpoint
 //   (measured: a merge of 80M rows under a 1 GB limit peaked at 2.3 GB RSS),
 //   so an uncapped merge at a billion rows would need gigabytes; past the cap
 //   the runs only grow in number (a few dozen at a billion rows).
