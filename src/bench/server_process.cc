@@ -385,14 +385,26 @@ BenchClickHouse::~BenchClickHouse() {
   }
 }
 
-double ProcessCpuSecondsOf(pid_t pid) {
+namespace {
+
+//! /proc/PID/stat from field 3 (state) on: the fields after the command
+//! name, which is parenthesised and may hold spaces and parentheses. Empty
+//! when the process is gone.
+std::string StatFieldsOf(pid_t pid) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
   std::string line;
-  if (!std::getline(f, line)) return -1;
-  // Fields after the command name, which is parenthesised and may hold spaces.
-  size_t close = line.rfind(')');
-  if (close == std::string::npos) return -1;
-  std::istringstream rest(line.substr(close + 2));
+  if (!std::getline(f, line)) return "";
+  const size_t close = line.rfind(')');
+  if (close == std::string::npos || close + 2 >= line.size()) return "";
+  return line.substr(close + 2);
+}
+
+}  // namespace
+
+double ProcessCpuSecondsOf(pid_t pid) {
+  const std::string fields = StatFieldsOf(pid);
+  if (fields.empty()) return -1;
+  std::istringstream rest(fields);
   std::string field;
   unsigned long long utime = 0, stime = 0;
   // rest starts at field 3 (state); utime is field 14, stime 15.
@@ -428,13 +440,8 @@ uint64_t PeakRssBytesOf(pid_t pid) { return StatusKilobytesOf(pid, "VmHWM:"); }
 uint64_t CurrentRssBytesOf(pid_t pid) { return StatusKilobytesOf(pid, "VmRSS:"); }
 
 bool ProcessIsRunning(pid_t pid) {
-  // /proc/PID/stat: "pid (comm) S ...", where comm may hold spaces and parentheses.
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  const size_t close = stat.rfind(')');
-  if (close == std::string::npos || close + 2 >= stat.size()) return false;
-  const char state = stat[close + 2];
-  return state != 'Z' && state != 'X' && state != 'x';
+  const std::string fields = StatFieldsOf(pid);
+  return !fields.empty() && fields[0] != 'Z' && fields[0] != 'X' && fields[0] != 'x';
 }
 
 bool FindJsonNumber(const std::string& json, std::initializer_list<const char*> path, uint64_t* out) {

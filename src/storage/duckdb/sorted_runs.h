@@ -54,7 +54,7 @@ struct RunTableDef {
 };
 
 //! The largest merge: 96M rows, about 1.5 GB of DuckDB's delete bookkeeping
-//! at its commit. Runs of 4^13 (67M) rows are the largest a merge writes;
+//! until the next checkpoint. Runs of 4^13 (67M) rows are the largest a merge writes;
 //! four of those are never merged.
 inline constexpr uint64_t kMaxMergeRows = 96u << 20;
 
