@@ -14,6 +14,7 @@
 
 #include "bench/http_load.h"
 #include "bench/server_process.h"
+#include "common/memory_size.h"
 #include "common/mutex.h"
 #include "common/sqlite_pragmas.h"
 
@@ -262,7 +263,8 @@ class DuckDbEngine final : public RawEngine {
     duckdb_config config = nullptr;
     if (duckdb_create_config(&config) != DuckDBSuccess) return Status::Internal("duckdb: cannot create a config");
     std::vector<std::pair<std::string, std::string>> settings;
-    if (!o.duckdb_memory_limit.empty()) settings.emplace_back("memory_limit", o.duckdb_memory_limit);
+    const std::string memory_limit = o.duckdb_memory_limit.empty() ? DefaultDuckDbMemoryLimit() : o.duckdb_memory_limit;
+    if (!memory_limit.empty()) settings.emplace_back("memory_limit", memory_limit);
     if (!o.duckdb_checkpoint_threshold.empty()) {
       settings.emplace_back("checkpoint_threshold", o.duckdb_checkpoint_threshold);
     }

@@ -79,7 +79,8 @@ class RawRows {
 struct RawEngineOptions {
   std::string data_dir;  // created; must not hold a database yet
   // DuckDB settings, as the spawned server's --duckdb-* flags give them.
-  std::string duckdb_memory_limit;  // "" = DuckDB's default
+  //! "" = Sightline's default, DefaultDuckDbMemoryLimit() (README.md, configuration).
+  std::string duckdb_memory_limit;
   //! Sightline's default (README.md, configuration); "" = DuckDB's 16MB.
   std::string duckdb_checkpoint_threshold = "256MB";
   int duckdb_threads = 0;  // 0 = DuckDB's default

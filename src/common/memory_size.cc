@@ -41,4 +41,10 @@ uint64_t UsableMemoryBytes() {
   return bytes;
 }
 
+std::string DefaultDuckDbMemoryLimit() {
+  const uint64_t usable = UsableMemoryBytes();
+  if (usable == 0) return "";
+  return std::to_string(usable / 100 * kDefaultMemoryLimitPercent >> 20) + "MiB";
+}
+
 }  // namespace sightline

@@ -1290,12 +1290,6 @@ Status DuckDbStore::CloseLocked(bool force) {
 
 }  // namespace
 
-std::string DefaultDuckDbMemoryLimit() {
-  const uint64_t usable = UsableMemoryBytes();
-  if (usable == 0) return "";
-  return std::to_string(usable / 100 * kDefaultMemoryLimitPercent >> 20) + "MiB";
-}
-
 Result<std::unique_ptr<TelemetryStore>> OpenDuckDbStore(const StoreOptions& options) {
   return DuckDbStore::Open(options);
 }

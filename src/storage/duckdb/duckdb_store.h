@@ -14,21 +14,9 @@
 namespace sightline {
 
 //! Opens (creating if needed) the DuckDB store in options.data_dir. Applies
-//! memory_limit (else DefaultDuckDbMemoryLimit()), threads and
+//! memory_limit (else DefaultDuckDbMemoryLimit(), common/memory_size.h), threads and
 //! checkpoint_threshold when set. Fails with IoError when the directory or
 //! database cannot be opened, InvalidArgument for a bad setting value.
 Result<std::unique_ptr<TelemetryStore>> OpenDuckDbStore(const StoreOptions& options);
-
-//! DuckDB's own default memory_limit is 80% of RAM, and it goes past its limit
-//! by what it keeps outside the buffer manager (16 bytes per row a transaction
-//! deletes, until the next checkpoint), while the rest of the process needs its own
-//! share (--max-inflight-bytes, decoded batches, query results). A logs fill
-//! under the 80% default was killed for want of memory at 341M records.
-inline constexpr uint64_t kDefaultMemoryLimitPercent = 60;
-
-//! kDefaultMemoryLimitPercent of UsableMemoryBytes() (RAM, or the cgroup's
-//! limit) as a DuckDB setting ("14745MiB"); "" (DuckDB's default) when the
-//! memory is unknown.
-std::string DefaultDuckDbMemoryLimit();
 
 }  // namespace sightline
