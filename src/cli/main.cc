@@ -49,6 +49,12 @@ void AddStoreOptions(CLI::App* cmd, std::string* data, std::string* storage, Sto
   cmd->add_option("--duckdb-threads", store->threads, "DuckDB worker threads (0 = one per core)")
       ->envname("SIGHTLINE_DUCKDB_THREADS")
       ->capture_default_str();
+  cmd->add_option("--duckdb-max-delete-rows", store->max_delete_rows,
+                  "DuckDB: a retention delete removes at most this many rows per transaction, with a checkpoint "
+                  "between (DuckDB holds 16 bytes per deleted row outside its memory limit until a checkpoint)")
+      ->envname("SIGHTLINE_DUCKDB_MAX_DELETE_ROWS")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
+      ->capture_default_str();
   cmd->add_option("--rollup-exact-spans", store->rollup_exact_spans,
                   "DuckDB: span groups (endpoints, their charts) over fewer spans than this are computed exactly from "
                   "raw spans; over more, from the minute and hour rollups (percentiles within 1%)")

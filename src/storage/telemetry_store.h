@@ -28,7 +28,11 @@ struct StoreOptions {
   std::string memory_limit;                    // DuckDB memory_limit, e.g. "2GB"; "" = engine default
   std::string checkpoint_threshold = "256MB";  // DuckDB checkpoint_threshold ("" = DuckDB's 16MB)
   int threads = 0;                             // DuckDB worker threads; 0 = engine default
-  int read_connections = 4;                    // size of the read pool (AcquireReader)
+  //! DuckDB: a retention delete removes at most this many rows per
+  //! transaction, with a checkpoint before the next: DuckDB holds 16 bytes
+  //! per deleted row outside its memory limit until the next checkpoint.
+  int64_t max_delete_rows = int64_t{4} << 20;
+  int read_connections = 4;  // size of the read pool (AcquireReader)
   //! Run every schema migration an older database needs, including those
   //! that are not automatic (`sightline migrate`; storage/schema_version.h).
   bool migrate = false;

@@ -53,6 +53,9 @@ constexpr const char* kDuckDbAutoCheckpointOff = "1000000TB";
 //! What a checkpoint may need beyond the WAL's size: metadata, and row groups
 //! rewritten because of deletes. A heuristic (docs/STORAGE.md).
 constexpr uint64_t kCheckpointHeadroomBytes = 16u << 20;
+//! A retention delete of more than max_delete_rows_ rows is cut at the
+//! edges of this many equal parts of the expired rows' time span.
+constexpr int64_t kDeleteSliceBuckets = 1024;
 //! The metric writer folds its pending rollups before the fold interval once
 //! they hold this many (series, minute) rows (a few hundred bytes each) or
 //! mark this many minutes dirty (each a raw read until the fold, and a
@@ -598,6 +601,16 @@ class DuckDbStore final : public TelemetryStore {
   //! committed for StoreOptions::rollup_idle_fold_ms (a bulk load that
   //! stopped reads at full speed again) or not folded for a fold interval.
   Status FoldPendingRollups(bool at_close);
+  //! The cutoffs a DeleteBefore(signal, projects, before_ns) deletes up
+  //! to, one transaction each, oldest first; the last is before_ns. Each
+  //! slice holds at most max_delete_rows_ expired rows, or one of
+  //! kDeleteSliceBuckets equal parts of the expired rows' time span when a
+  //! part alone holds more. Counted by one read of the expired rows' times.
+  Result<std::vector<int64_t>> DeleteSlices(Signal signal, const ProjectSet& projects, int64_t before_ns)
+      EXCLUDES(maintenance_mu_);
+  //! The rows of one slice (and their rollups, unless those outlive them),
+  //! then the index rows that expired with them.
+  Result<uint64_t> DeleteSlice(Signal signal, const ProjectSet& projects, int64_t before_ns) EXCLUDES(maintenance_mu_);
 
   std::string data_dir_;
   std::string db_path_;
@@ -608,6 +621,7 @@ class DuckDbStore final : public TelemetryStore {
   int64_t rollup_compaction_interval_ms_ = 0;        // StoreOptions::rollup_compaction_interval_ms
   int64_t rollup_idle_fold_ms_ = 0;                  // StoreOptions::rollup_idle_fold_ms
   bool rollups_outlive_rows_ = false;                // StoreOptions::rollups_outlive_rows
+  int64_t max_delete_rows_ = 0;                      // StoreOptions::max_delete_rows
 
   Mutex mu_;  // lifecycle: db_ and closed_
   duckdb_database db_ GUARDED_BY(mu_) = nullptr;
@@ -867,6 +881,11 @@ Status DuckDbStore::Init(const StoreOptions& options) {
     }
     checkpoint_threshold_bytes_ = *threshold;
   }
+  if (options.max_delete_rows < 1) {
+    return Status::InvalidArgument("duckdb: max_delete_rows must be at least 1, not " +
+                                   std::to_string(options.max_delete_rows));
+  }
+  max_delete_rows_ = options.max_delete_rows;
 
   duckdb_config config = nullptr;
   if (duckdb_create_config(&config) != DuckDBSuccess) return Status::Internal("duckdb: cannot create config");
@@ -1163,6 +1182,60 @@ Status DuckDbStore::ExpireRollups(Signal signal, const ProjectSet& projects, int
 
 Result<uint64_t> DuckDbStore::DeleteBefore(Signal signal, const ProjectSet& projects, int64_t before_ns) {
   if (!projects.all_but && projects.ids.empty()) return uint64_t{0};
+  Result<std::vector<int64_t>> slices = DeleteSlices(signal, projects, before_ns);
+  if (!slices.ok()) return slices.status();
+  uint64_t deleted = 0, last = 0;
+  for (int64_t slice_before : *slices) {
+    // The previous slice's delete bookkeeping goes with this checkpoint
+    // (docs/STORAGE.md "Retention"); the last one's with the pass's
+    // ReclaimSpace. The sinks write between slices.
+    if (last > 0) SL_RETURN_IF_ERROR(Checkpoint(/*only_over_threshold=*/false));
+    Result<uint64_t> slice = DeleteSlice(signal, projects, slice_before);
+    if (!slice.ok()) return slice.status();
+    last = *slice;
+    deleted += last;
+  }
+  return deleted;
+}
+
+Result<std::vector<int64_t>> DuckDbStore::DeleteSlices(Signal signal, const ProjectSet& projects, int64_t before_ns) {
+  const std::string age = sql::AgeTimeSql(signal);
+  const std::string from =
+      std::string(" FROM ") + sql::MainTable(signal) + " WHERE " + sql::ExpiredRowsSql(signal, projects, before_ns);
+  MutexLock lock(&maintenance_mu_);
+  if (maintenance_conn_ == nullptr) return Status::Unavailable("duckdb: store is closed");
+  duckdb_connection conn = maintenance_conn_;  // the lambda runs under the lock, unseen by the analysis
+  auto query = [&](const std::string& sql, const std::function<void(const RowView&)>& row) -> Status {
+    QueryResult result;
+    Status s = result.Run(conn, sql);
+    if (!s.ok()) return Classify(Status::IoError("duckdb: " + sql + ": " + s.message()));
+    return ForEachDuckDbRow(result.get(), row);
+  };
+  int64_t expired = 0, oldest = before_ns;
+  SL_RETURN_IF_ERROR(query("SELECT count(*), min(" + age + ")" + from, [&](const RowView& r) {
+    expired = r.GetInt(0);
+    if (!r.IsNull(1)) oldest = r.GetInt(1);
+  }));
+  std::vector<int64_t> slices;
+  if (expired > max_delete_rows_ && oldest < before_ns) {
+    const int64_t width = std::max<int64_t>(1, (before_ns - oldest) / kDeleteSliceBuckets + 1);
+    const std::string part = "(" + age + " - " + std::to_string(oldest) + ") // " + std::to_string(width);
+    int64_t rows = 0;
+    SL_RETURN_IF_ERROR(
+        query("SELECT " + part + " AS part, count(*)" + from + " GROUP BY part ORDER BY part", [&](const RowView& r) {
+          const int64_t n = r.GetInt(1);
+          if (rows > 0 && rows + n > max_delete_rows_) {
+            slices.push_back(oldest + r.GetInt(0) * width);
+            rows = 0;
+          }
+          rows += n;
+        }));
+  }
+  slices.push_back(before_ns);
+  return slices;
+}
+
+Result<uint64_t> DuckDbStore::DeleteSlice(Signal signal, const ProjectSet& projects, int64_t before_ns) {
   // The signal's write lock: a checkpoint must not find this delete's
   // transaction open, and the row counter moves with the commit.
   KnownKeys& known = known_[static_cast<int>(signal)];
