@@ -80,7 +80,7 @@ std::optional<std::array<SignalBytes, kSignalCount>> MeasureSqlite(TelemetryStor
 }  // namespace
 
 std::optional<Signal> SignalOfTable(std::string_view t) {
-  if (t == "spans" || t.starts_with("span_") || t.starts_with("trace_ranges") || t.starts_with("exception_")) {
+  if (t == "spans" || t.starts_with("span_") || t.starts_with("exception_")) {
     return Signal::kSpans;
   }
   if (t == "logs" || t.starts_with("log_")) return Signal::kLogs;

@@ -2,7 +2,7 @@
 
 // What each signal's rows take on disk, for deep health and the read probe
 // (docs/API.md "bytes per row"). A signal's bytes are those of its main table
-// and of every table named for it: spans: spans, span_*, trace_ranges*,
+// and of every table named for it: spans: spans, span_*,
 // exception_*; logs: logs, log_*; metrics: metric_* (keyed tables, indexes,
 // rollups). Measured through TelemetryStore::ExecuteSql, so it runs on the
 // engine's console connection, never on the dashboards' read pool.

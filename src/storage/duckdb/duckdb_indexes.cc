@@ -5,16 +5,19 @@ namespace sightline::duckdb_index {
 Status DuckDbIndexes::Open(duckdb_connection conn) {
   SL_RETURN_IF_ERROR(CreateTraceIndex(conn));
   SL_RETURN_IF_ERROR(CreateLogTokenIndex(conn));
-  SL_RETURN_IF_ERROR(traces_.Load(conn));
+  SL_RETURN_IF_ERROR(span_traces_.Load(conn));
+  SL_RETURN_IF_ERROR(log_traces_.Load(conn));
   return tokens_.Load(conn);
 }
 
 bool DuckDbIndexes::WantsCompaction() const {
-  return traces_.tail_rows() >= kTraceTailRows || tokens_.tail_rows() >= kTokenTailRows;
+  return span_traces_.tail_rows() >= kTraceTailRows || log_traces_.tail_rows() >= kTraceTailRows ||
+         tokens_.tail_rows() >= kTokenTailRows;
 }
 
 Status DuckDbIndexes::Compact(duckdb_connection conn) {
-  SL_RETURN_IF_ERROR(traces_.Compact(conn));
+  SL_RETURN_IF_ERROR(span_traces_.Compact(conn));
+  SL_RETURN_IF_ERROR(log_traces_.Compact(conn));
   // New tokens reach the dictionary before they leave the tail, so a search
   // always finds a token in one of the two.
   SL_RETURN_IF_ERROR(AddTailTokensToDictionary(conn));
@@ -22,16 +25,17 @@ Status DuckDbIndexes::Compact(duckdb_connection conn) {
 }
 
 Status DuckDbIndexes::Expire(duckdb_connection conn, Signal signal, const ProjectSet& projects, int64_t before_ns) {
-  SL_RETURN_IF_ERROR(ExpireTraceRanges(conn, signal, projects, before_ns));
+  SL_RETURN_IF_ERROR(ExpireTraceIndex(conn, signal, projects, before_ns));
   if (signal == Signal::kLogs) return ExpireLogTokens(conn, projects, before_ns);
   return Status::Ok();
 }
 
 Status IndexWriter::Add(const SpanBatch& b, const OpenAppender& open) {
   if (trace_appender_ == nullptr) {
-    Result<duckdb_appender> a = open(kTraceRanges.tail);
+    Result<duckdb_appender> a = open(kSpanTraceIndex.tail);
     if (!a.ok()) return a.status();
     trace_appender_ = *a;
+    signal_ = Signal::kSpans;
   }
   Result<uint64_t> n = traces_.Append(trace_appender_, b);
   if (!n.ok()) return n.status();
@@ -41,9 +45,10 @@ Status IndexWriter::Add(const SpanBatch& b, const OpenAppender& open) {
 
 Status IndexWriter::Add(const LogBatch& b, const OpenAppender& open) {
   if (trace_appender_ == nullptr) {
-    Result<duckdb_appender> a = open(kTraceRanges.tail);
+    Result<duckdb_appender> a = open(kLogTraceIndex.tail);
     if (!a.ok()) return a.status();
     trace_appender_ = *a;
+    signal_ = Signal::kLogs;
   }
   if (token_appender_ == nullptr) {
     Result<duckdb_appender> a = open(kLogTokens.tail);
@@ -67,7 +72,7 @@ void IndexWriter::Discard() {
 }
 
 void IndexWriter::Written(DuckDbIndexes* indexes) {
-  indexes->traces().AddTailRows(trace_rows_);
+  indexes->traces(signal_).AddTailRows(trace_rows_);
   indexes->tokens().AddTailRows(token_rows_);
   Discard();
 }

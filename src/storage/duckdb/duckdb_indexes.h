@@ -42,11 +42,12 @@ class DuckDbIndexes {
   //! Deletes the index rows retention expired (after the rows themselves).
   Status Expire(duckdb_connection conn, Signal signal, const ProjectSet& projects, int64_t before_ns);
 
-  SortedRuns& traces() { return traces_; }
+  SortedRuns& traces(Signal signal) { return signal == Signal::kSpans ? span_traces_ : log_traces_; }
   SortedRuns& tokens() { return tokens_; }
 
  private:
-  SortedRuns traces_{kTraceRanges};
+  SortedRuns span_traces_{kSpanTraceIndex};
+  SortedRuns log_traces_{kLogTraceIndex};
   SortedRuns tokens_{kLogTokens};
 };
 
@@ -67,6 +68,7 @@ class IndexWriter {
  private:
   TraceRangeWriter traces_;
   LogTokenWriter tokens_;
+  Signal signal_ = Signal::kSpans;            // of the trace rows written
   duckdb_appender trace_appender_ = nullptr;  // owned by the transaction
   duckdb_appender token_appender_ = nullptr;
   uint64_t trace_rows_ = 0;

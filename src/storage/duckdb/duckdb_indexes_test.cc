@@ -8,8 +8,10 @@
 
 #include <atomic>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,6 +22,7 @@
 #include "storage/duckdb/duckdb_store.h"
 #include "storage/duckdb/log_token_index.h"
 #include "storage/duckdb/sorted_runs.h"
+#include "storage/duckdb/trace_index.h"
 #include "storage/sql/sql_reader.h"
 #include "storage/telemetry_reader.h"
 #include "storage/telemetry_store.h"
@@ -31,6 +34,7 @@ using duckdb_index::kMaxTokensPerRecord;
 using duckdb_index::kMinuteNs;
 
 constexpr int64_t kT0 = 1'700'000'000'000'000'000;
+constexpr int64_t kSecondNs = 1'000'000'000;
 constexpr int64_t kProject = 1;
 
 std::vector<std::string> Tokens(std::string_view body) {
@@ -241,13 +245,13 @@ constexpr TraceId kTraceB{0xb, 2};
 TEST_F(DuckDbIndexesTest, CompactionMovesTheTailIntoARun) {
   Write(Spans({{kTraceA, kT0}, {kTraceB, kT0 + 5}}));
   Write(Spans({{kTraceA, kT0 - 60 * kMinuteNs}}));
-  EXPECT_EQ(Int("SELECT count(*) FROM trace_ranges_tail"), 3);
-  EXPECT_EQ(Int("SELECT count(*) FROM trace_ranges"), 0);
+  EXPECT_EQ(Int("SELECT count(*) FROM span_trace_index_tail"), 3);
+  EXPECT_EQ(Int("SELECT count(*) FROM span_trace_index"), 0);
   EXPECT_EQ(TraceStarts(kTraceA), (std::vector<int64_t>{kT0 - 60 * kMinuteNs, kT0}));
   ASSERT_TRUE(store_->ReclaimSpace().ok());
-  EXPECT_EQ(Int("SELECT count(*) FROM trace_ranges_tail"), 0);
-  EXPECT_EQ(Int("SELECT count(*) FROM trace_ranges"), 3);
-  EXPECT_EQ(Int("SELECT min(min_ns) FROM trace_ranges WHERE trace_id_high = 10"), kT0 - 60 * kMinuteNs);
+  EXPECT_EQ(Int("SELECT count(*) FROM span_trace_index_tail"), 0);
+  EXPECT_EQ(Int("SELECT count(*) FROM span_trace_index"), 3);
+  EXPECT_EQ(Int("SELECT min(min_s) FROM span_trace_index WHERE trace_id_low = 1"), (kT0 - 60 * kMinuteNs) / kSecondNs);
   EXPECT_EQ(TraceStarts(kTraceA), (std::vector<int64_t>{kT0 - 60 * kMinuteNs, kT0}));
   // A late span lands in the tail; the lookup joins both.
   Write(Spans({{kTraceA, kT0 - 120 * kMinuteNs}}));
@@ -258,16 +262,112 @@ TEST_F(DuckDbIndexesTest, FourRunsOfATierMergeIntoOne) {
   for (int i = 0; i < 4; ++i) {
     Write(Spans({{TraceId{static_cast<uint64_t>(i + 1), 7}, kT0 + i}}));
     ASSERT_TRUE(store_->ReclaimSpace().ok());
-    EXPECT_EQ(Int("SELECT count(DISTINCT run) FROM trace_ranges"), i < 3 ? i + 1 : 1) << "after run " << i + 1;
+    EXPECT_EQ(Int("SELECT count(DISTINCT run) FROM span_trace_index"), i < 3 ? i + 1 : 1) << "after run " << i + 1;
   }
-  EXPECT_EQ(Int("SELECT count(*) FROM trace_ranges"), 4);
+  EXPECT_EQ(Int("SELECT count(*) FROM span_trace_index"), 4);
   // The run sizes survive a reopen: one more run of the same tier makes two.
   Close();
   Open();
   Write(Spans({{TraceId{9, 9}, kT0}}));
   ASSERT_TRUE(store_->ReclaimSpace().ok());
-  EXPECT_EQ(Int("SELECT count(DISTINCT run) FROM trace_ranges"), 2);
+  EXPECT_EQ(Int("SELECT count(DISTINCT run) FROM span_trace_index"), 2);
   EXPECT_EQ(TraceStarts(TraceId{3, 7}), (std::vector<int64_t>{kT0 + 2}));
+}
+
+// The key is the id's low half alone: traces that share it share index
+// rows, and each still opens with its own spans and log records only.
+TEST_F(DuckDbIndexesTest, TracesSharingTheKeyAreToldApartByTheirRows) {
+  const TraceId first{0x1111, 42}, second{0x2222, 42};
+  Write(Spans({{first, kT0 - 30 * kMinuteNs}, {second, kT0}}));
+  Write(Logs({{kT0 - 30 * kMinuteNs, "first's record", first}, {kT0, "second's record", second}}));
+  EXPECT_EQ(Int("SELECT count(DISTINCT trace_id_low) FROM span_trace_index_tail"), 1);
+  EXPECT_EQ(TraceStarts(first), (std::vector<int64_t>{kT0 - 30 * kMinuteNs}));
+  EXPECT_EQ(TraceStarts(second), (std::vector<int64_t>{kT0}));
+  Result<std::unique_ptr<TelemetryReader>> reader = store_->AcquireReader(1000);
+  ASSERT_TRUE(reader.ok());
+  LogPageQuery q;
+  q.filter.project_id = kProject;
+  q.filter.range = {kT0 - 60 * kMinuteNs, kT0 + kMinuteNs};
+  q.filter.trace_id = second;
+  Result<LogPage> page = (*reader)->Logs(q);
+  ASSERT_TRUE(page.ok()) << page.status().ToString();
+  ASSERT_EQ(page->records.size(), 1u);
+  EXPECT_EQ(page->records[0].body, "second's record");
+}
+
+// Rows keep whole seconds, floored, also before 1970 (an unsigned OTLP time
+// past 2^63 is a negative int64): the writer in C++ and the backfill in SQL
+// agree, and the lookup covers the span either way.
+TEST_F(DuckDbIndexesTest, SecondsAreFlooredAlikeByTheWriterAndTheBackfill) {
+  constexpr int64_t kBefore1970 = -1'500'000'000;  // -1.5 s: second -2
+  Write(Spans({{kTraceA, kBefore1970}, {kTraceA, kT0}}));
+  EXPECT_EQ(Int("SELECT min_s FROM span_trace_index_tail"), -2);
+  EXPECT_EQ(Int("SELECT span_s FROM span_trace_index_tail"), kT0 / kSecondNs + 2);
+  EXPECT_EQ(TraceStarts(kTraceA), (std::vector<int64_t>{kBefore1970, kT0}));
+  ASSERT_TRUE(store_->ExecuteSql("DROP TABLE span_trace_index; DROP TABLE span_trace_index_tail").ok());
+  Close();
+  Open();
+  EXPECT_EQ(Int("SELECT min_s FROM span_trace_index"), -2);
+  EXPECT_EQ(Int("SELECT span_s FROM span_trace_index"), kT0 / kSecondNs + 2);
+  EXPECT_EQ(TraceStarts(kTraceA), (std::vector<int64_t>{kBefore1970, kT0}));
+}
+
+TEST(TraceIndexTest, SecondsBecomeNanosecondRangesWithinInt64) {
+  using duckdb_index::RangeOfSeconds;
+  using duckdb_index::SecondOf;
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min(), kMax = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(SecondOf(0), 0);
+  EXPECT_EQ(SecondOf(kSecondNs - 1), 0);
+  EXPECT_EQ(SecondOf(kSecondNs), 1);
+  EXPECT_EQ(SecondOf(-1), -1);
+  EXPECT_EQ(SecondOf(-kSecondNs), -1);
+  EXPECT_EQ(SecondOf(-kSecondNs - 1), -2);
+  EXPECT_EQ(SecondOf(kMin), -9'223'372'037);
+  const std::optional<TimeRange> r = RangeOfSeconds(-2, 3);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->from_ns, -2 * kSecondNs);
+  EXPECT_EQ(r->to_ns, 4 * kSecondNs);
+  // The least time's second starts before int64 does: the range starts at its least value.
+  ASSERT_TRUE(RangeOfSeconds(SecondOf(kMin), 0).has_value());
+  EXPECT_EQ(RangeOfSeconds(SecondOf(kMin), 0)->from_ns, kMin);
+  // The last second ends past int64: no exclusive end, so no range.
+  EXPECT_FALSE(RangeOfSeconds(0, SecondOf(kMax)).has_value());
+  ASSERT_TRUE(RangeOfSeconds(0, SecondOf(kMax) - 1).has_value());
+  EXPECT_EQ(RangeOfSeconds(0, SecondOf(kMax) - 1)->to_ns, SecondOf(kMax) * kSecondNs);
+}
+
+// A database an earlier build wrote has the trace_ranges tables (both id
+// halves, nanosecond bounds): the open converts their rows into trace_index,
+// not the spans and log records themselves, and drops them.
+TEST_F(DuckDbIndexesTest, AnEarlierTraceRangesIndexIsConvertedAtOpen) {
+  Write(Spans({{kTraceA, kT0 - 90 * kMinuteNs}, {kTraceA, kT0}, {kTraceB, kT0}}));
+  Write(Logs({{kT0 - 90 * kMinuteNs, "old", kTraceA}}));
+  const std::string columns =
+      "project_id BIGINT, trace_id_high BIGINT, trace_id_low BIGINT, signal TINYINT, min_ns BIGINT, max_ns BIGINT";
+  // The earlier index as that build kept it, except that trace A's span row
+  // covers only its newer span: a conversion keeps that, a backfill from the
+  // spans would not.
+  ASSERT_TRUE(store_
+                  ->ExecuteSql("DROP TABLE span_trace_index; DROP TABLE span_trace_index_tail; DROP TABLE "
+                               "log_trace_index; DROP TABLE log_trace_index_tail; CREATE TABLE trace_ranges_tail (" +
+                               columns + "); CREATE TABLE trace_ranges (" + columns +
+                               ", run BIGINT); INSERT INTO trace_ranges VALUES (1, 10, 1, 0, " + std::to_string(kT0) +
+                               ", " + std::to_string(kT0) + ", 1), (1, 11, 2, 0, " + std::to_string(kT0) + ", " +
+                               std::to_string(kT0) + ", 1); INSERT INTO trace_ranges_tail VALUES (1, 10, 1, 1, " +
+                               std::to_string(kT0 - 90 * kMinuteNs) + ", " + std::to_string(kT0 - 90 * kMinuteNs) + ")")
+                  .ok());
+  Close();
+  Open();
+  EXPECT_EQ(Int("SELECT count(*) FROM span_trace_index"), 2);
+  EXPECT_EQ(Int("SELECT count(*) FROM log_trace_index"), 1);
+  EXPECT_EQ(Int("SELECT count(*) FROM span_trace_index_tail") + Int("SELECT count(*) FROM log_trace_index_tail"), 0);
+  EXPECT_EQ(Int("SELECT count(*) FROM duckdb_tables() WHERE table_name LIKE 'trace_ranges%'"), 0);
+  EXPECT_EQ(Int("SELECT min_s FROM log_trace_index"), (kT0 - 90 * kMinuteNs) / kSecondNs);
+  EXPECT_EQ(TraceStarts(kTraceA), (std::vector<int64_t>{kT0}));
+  EXPECT_EQ(TraceStarts(kTraceB), (std::vector<int64_t>{kT0}));
+  Close();
+  Open();
+  EXPECT_EQ(Int("SELECT count(*) FROM span_trace_index") + Int("SELECT count(*) FROM log_trace_index"), 3);
 }
 
 // Not an index, but the same fixture (a store opened without a
@@ -363,13 +463,15 @@ TEST_F(DuckDbIndexesTest, AnExistingDatabaseIsBackfilledAtOpen) {
   Write(Logs({{kT0 - 90 * kMinuteNs, "Old Zebrafish here", kTraceA}, {kT0, "new record", kTraceB}}));
   // A database from before the indexes: their tables are not there.
   ASSERT_TRUE(store_
-                  ->ExecuteSql("DROP TABLE trace_ranges; DROP TABLE trace_ranges_tail; DROP TABLE log_tokens; "
+                  ->ExecuteSql("DROP TABLE span_trace_index; DROP TABLE span_trace_index_tail; DROP TABLE "
+                               "log_trace_index; DROP TABLE log_trace_index_tail; DROP TABLE log_tokens; "
                                "DROP TABLE log_tokens_tail; DROP TABLE log_token_dict")
                   .ok());
   Close();
   Open();
-  EXPECT_EQ(Int("SELECT count(*) FROM trace_ranges"), 4);  // two traces' spans, two traces' logs
-  EXPECT_EQ(Int("SELECT count(*) FROM trace_ranges_tail"), 0);
+  EXPECT_EQ(Int("SELECT count(*) FROM span_trace_index"), 2);  // two traces' spans
+  EXPECT_EQ(Int("SELECT count(*) FROM log_trace_index"), 2);   // and their log records
+  EXPECT_EQ(Int("SELECT count(*) FROM span_trace_index_tail") + Int("SELECT count(*) FROM log_trace_index_tail"), 0);
   EXPECT_EQ(Int("SELECT count(*) FROM log_tokens WHERE token = 'zebrafish'"), 1);
   EXPECT_EQ(Int("SELECT count(*) FROM log_token_dict WHERE token = 'zebrafish'"), 1);
   EXPECT_EQ(TraceStarts(kTraceA), (std::vector<int64_t>{kT0 - 90 * kMinuteNs, kT0}));
@@ -378,7 +480,7 @@ TEST_F(DuckDbIndexesTest, AnExistingDatabaseIsBackfilledAtOpen) {
   // Reopening again leaves them as they are.
   Close();
   Open();
-  EXPECT_EQ(Int("SELECT count(*) FROM trace_ranges"), 4);
+  EXPECT_EQ(Int("SELECT count(*) FROM span_trace_index") + Int("SELECT count(*) FROM log_trace_index"), 4);
 }
 
 // More rows than a DuckDB row group (122,880), which DuckDB writes to the
@@ -389,10 +491,10 @@ TEST_F(DuckDbIndexesTest, ALargeBackfillIsReadAtOnce) {
   std::vector<LogRow> rows;
   for (int i = 0; i < kRows; ++i) rows.push_back({kT0 + i, "r", TraceId{7, static_cast<uint64_t>(i + 1)}});
   Write(Logs(rows));
-  ASSERT_TRUE(store_->ExecuteSql("DROP TABLE trace_ranges; DROP TABLE trace_ranges_tail").ok());
+  ASSERT_TRUE(store_->ExecuteSql("DROP TABLE log_trace_index; DROP TABLE log_trace_index_tail").ok());
   Close();
   Open();
-  EXPECT_EQ(Int("SELECT count(*) FROM trace_ranges"), kRows);
+  EXPECT_EQ(Int("SELECT count(*) FROM log_trace_index"), kRows);
   Result<std::unique_ptr<TelemetryReader>> reader = store_->AcquireReader(1000);
   ASSERT_TRUE(reader.ok());
   LogPageQuery q;
@@ -429,7 +531,8 @@ TEST_F(DuckDbIndexesTest, CompactionBesideWritesLosesNoTrace) {
   }
   writer.join();
   EXPECT_GT(compactions, 1);
-  EXPECT_EQ(Int("SELECT count(*) FROM trace_ranges") + Int("SELECT count(*) FROM trace_ranges_tail"), kBatches * 2000);
+  EXPECT_EQ(Int("SELECT count(*) FROM span_trace_index") + Int("SELECT count(*) FROM span_trace_index_tail"),
+            kBatches * 2000);
   for (int i = 0; i < kBatches; i += 7) {
     EXPECT_EQ(TraceStarts(TraceId{static_cast<uint64_t>(i + 1), 1999}), (std::vector<int64_t>{kT0 + 1998})) << i;
   }
@@ -443,11 +546,11 @@ TEST_F(DuckDbIndexesTest, RetentionExpiresIndexRowsWithTheirRows) {
   for (Signal s : {Signal::kSpans, Signal::kLogs}) {
     ASSERT_TRUE(store_->DeleteBefore(s, ProjectSet::All(), kT0 - 60 * kMinuteNs).ok());
   }
-  EXPECT_EQ(Int("SELECT count(*) FROM trace_ranges WHERE trace_id_high = 10") +
-                Int("SELECT count(*) FROM trace_ranges_tail WHERE trace_id_high = 10"),
-            0);
+  for (const char* table : {"span_trace_index", "span_trace_index_tail", "log_trace_index", "log_trace_index_tail"}) {
+    EXPECT_EQ(Int(std::string("SELECT count(*) FROM ") + table + " WHERE trace_id_low = 1"), 0) << table;
+  }
   // Trace B's span row covers a live span: it stays, as wide as it was.
-  EXPECT_EQ(Int("SELECT min_ns FROM trace_ranges WHERE trace_id_high = 11 AND signal = 0"), kT0 - 120 * kMinuteNs);
+  EXPECT_EQ(Int("SELECT min_s FROM span_trace_index WHERE trace_id_low = 2"), (kT0 - 120 * kMinuteNs) / kSecondNs);
   EXPECT_TRUE(TraceStarts(kTraceA).empty());
   EXPECT_EQ(TraceStarts(kTraceB), (std::vector<int64_t>{kT0}));
   EXPECT_EQ(Int("SELECT count(*) FROM log_tokens WHERE token = 'zebrafish'"), 0);
@@ -459,7 +562,6 @@ TEST_F(DuckDbIndexesTest, RetentionExpiresIndexRowsWithTheirRows) {
 // 16 bytes per deleted row until then): the same rows go, their rollups and
 // index rows with them, and the checkpoint folded the WAL.
 TEST(DuckDbRetentionTest, ALargeDeleteGoesInSlicesWithCheckpointsBetween) {
-  constexpr int64_t kSecondNs = 1'000'000'000;
   constexpr int kRecords = 1000, kExpired = 900;
   std::vector<LogRow> rows;
   for (int i = 0; i < kRecords; ++i) {
@@ -494,7 +596,7 @@ TEST(DuckDbRetentionTest, ALargeDeleteGoesInSlicesWithCheckpointsBetween) {
     };
     EXPECT_EQ(count("SELECT count(*) FROM logs"), kRecords - kExpired);
     EXPECT_EQ(count("SELECT min(time_ns) FROM logs"), cutoff);
-    EXPECT_EQ(count("SELECT count(*) FROM trace_ranges_tail WHERE signal = 1"), kRecords - kExpired);
+    EXPECT_EQ(count("SELECT count(*) FROM log_trace_index_tail"), kRecords - kExpired);
     EXPECT_EQ(count("SELECT count(*) FROM log_tokens_tail WHERE token = 'record0'"), 0);
     // The volume chart (rollups or rows) counts what is left, minute by minute.
     Result<std::unique_ptr<TelemetryReader>> reader = (*store)->AcquireReader(1000);
@@ -538,7 +640,7 @@ TEST_F(DuckDbIndexesTest, LookupsReadOnlyWhatTheIndexesSay) {
   ASSERT_EQ(Search("zebrafish").size(), 2u);
   // Narrowed by hand, the index hides what it no longer covers: the reads
   // go through it rather than around it.
-  ASSERT_TRUE(store_->ExecuteSql("UPDATE trace_ranges_tail SET min_ns = max_ns").ok());
+  ASSERT_TRUE(store_->ExecuteSql("UPDATE span_trace_index_tail SET min_s = min_s + span_s, span_s = 0").ok());
   EXPECT_EQ(TraceStarts(kTraceA), (std::vector<int64_t>{kT0}));
   ASSERT_TRUE(store_
                   ->ExecuteSql("DELETE FROM log_tokens_tail WHERE token = 'zebrafish' AND minute = " +

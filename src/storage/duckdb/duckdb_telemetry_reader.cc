@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "storage/duckdb/log_token_index.h"
 #include "storage/duckdb/trace_index.h"
@@ -26,7 +25,7 @@ class DuckDbTelemetryReader final : public SqlReader {
 
  protected:
   bool HasRollups() const override { return true; }
-  //! From trace_ranges (trace_index.h).
+  //! From trace_index (trace_index.h).
   Result<std::optional<TraceExtent>> TraceExtentOf(int64_t project_id, const TraceId& id) override;
   //! From log_tokens (log_token_index.h).
   Result<std::optional<std::vector<TimeRange>>> LogTextRanges(const LogFilter& f) override;
@@ -83,9 +82,9 @@ Result<std::optional<SqlReader::TraceExtent>> DuckDbTelemetryReader::TraceExtent
   TraceExtent extent;
   bool unbounded = false;
   SL_RETURN_IF_ERROR(Rows(duckdb_index::TraceExtentSql(project_id, id), [&](const RowView& r) {
-    const int64_t max = r.GetInt(2);
-    unbounded = unbounded || max == std::numeric_limits<int64_t>::max();  // no exclusive end to say it with
-    (r.GetInt(0) == 0 ? extent.spans : extent.logs) = TimeRange{r.GetInt(1), max + (unbounded ? 0 : 1)};
+    const std::optional<TimeRange> range = duckdb_index::RangeOfSeconds(r.GetInt(1), r.GetInt(2));
+    unbounded = unbounded || !range;
+    (r.GetInt(0) == 0 ? extent.spans : extent.logs) = range;
   }));
   if (unbounded) return std::optional<TraceExtent>();
   return std::optional<TraceExtent>(extent);

@@ -1,6 +1,7 @@
 #include "storage/duckdb/trace_index.h"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 
 #include "storage/sql/retention_sql.h"
@@ -9,51 +10,94 @@ namespace sightline::duckdb_index {
 
 namespace {
 
-constexpr int8_t kSpansSignal = 0;
-constexpr int8_t kLogsSignal = 1;
+constexpr int64_t kSecondNs = 1'000'000'000;
 
-constexpr const char* kColumns =
-    "project_id BIGINT, trace_id_high BIGINT, trace_id_low BIGINT, signal TINYINT, min_ns BIGINT, max_ns BIGINT";
+constexpr const char* kColumns = "project_id BIGINT, trace_id_low BIGINT, min_s BIGINT, span_s BIGINT";
+
+//! The tables of the index these replaced (both signals in one, both id
+//! halves, nanosecond bounds).
+constexpr const char* kLegacyRuns = "trace_ranges";
+constexpr const char* kLegacyTail = "trace_ranges_tail";
+
+//! SecondOf in SQL: DuckDB's // and % truncate toward zero, as C++'s do.
+std::string SecondSql(const std::string& ns) {
+  return "(" + ns + " // " + std::to_string(kSecondNs) + " - CASE WHEN " + ns + " % " + std::to_string(kSecondNs) +
+         " < 0 THEN 1 ELSE 0 END)";
+}
+
+//! The select list of index rows covering the seconds of [min_ns, max_ns].
+std::string RowSql(const std::string& min_ns, const std::string& max_ns) {
+  return "project_id, trace_id_low, " + SecondSql(min_ns) + ", " + SecondSql(max_ns) + " - " + SecondSql(min_ns);
+}
 
 Status AppenderError(duckdb_appender appender) {
   const char* error = duckdb_appender_error(appender);
-  return Status::IoError(std::string("duckdb append to trace_ranges_tail: ") +
+  return Status::IoError(std::string("duckdb append to a trace index tail: ") +
                          (error != nullptr ? error : "unknown error"));
+}
+
+//! Creates one signal's two tables and, when they are new, fills the runs
+//! with `source`'s rows (RowSql's columns) as run 1.
+Status CreateOne(duckdb_connection conn, const RunTableDef& def, bool fill, const std::string& source) {
+  SL_RETURN_IF_ERROR(Exec(conn, std::string("CREATE TABLE IF NOT EXISTS ") + def.tail + " (" + kColumns + ")"));
+  SL_RETURN_IF_ERROR(
+      Exec(conn, std::string("CREATE TABLE IF NOT EXISTS ") + def.runs + " (" + kColumns + ", run BIGINT)"));
+  if (!fill) return Status::Ok();
+  return Exec(conn,
+              std::string("INSERT INTO ") + def.runs + " SELECT *, 1 FROM (" + source + ") ORDER BY " + def.order);
 }
 
 }  // namespace
 
-// Lookups filter on (project_id, trace_id_high, trace_id_low): the runs are
-// sorted on the high half, which is random, so a run's row groups split the
-// id space and zone maps keep about one of them.
-const RunTableDef kTraceRanges{
-    "trace_ranges",
-    "trace_ranges_tail",
-    "project_id, trace_id_high, trace_id_low, signal, min_ns, max_ns",
-    "",
-    "trace_id_high, trace_id_low, project_id",
+// Lookups filter on (project_id, trace_id_low): the runs are sorted on the
+// key, which is random, so a run's row groups split the key space and zone
+// maps keep about one of them.
+const RunTableDef kSpanTraceIndex{
+    "span_trace_index",         "span_trace_index_tail", "project_id, trace_id_low, min_s, span_s", "",
+    "trace_id_low, project_id",
+};
+const RunTableDef kLogTraceIndex{
+    "log_trace_index",          "log_trace_index_tail", "project_id, trace_id_low, min_s, span_s", "",
+    "trace_id_low, project_id",
 };
 
+int64_t SecondOf(int64_t t) { return t / kSecondNs - (t % kSecondNs < 0 ? 1 : 0); }
+
+std::optional<TimeRange> RangeOfSeconds(int64_t min_s, int64_t max_s) {
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min(), kMax = std::numeric_limits<int64_t>::max();
+  if (max_s >= kMax / kSecondNs) return std::nullopt;  // no exclusive end to say it with
+  return TimeRange{min_s < kMin / kSecondNs ? kMin : min_s * kSecondNs, (max_s + 1) * kSecondNs};
+}
+
 Status CreateTraceIndex(duckdb_connection conn) {
-  Result<bool> exists = TableExists(conn, kTraceRanges.runs);
-  if (!exists.ok()) return exists.status();
-  SL_RETURN_IF_ERROR(Exec(conn, "BEGIN TRANSACTION"));
-  Status s = Exec(conn, std::string("CREATE TABLE IF NOT EXISTS ") + kTraceRanges.tail + " (" + kColumns + ")");
-  if (s.ok())
-    s = Exec(conn, std::string("CREATE TABLE IF NOT EXISTS ") + kTraceRanges.runs + " (" + kColumns + ", run BIGINT)");
-  if (s.ok() && !*exists) {
-    // Both signals' traces as run 1, sorted as compaction writes a run. One
-    // statement: in DuckDB 1.4.4 rows of a large INSERT that follows an
-    // INSERT of no rows into the same table in one transaction stay
-    // invisible until the next checkpoint (seen with spans empty and 8M
-    // traced log records).
-    s = Exec(conn, std::string("INSERT INTO ") + kTraceRanges.runs +
-                       " SELECT *, 1 FROM (SELECT project_id, trace_id_high, trace_id_low, 0, min(start_time_ns), "
-                       "max(start_time_ns) FROM spans WHERE trace_id_high IS NOT NULL GROUP BY 1, 2, 3 UNION ALL "
-                       "SELECT project_id, trace_id_high, trace_id_low, 1, min(time_ns), max(greatest(time_ns, " +
-                       sql::AgeTimeSql(Signal::kLogs) +
-                       ")) FROM logs WHERE trace_id_high IS NOT NULL GROUP BY 1, 2, 3) ORDER BY 2, 3, 1");
+  Result<bool> span_exists = TableExists(conn, kSpanTraceIndex.runs);
+  if (!span_exists.ok()) return span_exists.status();
+  Result<bool> log_exists = TableExists(conn, kLogTraceIndex.runs);
+  if (!log_exists.ok()) return log_exists.status();
+  Result<bool> legacy = TableExists(conn, kLegacyRuns);
+  if (!legacy.ok()) return legacy.status();
+  Result<bool> legacy_tail = TableExists(conn, kLegacyTail);
+  if (!legacy_tail.ok()) return legacy_tail.status();
+  // The rows of each signal: from the earlier index's rows, or else from the
+  // spans and log records themselves.
+  std::string spans, logs;
+  if (*legacy) {
+    const std::string columns = " SELECT project_id, trace_id_low, signal, min_ns, max_ns FROM ";
+    const std::string all = std::string("(") + columns + kLegacyRuns +
+                            (*legacy_tail ? std::string(" UNION ALL") + columns + kLegacyTail : std::string()) + ")";
+    spans = "SELECT " + RowSql("min_ns", "max_ns") + " FROM " + all + " WHERE signal = 0";
+    logs = "SELECT " + RowSql("min_ns", "max_ns") + " FROM " + all + " WHERE signal = 1";
+  } else {
+    spans = "SELECT " + RowSql("min(start_time_ns)", "max(start_time_ns)") +
+            " FROM spans WHERE trace_id_high IS NOT NULL GROUP BY project_id, trace_id_low";
+    logs = "SELECT " + RowSql("min(time_ns)", "max(greatest(time_ns, " + sql::AgeTimeSql(Signal::kLogs) + "))") +
+           " FROM logs WHERE trace_id_high IS NOT NULL GROUP BY project_id, trace_id_low";
   }
+  SL_RETURN_IF_ERROR(Exec(conn, "BEGIN TRANSACTION"));
+  Status s = CreateOne(conn, kSpanTraceIndex, !*span_exists, spans);
+  if (s.ok()) s = CreateOne(conn, kLogTraceIndex, !*log_exists, logs);
+  if (s.ok() && *legacy) s = Exec(conn, std::string("DROP TABLE ") + kLegacyRuns);
+  if (s.ok() && *legacy_tail) s = Exec(conn, std::string("DROP TABLE ") + kLegacyTail);
   if (!s.ok()) {
     (void)Exec(conn, "ROLLBACK");
     return s;
@@ -61,25 +105,31 @@ Status CreateTraceIndex(duckdb_connection conn) {
   return Exec(conn, "COMMIT");
 }
 
-Status ExpireTraceRanges(duckdb_connection conn, Signal signal, const ProjectSet& projects, int64_t before_ns) {
+Status ExpireTraceIndex(duckdb_connection conn, Signal signal, const ProjectSet& projects, int64_t before_ns) {
   if (signal != Signal::kSpans && signal != Signal::kLogs) return Status::Ok();
-  const std::string where = std::string(" WHERE signal = ") + (signal == Signal::kSpans ? "0" : "1") +
-                            " AND max_ns < " + std::to_string(before_ns) + sql::ProjectFilterSql(projects);
-  SL_RETURN_IF_ERROR(Exec(conn, std::string("DELETE FROM ") + kTraceRanges.runs + where));
-  return Exec(conn, std::string("DELETE FROM ") + kTraceRanges.tail + where);
+  const RunTableDef& def = signal == Signal::kSpans ? kSpanTraceIndex : kLogTraceIndex;
+  // A row's times lie before the end of its last second, which is by
+  // before_ns when that second is before before_ns's.
+  const std::string where =
+      " WHERE min_s + span_s < " + std::to_string(SecondOf(before_ns)) + sql::ProjectFilterSql(projects);
+  SL_RETURN_IF_ERROR(Exec(conn, std::string("DELETE FROM ") + def.runs + where));
+  return Exec(conn, std::string("DELETE FROM ") + def.tail + where);
 }
 
 sql::Sql TraceExtentSql(int64_t project_id, const TraceId& id) {
   sql::Sql sql;
-  sql << "SELECT signal, min(min_ns), max(max_ns) FROM (";
-  for (const char* table : {kTraceRanges.runs, kTraceRanges.tail}) {
-    if (table != kTraceRanges.runs) sql << " UNION ALL ";
-    sql << "SELECT signal, min_ns, max_ns FROM " << table << " WHERE trace_id_high = ";
-    sql.Bind(static_cast<int64_t>(id.high));
-    sql << " AND trace_id_low = ";
-    sql.Bind(static_cast<int64_t>(id.low));
-    sql << " AND project_id = ";
-    sql.Bind(project_id);
+  sql << "SELECT signal, min(min_s), max(min_s + span_s) FROM (";
+  bool first = true;
+  for (const RunTableDef* def : {&kSpanTraceIndex, &kLogTraceIndex}) {
+    for (const char* table : {def->runs, def->tail}) {
+      if (!first) sql << " UNION ALL ";
+      first = false;
+      sql << "SELECT " << (def == &kSpanTraceIndex ? "0" : "1") << " AS signal, min_s, span_s FROM " << table
+          << " WHERE trace_id_low = ";
+      sql.Bind(static_cast<int64_t>(id.low));
+      sql << " AND project_id = ";
+      sql.Bind(project_id);
+    }
   }
   sql << ") GROUP BY signal";
   return sql;
@@ -105,7 +155,7 @@ Result<uint64_t> TraceRangeWriter::Append(duckdb_appender appender, const SpanBa
     range->max = std::max(range->max, t);
   }
   rows_.assign(ranges_.begin(), ranges_.end());
-  return Flush(appender, b.project_id, kSpansSignal);
+  return Flush(appender, b.project_id);
 }
 
 // Log records mostly carry a trace of their own, or sit beside the other
@@ -125,19 +175,19 @@ Result<uint64_t> TraceRangeWriter::Append(duckdb_appender appender, const LogBat
       rows_.push_back({key, Range{t, age}});
     }
   }
-  return Flush(appender, b.project_id, kLogsSignal);
+  return Flush(appender, b.project_id);
 }
 
 TraceRangeWriter::TraceRangeWriter() {
-  duckdb_logical_type types[6];
-  for (int i = 0; i < 6; ++i) types[i] = duckdb_create_logical_type(i == 3 ? DUCKDB_TYPE_TINYINT : DUCKDB_TYPE_BIGINT);
-  chunk_ = duckdb_create_data_chunk(types, 6);
+  duckdb_logical_type types[4];
+  for (duckdb_logical_type& t : types) t = duckdb_create_logical_type(DUCKDB_TYPE_BIGINT);
+  chunk_ = duckdb_create_data_chunk(types, 4);
   for (duckdb_logical_type& t : types) duckdb_destroy_logical_type(&t);
 }
 
 TraceRangeWriter::~TraceRangeWriter() { duckdb_destroy_data_chunk(&chunk_); }
 
-Result<uint64_t> TraceRangeWriter::Flush(duckdb_appender appender, int64_t project_id, int8_t signal) {
+Result<uint64_t> TraceRangeWriter::Flush(duckdb_appender appender, int64_t project_id) {
   const size_t capacity = duckdb_vector_size();
   auto column = [&](idx_t c) { return duckdb_vector_get_data(duckdb_data_chunk_get_vector(chunk_, c)); };
   auto it = rows_.begin();
@@ -145,18 +195,14 @@ Result<uint64_t> TraceRangeWriter::Flush(duckdb_appender appender, int64_t proje
     const size_t n = std::min(capacity, left);
     duckdb_data_chunk_reset(chunk_);
     auto* project = static_cast<int64_t*>(column(0));
-    auto* high = static_cast<int64_t*>(column(1));
-    auto* low = static_cast<int64_t*>(column(2));
-    auto* sig = static_cast<int8_t*>(column(3));
-    auto* min = static_cast<int64_t*>(column(4));
-    auto* max = static_cast<int64_t*>(column(5));
+    auto* low = static_cast<int64_t*>(column(1));
+    auto* min_s = static_cast<int64_t*>(column(2));
+    auto* span_s = static_cast<int64_t*>(column(3));
     for (size_t j = 0; j < n; ++j, ++it) {
       project[j] = project_id;
-      high[j] = static_cast<int64_t>(it->first.high);
       low[j] = static_cast<int64_t>(it->first.low);
-      sig[j] = signal;
-      min[j] = it->second.min;
-      max[j] = it->second.max;
+      min_s[j] = SecondOf(it->second.min);
+      span_s[j] = SecondOf(it->second.max) - min_s[j];
     }
     duckdb_data_chunk_set_size(chunk_, n);
     if (duckdb_append_data_chunk(appender, chunk_) != DuckDBSuccess) return AppenderError(appender);
