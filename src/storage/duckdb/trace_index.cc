@@ -90,7 +90,8 @@ Status CreateTraceIndex(duckdb_connection conn) {
   } else {
     spans = "SELECT " + RowSql("min(start_time_ns)", "max(start_time_ns)") +
             " FROM spans WHERE trace_id_high IS NOT NULL GROUP BY project_id, trace_id_low";
-    logs = "SELECT " + RowSql("min(time_ns)", "max(greatest(time_ns, " + sql::AgeTimeSql(Signal::kLogs) + "))") +
+    logs = "SELECT " +
+           RowSql("min(time_ns)", std::string("max(greatest(time_ns, ") + sql::AgeTimeSql(Signal::kLogs) + "))") +
            " FROM logs WHERE trace_id_high IS NOT NULL GROUP BY project_id, trace_id_low";
   }
   SL_RETURN_IF_ERROR(Exec(conn, "BEGIN TRANSACTION"));
