@@ -5,6 +5,9 @@
 //   BM_DecodeLogs/1000      gunzip + DecodeLogs of 1,000 log records
 //   BM_DecodeMetrics/1000   gunzip + DecodeMetrics of 1,000 metric points
 //   BM_Gunzip/1000          the gunzip step alone (spans)
+//   BM_RollupSpans/16384    the rollup deltas of a decoded 16,384-span batch
+//                           (AddSpans and AddSpanExceptions, on the writer thread)
+//   BM_RollupLogs/16384     the same for log records (AddLogs, AddLogExceptions)
 //   BM_WriteSpans/<engine>  SignalSink::WriteSpans of one 16,384-row batch,
 //                           one commit, on a file-backed store in a temp dir
 //   BM_WriteLogs, BM_WriteMetrics  the same for the other signals
@@ -32,6 +35,9 @@
 #include "otlp/compression.h"
 #include "otlp/decoder.h"
 #include "storage/duckdb/duckdb_reader.h"
+#include "storage/rollup/exception_rollup.h"
+#include "storage/rollup/log_rollup.h"
+#include "storage/rollup/span_rollup.h"
 #include "storage/telemetry_store.h"
 
 namespace sightline {
@@ -95,6 +101,50 @@ void BM_DecodeMetrics(benchmark::State& state) {
   });
 }
 BENCHMARK(BM_DecodeMetrics)->Arg(1000);
+
+//! One decoded batch of the generator's data, as the writer thread gets it.
+template <typename Batch, typename Decode>
+Batch DecodedBatch(Signal signal, size_t rows, Decode decode) {
+  auto gen = Generator(rows);
+  bench::Payload p = gen.Build(Generated(signal), 0);
+  std::string inflated;
+  Batch b;
+  Rejections r;
+  if (Decompress(ContentEncoding::kGzip, p.body, 1 << 30, &inflated).ok()) (void)decode(inflated, &b, &r);
+  return b;
+}
+
+void BM_RollupSpans(benchmark::State& state) {
+  const SpanBatch b = DecodedBatch<SpanBatch>(Signal::kSpans, static_cast<size_t>(state.range(0)),
+                                              [](const std::string& body, SpanBatch* out, Rejections* r) {
+                                                return DecodeSpans(body, PayloadFormat::kProtobuf, out, r);
+                                              });
+  for (auto _ : state) {
+    rollup::SpanRollupMap deltas;
+    rollup::ExceptionRollupMap exceptions;
+    rollup::AddSpans(b, &deltas);
+    rollup::AddSpanExceptions(b, &exceptions);
+    benchmark::DoNotOptimize(deltas.size() + exceptions.size());
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * b.rows()));
+}
+BENCHMARK(BM_RollupSpans)->Arg(16384);
+
+void BM_RollupLogs(benchmark::State& state) {
+  const LogBatch b = DecodedBatch<LogBatch>(Signal::kLogs, static_cast<size_t>(state.range(0)),
+                                            [](const std::string& body, LogBatch* out, Rejections* r) {
+                                              return DecodeLogs(body, PayloadFormat::kProtobuf, 1, out, r);
+                                            });
+  for (auto _ : state) {
+    rollup::LogRollupMap counts;
+    rollup::ExceptionRollupMap exceptions;
+    rollup::AddLogs(b, &counts);
+    rollup::AddLogExceptions(b, &exceptions);
+    benchmark::DoNotOptimize(counts.size() + exceptions.size());
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * b.rows()));
+}
+BENCHMARK(BM_RollupLogs)->Arg(16384);
 
 void BM_Gunzip(benchmark::State& state) {
   auto gen = Generator(static_cast<size_t>(state.range(0)));

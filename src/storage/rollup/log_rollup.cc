@@ -5,14 +5,13 @@
 namespace sightline::rollup {
 
 void AddLogs(const LogBatch& b, LogRollupMap* m) {
-  LogRollupKey key;
-  key.project_id = b.project_id;
+  internal::BatchGroups<LogRollupValue, 1> groups;
   for (size_t r = 0; r < b.rows(); ++r) {
-    key.bucket_ns = FloorTo(b.time_ns[r], kMinuteNs);
-    key.service.assign(b.service_name.Get(r));
-    key.severity_number = b.severity_number[r];
-    (*m)[key].count++;
+    groups.Find(FloorTo(b.time_ns[r], kMinuteNs), b.severity_number[r], {b.service_name.Get(r)}).count++;
   }
+  groups.ForEach([&](int64_t bucket_ns, int64_t severity, const auto& text, const LogRollupValue& v) {
+    (*m)[LogRollupKey{b.project_id, bucket_ns, std::string(text[0]), severity}].Merge(v);
+  });
 }
 
 Status LogRollupTraits::Read(const RowView& r, Key* k, Value* v) {

@@ -13,6 +13,7 @@
 //   static Status Append(RollupSession*, const char* table, const std::map<Key, Value>&);
 
 #include <algorithm>
+#include <array>
 #include <concepts>
 #include <cstdint>
 #include <initializer_list>
@@ -20,6 +21,8 @@
 #include <set>
 #include <span>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "common/status.h"
@@ -37,6 +40,43 @@ inline int64_t FloorTo(int64_t t, int64_t width) {
   if (t % width != 0 && t < 0) --q;
   return q * width;
 }
+
+namespace internal {
+
+//! A batch's rows grouped by two integers and N texts viewed in the batch
+//! (which must outlive it): a rollup's first pass over a batch, one hash
+//! lookup per row, before its groups go into the ordered map with string keys
+//! (one key built per group rather than per row).
+template <typename Value, size_t N>
+class BatchGroups {
+ public:
+  using Texts = std::array<std::string_view, N>;
+
+  Value& Find(int64_t a, int64_t b, const Texts& texts) { return groups_[Key{a, b, texts}]; }
+
+  //! f(a, b, texts, value) for every group, in no particular order.
+  template <typename F>
+  void ForEach(F&& f) const {
+    for (const auto& [k, v] : groups_) f(k.a, k.b, k.texts, v);
+  }
+
+ private:
+  struct Key {
+    int64_t a, b;
+    Texts texts;
+    bool operator==(const Key&) const = default;
+  };
+  struct Hash {
+    size_t operator()(const Key& k) const {
+      uint64_t h = static_cast<uint64_t>(k.a) * 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(k.b);
+      for (std::string_view t : k.texts) h = (h ^ std::hash<std::string_view>()(t)) * 0x100000001B3ull;
+      return static_cast<size_t>(h);
+    }
+  };
+  std::unordered_map<Key, Value, Hash> groups_;
+};
+
+}  // namespace internal
 
 //! What folding needs of an engine: its connection, inside a transaction the
 //! caller opened.
