@@ -193,6 +193,43 @@ std::vector<std::pair<std::string, SpanGroupQuery>> Queries() {
   return out;
 }
 
+// AddSpans groups a batch by views into it before it touches the map: two
+// batches with minutes in common, added to one map, give what adding each
+// span to its key (as the spans table stores the key) gives.
+TEST(AddSpansTest, BatchesMatchEachSpanAddedToItsKey) {
+  const SpanBatch first = MakeSpans(7, 3000, kT0, 10 * kMinuteNs);
+  const SpanBatch second = MakeSpans(8, 3000, kT0 + 5 * kMinuteNs, 10 * kMinuteNs);
+  rollup::SpanRollupMap grouped;
+  rollup::AddSpans(first, &grouped);
+  rollup::AddSpans(second, &grouped);
+  rollup::SpanRollupMap expected;
+  for (const SpanBatch* b : {&first, &second}) {
+    for (size_t r = 0; r < b->rows(); ++r) {
+      const std::string_view route = b->http_route.Get(r);
+      const rollup::SpanRollupKey key{kProject, rollup::FloorTo(b->start_time_ns[r], kMinuteNs),
+                                      std::string(b->service_name.Get(r)),
+                                      std::string(route.empty() ? b->name.Get(r) : route),
+                                      b->kind[r] == 2 || b->kind[r] == 5 || b->parent_span_id[r] == 0 ? 1 : 0};
+      expected[key].Add(b->end_time_ns[r] - b->start_time_ns[r], b->status_code[r] == 2);
+    }
+  }
+  ASSERT_EQ(grouped.size(), expected.size());
+  int64_t spans = 0;
+  for (const auto& [key, want] : expected) {
+    const auto it = grouped.find(key);
+    ASSERT_NE(it, grouped.end()) << key.service << " " << key.endpoint << " " << key.bucket_ns;
+    const rollup::SpanRollupValue& got = it->second;
+    EXPECT_EQ(got.count, want.count);
+    EXPECT_EQ(got.errors, want.errors);
+    EXPECT_EQ(got.duration_sum, want.duration_sum);
+    EXPECT_EQ(got.duration_min, want.duration_min);
+    EXPECT_EQ(got.duration_max, want.duration_max);
+    EXPECT_EQ(got.sketch.Encode(), want.sketch.Encode());
+    spans += got.count;
+  }
+  EXPECT_EQ(spans, 6000);
+}
+
 class SpanRollupTest : public ::testing::TestWithParam<int64_t> {};
 
 TEST_P(SpanRollupTest, GroupsFromRollupsMatchTheExactAnswer) {
