@@ -35,6 +35,7 @@
 #include "otlp/compression.h"
 #include "otlp/decoder.h"
 #include "storage/duckdb/duckdb_reader.h"
+#include "storage/duckdb/log_token_index.h"
 #include "storage/rollup/exception_rollup.h"
 #include "storage/rollup/log_rollup.h"
 #include "storage/rollup/span_rollup.h"
@@ -103,7 +104,7 @@ void BM_DecodeMetrics(benchmark::State& state) {
 BENCHMARK(BM_DecodeMetrics)->Arg(1000);
 
 //! add(batch) per iteration, on one decoded batch of the generator's data as
-//! the writer thread gets it; add returns the rollup rows it built.
+//! the writer thread gets it; add returns the rows it built.
 template <typename Batch, typename Decode, typename Add>
 void RollupBenchmark(benchmark::State& state, Signal signal, Decode decode, Add add) {
   auto gen = Generator(static_cast<size_t>(state.range(0)));
@@ -152,6 +153,19 @@ void BM_RollupLogs(benchmark::State& state) {
       });
 }
 BENCHMARK(BM_RollupLogs)->Arg(16384);
+
+//! The log token index's share of a log batch on the writer thread: every
+//! body tokenized, the (token, minute) pairs deduplicated.
+void BM_LogTokens(benchmark::State& state) {
+  duckdb_index::LogTokenWriter writer;
+  RollupBenchmark<LogBatch>(
+      state, Signal::kLogs,
+      [](const std::string& body, LogBatch* out, Rejections* r) {
+        return DecodeLogs(body, PayloadFormat::kProtobuf, 1, out, r);
+      },
+      [&writer](const LogBatch& b) { return writer.Collect(b).size(); });
+}
+BENCHMARK(BM_LogTokens)->Arg(16384);
 
 void BM_Gunzip(benchmark::State& state) {
   auto gen = Generator(static_cast<size_t>(state.range(0)));

@@ -12,6 +12,8 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -72,6 +74,53 @@ TEST(LogTokenIndexTest, ARecordPastTheCapEndsWithTheOverflowToken) {
   const std::vector<std::string> tokens = Tokens(body);
   ASSERT_EQ(tokens.size(), kMaxTokensPerRecord + 1);
   EXPECT_EQ(tokens.back(), "");
+}
+
+// The tokens by their definition, the slow way: lower() the body (ASCII, and
+// the two characters it maps into ASCII), split it on every other byte, keep
+// the runs with a letter. Short bodies only: no windows, no cap.
+std::vector<std::string> ReferenceTokens(std::string_view body) {
+  std::string lowered;
+  for (size_t i = 0; i < body.size();) {
+    const auto c = static_cast<unsigned char>(body[i]);
+    if (body.substr(i).starts_with("\xC4\xB0")) {
+      lowered += 'i';
+      i += 2;
+    } else if (body.substr(i).starts_with("\xE2\x84\xAA")) {
+      lowered += 'k';
+      i += 3;
+    } else {
+      const bool word = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+      lowered += word ? static_cast<char>(c >= 'A' && c <= 'Z' ? c + 0x20 : c) : ' ';
+      ++i;
+    }
+  }
+  std::vector<std::string> out;
+  std::string run;
+  for (const char c : lowered + ' ') {
+    if (c != ' ') {
+      run += c;
+      continue;
+    }
+    if (run.find_first_not_of("0123456789") != std::string::npos) out.push_back(run);
+    run.clear();
+  }
+  return out;
+}
+
+TEST(LogTokenIndexTest, TokensMatchTheirDefinitionOnRandomBytes) {
+  // Bytes that matter to the tokenizer, the two wide letters' own bytes and
+  // their neighbours among them, so runs start, end and cut mid-character.
+  const std::vector<std::string> pieces = {"a",        "Z",    "q",        "0",    "7",    " ",    "_",
+                                           "\xC4",     "\xB0", "\xC4\xB0", "\xE2", "\x84", "\xAA", "\xE2\x84\xAA",
+                                           "\xC3\xA9", "\xFF"};
+  std::mt19937 rng(13);
+  for (int round = 0; round < 20000; ++round) {
+    std::string body;
+    const size_t n = rng() % 12;
+    for (size_t i = 0; i < n; ++i) body += pieces[rng() % pieces.size()];
+    EXPECT_EQ(Tokens(body), ReferenceTokens(body)) << body;
+  }
 }
 
 TEST(LogTokenIndexTest, TheNeedleIsTheLongestAsciiRunCut) {
@@ -167,6 +216,50 @@ LogBatch Logs(const std::vector<LogRow>& rows) {
     for (StringColumn* c : {&b.event_name, &b.exception_type, &b.exception_message, &b.exception_group}) c->Append("");
   }
   return b;
+}
+
+TEST(LogTokenIndexTest, ABatchStoresEachTokenOfAMinuteOnce) {
+  const LogBatch b = Logs({{kT0, "Disk FULL on sda1", {}},
+                           {kT0 + 1, "disk full on SDA2", {}},
+                           {kT0 + kMinuteNs, "disk full", {}},
+                           {kT0 + kMinuteNs + 1, "D\xC4\xB0SK 5\xE2\x84\xAA", {}}});
+  std::set<std::pair<std::string, int64_t>> want;
+  for (size_t i = 0; i < b.rows(); ++i) {
+    for (const std::string& t : Tokens(b.body.Get(i))) want.emplace(t, duckdb_index::MinuteOf(b.time_ns[i]));
+  }
+  duckdb_index::LogTokenWriter writer;
+  for (int pass = 0; pass < 2; ++pass) {  // a second batch starts afresh
+    std::set<std::pair<std::string, int64_t>> got;
+    size_t keys = 0;
+    for (const auto& k : writer.Collect(b)) {
+      got.emplace(std::string(k.token), k.minute);
+      ++keys;
+    }
+    EXPECT_EQ(got, want);
+    EXPECT_EQ(keys, want.size());  // no pair twice
+  }
+  EXPECT_TRUE(want.contains({"disk", duckdb_index::MinuteOf(kT0 + kMinuteNs)}));
+  EXPECT_TRUE(want.contains({"5k", duckdb_index::MinuteOf(kT0 + kMinuteNs)}));
+}
+
+TEST(LogTokenIndexTest, ManyDistinctTokensGrowTheSet) {
+  std::vector<LogRow> rows;
+  std::set<std::string> want;
+  for (int i = 0; i < 5000; ++i) {
+    const std::string word = "w" + std::to_string(i);
+    rows.push_back({kT0, word + " " + word + " shared", {}});
+    want.insert(word);
+  }
+  want.insert("shared");
+  duckdb_index::LogTokenWriter writer;
+  std::set<std::string> got;
+  size_t keys = 0;
+  for (const auto& k : writer.Collect(Logs(rows))) {
+    got.emplace(k.token);
+    ++keys;
+  }
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(keys, want.size());
 }
 
 class DuckDbIndexesTest : public ::testing::Test {

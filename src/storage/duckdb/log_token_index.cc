@@ -3,6 +3,11 @@
 #include <algorithm>
 #include <cstring>
 
+// Header-only mode, as common/hash.cc: a token's hash is the inlined
+// short-input path.
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include "storage/sql/retention_sql.h"
 
 namespace sightline::duckdb_index {
@@ -11,6 +16,12 @@ namespace {
 
 constexpr const char* kDictionary = "log_token_dict";
 constexpr size_t kBlockBytes = 64 * 1024;
+constexpr size_t kMinSlots = 1024;  // a power of two, as every size of the table
+constexpr uint64_t kTagBits = 0xFFFFFFFF00000000ull;
+
+uint64_t HashKey(std::string_view token, int64_t minute) {
+  return XXH3_64bits_withSeed(token.data(), token.size(), static_cast<uint64_t>(minute));
+}
 
 //! minute of time_ns in SQL, as MinuteOf (DuckDB's // truncates toward zero).
 constexpr const char* kMinuteSql =
@@ -138,20 +149,47 @@ std::string_view LogTokenWriter::Keep(std::string_view token) {
   return std::string_view(at, token.size());
 }
 
-Result<uint64_t> LogTokenWriter::Append(duckdb_appender appender, const LogBatch& b) {
-  seen_.clear();
+void LogTokenWriter::Grow() {
+  slots_.assign(slots_.empty() ? kMinSlots : slots_.size() * 2, 0);
+  const size_t mask = slots_.size() - 1;
+  for (size_t k = 0; k < keys_.size(); ++k) {
+    const uint64_t h = HashKey(keys_[k].token, keys_[k].minute);
+    size_t at = h & mask;
+    while (slots_[at] != 0) at = (at + 1) & mask;
+    slots_[at] = (h & kTagBits) | (k + 1);
+  }
+}
+
+const std::vector<LogTokenWriter::Key>& LogTokenWriter::Collect(const LogBatch& b) {
+  keys_.clear();
   blocks_.clear();
   block_used_ = 0;
+  if (slots_.empty()) Grow();
+  std::fill(slots_.begin(), slots_.end(), 0);
   for (size_t i = 0; i < b.rows(); ++i) {
     const std::string_view body = b.body.Get(i);
     const int64_t minute = MinuteOf(b.time_ns[i]);
     Tokenize(body, &scratch_, [&](std::string_view token) {
-      if (seen_.count(Key{token, minute}) != 0) return;
+      const uint64_t h = HashKey(token, minute);
+      const size_t mask = slots_.size() - 1;
+      size_t at = h & mask;
+      for (; slots_[at] != 0; at = (at + 1) & mask) {
+        if ((slots_[at] & kTagBits) != (h & kTagBits)) continue;
+        const Key& k = keys_[(slots_[at] & ~kTagBits) - 1];
+        if (k.minute == minute && k.token == token) return;
+      }
       const bool in_body = token.empty() || (token.data() >= body.data() && token.data() < body.data() + body.size());
-      seen_.insert(Key{in_body ? token : Keep(token), minute});
+      keys_.push_back(Key{in_body ? token : Keep(token), minute});
+      slots_[at] = (h & kTagBits) | keys_.size();
+      if (keys_.size() * 2 > slots_.size()) Grow();  // at most half full
     });
   }
-  for (const Key& k : seen_) {
+  return keys_;
+}
+
+Result<uint64_t> LogTokenWriter::Append(duckdb_appender appender, const LogBatch& b) {
+  const std::vector<Key>& keys = Collect(b);
+  for (const Key& k : keys) {
     if (duckdb_append_int64(appender, b.project_id) != DuckDBSuccess ||
         duckdb_append_varchar_length(appender, k.token.data(), k.token.size()) != DuckDBSuccess ||
         duckdb_append_int64(appender, k.minute) != DuckDBSuccess ||
@@ -161,7 +199,7 @@ Result<uint64_t> LogTokenWriter::Append(duckdb_appender appender, const LogBatch
                              (error != nullptr ? error : "unknown error"));
     }
   }
-  return static_cast<uint64_t>(seen_.size());
+  return static_cast<uint64_t>(keys.size());
 }
 
 }  // namespace sightline::duckdb_index

@@ -46,7 +46,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_set>
 #include <vector>
 
 #include "common/status.h"
@@ -104,25 +103,33 @@ sql::Sql MinutesSql(int64_t project_id, const std::vector<std::string>& tokens, 
 //! Builds the token rows of a batch. One per sink (not thread-safe).
 class LogTokenWriter {
  public:
-  //! Appends the batch's rows; returns how many.
-  Result<uint64_t> Append(duckdb_appender appender, const LogBatch& b);
-
- private:
+  //! One token row: a distinct (token, minute) of the batch.
   struct Key {
     std::string_view token;
     int64_t minute;
     bool operator==(const Key&) const = default;
   };
-  struct KeyHash {
-    size_t operator()(const Key& k) const {
-      return std::hash<std::string_view>()(k.token) ^ static_cast<size_t>(k.minute * 0x9E3779B97F4A7C15ull);
-    }
-  };
+
+  //! The batch's distinct (token, minute) pairs, first seen first. The views
+  //! point into the batch's bodies or this writer's own copies, and last
+  //! until the next call.
+  const std::vector<Key>& Collect(const LogBatch& b);
+  //! Appends the batch's rows; returns how many.
+  Result<uint64_t> Append(duckdb_appender appender, const LogBatch& b);
+
+ private:
   //! A lasting copy of a token made in scratch (the body's own bytes last
   //! as long as the batch).
   std::string_view Keep(std::string_view token);
+  //! Doubles the table and places every key again.
+  void Grow();
 
-  std::unordered_set<Key, KeyHash> seen_;
+  //! An open-addressing set of indexes into keys_: one hash and, mostly, one
+  //! probe per token, with no node to allocate. A slot holds a key's index
+  //! plus one in its low half (0: empty) and its hash's top bits in the high
+  //! half, so a probe compares bytes only on a likely match.
+  std::vector<uint64_t> slots_;
+  std::vector<Key> keys_;
   std::vector<std::unique_ptr<char[]>> blocks_;
   size_t block_used_ = 0;
   std::string scratch_;
