@@ -3,11 +3,16 @@
 #include <algorithm>
 #include <utility>
 
+#include "common/thread_name.h"
+
 namespace sightline {
 
 LoginService::LoginService(LoginOptions options, Authenticator* auth, LoginThrottle::Clock clock)
     : options_(options), auth_(auth), throttle_(options.throttle, std::move(clock)) {
-  thread_ = std::thread([this] { Run(); });
+  thread_ = std::thread([this] {
+    NameThisThread("sl-login");
+    Run();
+  });
 }
 
 LoginService::~LoginService() { Stop(); }

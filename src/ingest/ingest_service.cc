@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "common/json_writer.h"
+#include "common/thread_name.h"
 
 namespace sightline {
 
@@ -91,6 +92,7 @@ Status IngestService::ChargeBody(AdmittedExport* a, size_t received) {
 
 void IngestService::Export(AdmittedExport* a, std::string body, std::function<void(ExportResponse)> done) {
   boost::asio::post(decode_pool_, [this, a, body = std::move(body), done = std::move(done)]() mutable {
+    NameThisThread("sl-decode");
     auto decoded = Decode(a, body);
     body.clear();
     body.shrink_to_fit();

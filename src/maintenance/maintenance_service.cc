@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "common/thread_name.h"
+
 namespace sightline {
 
 namespace {
@@ -36,8 +38,14 @@ void MaintenanceService::Start() {
   MutexLock lock(&mu_);
   if (pass_thread_.joinable() || stopping_) return;
   if (guard_ != nullptr) guard_->Check();  // the floor holds from the first request on
-  disk_thread_ = std::thread([this] { WatchDisk(); });
-  pass_thread_ = std::thread([this] { RunPasses(); });
+  disk_thread_ = std::thread([this] {
+    NameThisThread("sl-disk-floor");
+    WatchDisk();
+  });
+  pass_thread_ = std::thread([this] {
+    NameThisThread("sl-maintain");
+    RunPasses();
+  });
 }
 
 void MaintenanceService::Stop() {

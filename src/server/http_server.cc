@@ -25,6 +25,7 @@
 
 #include "common/json_writer.h"
 #include "common/mutex.h"
+#include "common/thread_name.h"
 
 namespace sightline {
 
@@ -468,7 +469,10 @@ class HttpServer::Impl {
   // A route's blocking work, on the query pool.
   asio::awaitable<HttpResponse> RunBlocking(BlockingRoute work) {
     auto response = co_await AwaitCallback<std::shared_ptr<HttpResponse>>([&](auto done) {
-      asio::post(*query_pool_, [work = std::move(work), done] { done(std::make_shared<HttpResponse>(work())); });
+      asio::post(*query_pool_, [work = std::move(work), done] {
+        NameThisThread("sl-query");
+        done(std::make_shared<HttpResponse>(work()));
+      });
     });
     co_return std::move(*response);
   }
@@ -539,6 +543,7 @@ class HttpServer::Impl {
 
     auto response = co_await AwaitCallback<std::shared_ptr<HttpResponse>>([&](auto done) {
       asio::post(*query_pool_, [this, &call, shared, started, timeout_ms, done] {
+        NameThisThread("sl-query");
         auto elapsed =
             std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
         auto reader = api_->store()->AcquireReader(std::max<int64_t>(0, timeout_ms - elapsed.count()));

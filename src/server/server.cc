@@ -16,6 +16,7 @@
 #include "auth/passwords.h"
 #include "auth/tokens.h"
 #include "common/json_writer.h"
+#include "common/thread_name.h"
 #include "server/process_metrics.h"
 #include "server/ui_assets.h"
 
@@ -197,6 +198,7 @@ Status Server::Open() {
   SL_RETURN_IF_ERROR(SetUpCredentials());
   for (int i = 0; i < std::max(1, options_.io_threads); ++i) {
     io_threads_.emplace_back([this] {
+      NameThisThread("sl-io");
       auto guard = boost::asio::make_work_guard(ioc_);
       ioc_.run();
     });
@@ -309,6 +311,7 @@ HttpResponse Server::DeepHealth() {
     if (!signal_bytes_refreshing_ && (!signal_bytes_at_ || now - *signal_bytes_at_ >= max_age)) {
       signal_bytes_refreshing_ = true;
       boost::asio::post(*query_pool_, [this] {
+        NameThisThread("sl-query");
         MeasureSignalBytesNow();
         MutexLock done(&signal_bytes_mu_);
         signal_bytes_refreshing_ = false;

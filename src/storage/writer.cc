@@ -1,5 +1,7 @@
 #include "storage/writer.h"
 
+#include "common/thread_name.h"
+
 namespace sightline {
 
 SignalWriter::SignalWriter(Signal signal, std::unique_ptr<SignalSink> sink, Options options)
@@ -8,7 +10,14 @@ SignalWriter::SignalWriter(Signal signal, std::unique_ptr<SignalSink> sink, Opti
 SignalWriter::~SignalWriter() { Stop(); }
 
 void SignalWriter::Start() {
-  thread_ = std::thread([this] { Run(); });
+  thread_ = std::thread([this] {
+    switch (signal_) {
+      case Signal::kSpans: NameThisThread("sl-write-spans"); break;
+      case Signal::kLogs: NameThisThread("sl-write-logs"); break;
+      case Signal::kMetrics: NameThisThread("sl-write-metric"); break;
+    }
+    Run();
+  });
 }
 
 void SignalWriter::Submit(std::unique_ptr<AnyBatch> batch, Done done) {

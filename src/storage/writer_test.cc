@@ -9,10 +9,13 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -212,6 +215,27 @@ TEST(SignalWriterTest, ConcurrentSubmitsAreGroupedUnderASlowSink) {
   EXPECT_EQ(stats.failed_commits, 0u);
   EXPECT_EQ(stats.queued_batches, 0u);
   EXPECT_EQ(stats.queued_rows, 0u);
+}
+
+// What `top -H` shows for the writer: its signal, so a busy core is told apart
+// from the decoders and the other signals' writers.
+TEST(SignalWriterTest, TheWriterThreadIsNamedAfterItsSignal) {
+  RecordingSink::Shared shared;
+  SignalWriter writer(Signal::kLogs, std::make_unique<RecordingSink>(&shared), {});
+  writer.Start();
+  std::set<std::string> names;
+  for (int i = 0; i < 200 && !names.contains("sl-write-logs"); ++i) {
+    std::this_thread::sleep_for(milliseconds(5));  // until the thread has named itself
+    names.clear();
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+      std::ifstream in(task.path() / "comm");
+      std::string name;
+      std::getline(in, name);
+      names.insert(name);
+    }
+  }
+  writer.Stop();
+  EXPECT_TRUE(names.contains("sl-write-logs"));
 }
 
 TEST(SignalWriterTest, GroupsRespectMaxGroupRows) {

@@ -1,4 +1,5 @@
 #include "storage/duckdb/duckdb_store.h"
+#include "common/thread_name.h"
 #include "storage/duckdb/duckdb_indexes.h"
 #include "storage/duckdb/duckdb_reader.h"
 #include "storage/duckdb/duckdb_telemetry_reader.h"
@@ -938,7 +939,10 @@ Status DuckDbStore::Init(const StoreOptions& options) {
     readers.push_back(NewDuckDbReader(conn));
   }
   read_pool_ = std::make_unique<ReadPool>(std::move(readers));
-  compactor_ = std::thread([this] { RunCompactor(); });
+  compactor_ = std::thread([this] {
+    NameThisThread("sl-compact");
+    RunCompactor();
+  });
   return Status::Ok();
 }
 
