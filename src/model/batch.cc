@@ -17,6 +17,11 @@ size_t BatchRows(const AnyBatch& b) {
   return std::visit([](const auto& x) { return x.rows(); }, b);
 }
 
+size_t PreparedBytes(const AnyBatch& b) {
+  const LogBatch* logs = std::get_if<LogBatch>(&b);
+  return logs != nullptr && logs->prepared != nullptr ? logs->prepared->ByteSize() : 0;
+}
+
 const char* MetricTypeName(MetricType t) {
   switch (t) {
     case MetricType::kGauge: return "gauge";

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -111,6 +112,15 @@ struct SpanBatch {
   size_t ByteSize() const;
 };
 
+//! What a storage engine derived from a batch on the thread that submitted
+//! it (SignalSink::Prepare), for its writer thread to use instead of deriving
+//! it there; each engine's own subclass. Immutable once made.
+struct PreparedForEngine {
+  virtual ~PreparedForEngine() = default;
+  //! The memory it holds, charged to the request as its decoded batch is.
+  virtual size_t ByteSize() const = 0;
+};
+
 struct LogBatch {
   int64_t project_id = 0;
   std::vector<int64_t> time_ns;           // 0 when the record has none
@@ -135,6 +145,8 @@ struct LogBatch {
   StringColumn exception_type;
   StringColumn exception_message;
   StringColumn exception_group;
+  //! Set by the engine's Prepare; null until then (the writer derives it).
+  std::shared_ptr<const PreparedForEngine> prepared;
 
   size_t rows() const { return time_ns.size(); }
   size_t ByteSize() const;
@@ -232,5 +244,7 @@ struct MetricBatch {
 using AnyBatch = std::variant<SpanBatch, LogBatch, MetricBatch>;
 //! Rows (spans, log records, metric points) of any batch.
 size_t BatchRows(const AnyBatch& b);
+//! What the engine's Prepare left on the batch holds (0 when nothing).
+size_t PreparedBytes(const AnyBatch& b);
 
 }  // namespace sightline

@@ -142,6 +142,13 @@ struct SqlResult {
 class SignalSink {
  public:
   virtual ~SignalSink() = default;
+  //! Work an engine can do on a batch before its writer thread takes it,
+  //! called through SignalWriter::Prepare on a decoder thread, beside the
+  //! writer thread's Write calls: it must not touch the sink's state. Moving
+  //! work here shortens the writer thread, the serial stage of ingest. What
+  //! it leaves on the batch is charged to the request (PreparedBytes); the
+  //! batch is not changed after it.
+  virtual void Prepare(AnyBatch* /*batch*/) const {}
   virtual Status WriteSpans(const std::vector<const SpanBatch*>& batches);
   virtual Status WriteLogs(const std::vector<const LogBatch*>& batches);
   virtual Status WriteMetrics(const std::vector<const MetricBatch*>& batches);

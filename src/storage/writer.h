@@ -35,6 +35,9 @@ class SignalWriter {
   ~SignalWriter();
 
   void Start();
+  //! The sink's SignalSink::Prepare, on the calling thread (a decoder): call
+  //! it before Submit to move that work off the writer thread. Thread-safe.
+  void Prepare(AnyBatch* batch) const { sink_->Prepare(batch); }
   //! Queues a batch; `done` runs on the writer thread. After Stop() the batch is
   //! refused: `done` runs at once with Unavailable.
   void Submit(std::unique_ptr<AnyBatch> batch, Done done) EXCLUDES(mu_);

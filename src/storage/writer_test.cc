@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -236,6 +237,54 @@ TEST(SignalWriterTest, TheWriterThreadIsNamedAfterItsSignal) {
   }
   writer.Stop();
   EXPECT_TRUE(names.contains("sl-write-logs"));
+}
+
+// Prepare runs on the thread that calls it (a decoder), not on the writer
+// thread; what it leaves on the batch reaches the writer thread's Write.
+class PreparingSink : public SignalSink {
+ public:
+  struct Mark : PreparedForEngine {
+    std::thread::id prepared_on;
+    size_t ByteSize() const override { return sizeof(*this); }
+  };
+  struct Seen {
+    std::thread::id prepared_on;  // default: Write found no mark
+    std::thread::id written_on;
+  };
+  explicit PreparingSink(std::vector<Seen>* seen) : seen_(seen) {}
+  void Prepare(AnyBatch* batch) const override {
+    if (LogBatch* logs = std::get_if<LogBatch>(batch)) {
+      auto mark = std::make_shared<Mark>();
+      mark->prepared_on = std::this_thread::get_id();
+      logs->prepared = mark;
+    }
+  }
+  Status WriteLogs(const std::vector<const LogBatch*>& batches) override {
+    for (const LogBatch* b : batches) {
+      const auto* mark = dynamic_cast<const Mark*>(b->prepared.get());
+      seen_->push_back({mark != nullptr ? mark->prepared_on : std::thread::id(), std::this_thread::get_id()});
+    }
+    return Status::Ok();
+  }
+
+ private:
+  std::vector<Seen>* seen_;  // read after Stop()
+};
+
+TEST(SignalWriterTest, TheSinkPreparesABatchOnTheSubmittingThread) {
+  std::vector<PreparingSink::Seen> seen;
+  SignalWriter writer(Signal::kLogs, std::make_unique<PreparingSink>(&seen), {});
+  writer.Start();
+  auto batch = std::make_unique<AnyBatch>(LogBatch{});
+  std::get<LogBatch>(*batch).time_ns.push_back(1);
+  writer.Prepare(batch.get());
+  std::promise<Status> done;
+  writer.Submit(std::move(batch), [&done](Status s) { done.set_value(s); });
+  EXPECT_TRUE(done.get_future().get().ok());
+  writer.Stop();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].prepared_on, std::this_thread::get_id());
+  EXPECT_NE(seen[0].written_on, std::this_thread::get_id());
 }
 
 TEST(SignalWriterTest, GroupsRespectMaxGroupRows) {

@@ -58,7 +58,7 @@ Status IndexWriter::Add(const LogBatch& b, const OpenAppender& open) {
   Result<uint64_t> n = traces_.Append(trace_appender_, b);
   if (!n.ok()) return n.status();
   trace_rows_ += *n;
-  Result<uint64_t> m = tokens_.Append(token_appender_, b);
+  Result<uint64_t> m = AppendLogTokens(token_appender_, b.project_id, *TokensOf(b));
   if (!m.ok()) return m.status();
   token_rows_ += *m;
   return Status::Ok();

@@ -67,7 +67,6 @@ class IndexWriter {
 
  private:
   TraceRangeWriter traces_;
-  LogTokenWriter tokens_;
   Signal signal_ = Signal::kSpans;            // of the trace rows written
   duckdb_appender trace_appender_ = nullptr;  // owned by the transaction
   duckdb_appender token_appender_ = nullptr;

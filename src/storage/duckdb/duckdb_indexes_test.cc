@@ -227,19 +227,38 @@ TEST(LogTokenIndexTest, ABatchStoresEachTokenOfAMinuteOnce) {
   for (size_t i = 0; i < b.rows(); ++i) {
     for (const std::string& t : Tokens(b.body.Get(i))) want.emplace(t, duckdb_index::MinuteOf(b.time_ns[i]));
   }
-  duckdb_index::LogTokenWriter writer;
-  for (int pass = 0; pass < 2; ++pass) {  // a second batch starts afresh
-    std::set<std::pair<std::string, int64_t>> got;
-    size_t keys = 0;
-    for (const auto& k : writer.Collect(b)) {
-      got.emplace(std::string(k.token), k.minute);
-      ++keys;
-    }
-    EXPECT_EQ(got, want);
-    EXPECT_EQ(keys, want.size());  // no pair twice
+  std::set<std::pair<std::string, int64_t>> got;
+  size_t keys = 0;
+  const duckdb_index::LogTokenSet set(b);
+  for (size_t i = 0; i < set.size(); ++i) {
+    got.emplace(std::string(set.token(i)), set.minute(i));
+    ++keys;
   }
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(keys, want.size());  // no pair twice
   EXPECT_TRUE(want.contains({"disk", duckdb_index::MinuteOf(kT0 + kMinuteNs)}));
   EXPECT_TRUE(want.contains({"5k", duckdb_index::MinuteOf(kT0 + kMinuteNs)}));
+}
+
+// The set waits in the writer's queue, charged to its request: it holds at
+// most twice the bodies' bytes (windows overlap) and 16 bytes a pair, even
+// when every token of every record is new.
+TEST(LogTokenIndexTest, TheSetHoldsNoMoreThanItsBoundOfTheBodies) {
+  std::vector<LogRow> rows;
+  size_t body_bytes = 0, most_pairs = 0;
+  for (int r = 0; r < 2000; ++r) {
+    std::string body;
+    for (int t = 0; t < 100; ++t) body += "t" + std::to_string(r * 100 + t) + " ";  // past the cap of 64
+    body += std::string(300, 'x');                                                  // windows
+    body_bytes += body.size();
+    rows.push_back({kT0 + r * kSecondNs, body, {}});
+  }
+  const LogBatch b = Logs(rows);
+  const duckdb_index::LogTokenSet set(b);
+  for (size_t i = 0; i < b.rows(); ++i) most_pairs += Tokens(b.body.Get(i)).size();
+  EXPECT_GT(set.size(), 2000u * kMaxTokensPerRecord / 2);
+  EXPECT_LE(set.size(), most_pairs);
+  EXPECT_LE(set.ByteSize(), 2 * body_bytes + 16 * most_pairs);
 }
 
 TEST(LogTokenIndexTest, ManyDistinctTokensGrowTheSet) {
@@ -251,11 +270,12 @@ TEST(LogTokenIndexTest, ManyDistinctTokensGrowTheSet) {
     want.insert(word);
   }
   want.insert("shared");
-  duckdb_index::LogTokenWriter writer;
   std::set<std::string> got;
   size_t keys = 0;
-  for (const auto& k : writer.Collect(Logs(rows))) {
-    got.emplace(k.token);
+  const LogBatch b = Logs(rows);
+  const duckdb_index::LogTokenSet set(b);
+  for (size_t i = 0; i < set.size(); ++i) {
+    got.emplace(set.token(i));
     ++keys;
   }
   EXPECT_EQ(got, want);
@@ -742,6 +762,24 @@ TEST_F(DuckDbIndexesTest, LookupsReadOnlyWhatTheIndexesSay) {
   EXPECT_EQ(Search("zebrafish"), (std::vector<std::string>{"zebrafish one"}));
   ASSERT_TRUE(store_->ExecuteSql("DELETE FROM log_tokens_tail WHERE token = 'zebrafish'").ok());
   EXPECT_TRUE(Search("zebrafish").empty());
+}
+
+TEST_F(DuckDbIndexesTest, ABatchPreparedOnTheDecoderIsIndexedAsAnUnpreparedOne) {
+  Result<std::unique_ptr<SignalSink>> sink = store_->NewSink(Signal::kLogs);
+  ASSERT_TRUE(sink.ok());
+  AnyBatch prepared = Logs({{kT0, "Payment DECLINED by issuer", {}}});
+  (*sink)->Prepare(&prepared);
+  const LogBatch& b = std::get<LogBatch>(prepared);
+  ASSERT_NE(b.prepared, nullptr);
+  // The writer takes the set made on the decoder, not one of its own.
+  EXPECT_EQ(duckdb_index::TokensOf(b), b.prepared);
+  const LogBatch unprepared = Logs({{kT0 + 5 * kMinuteNs, "payment accepted", {}}});
+  ASSERT_TRUE((*sink)->WriteLogs({&b, &unprepared}).ok());
+  sink->reset();
+  EXPECT_EQ(Search("declined"), (std::vector<std::string>{"Payment DECLINED by issuer"}));
+  EXPECT_EQ(Search("accepted"), (std::vector<std::string>{"payment accepted"}));
+  EXPECT_EQ(Search("payment").size(), 2u);
+  EXPECT_EQ(Int("SELECT count(*) FROM log_tokens_tail WHERE token = 'payment'"), 2);  // one per minute
 }
 
 TEST_F(DuckDbIndexesTest, SearchFoldsAsLowerDoes) {

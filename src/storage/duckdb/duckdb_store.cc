@@ -692,6 +692,13 @@ class DuckDbSink final : public OneSignalSink<DuckDbSink> {
     store_->open_sinks_.fetch_sub(1);
   }
 
+  //! A log batch's token index rows, found on the decoder that submits it.
+  void Prepare(AnyBatch* batch) const override {
+    if (LogBatch* logs = std::get_if<LogBatch>(batch)) {
+      logs->prepared = std::make_shared<const duckdb_index::LogTokenSet>(*logs);
+    }
+  }
+
   //! Appends and commits, then checkpoints when the WAL has reached the
   //! threshold (DuckDB's own automatic checkpoint is off). A checkpoint that
   //! cannot run now (no room on the disk, a write in progress) waits for the

@@ -15,7 +15,6 @@ namespace sightline::duckdb_index {
 namespace {
 
 constexpr const char* kDictionary = "log_token_dict";
-constexpr size_t kBlockBytes = 64 * 1024;
 constexpr size_t kMinSlots = 1024;  // a power of two, as every size of the table
 constexpr uint64_t kTagBits = 0xFFFFFFFF00000000ull;
 
@@ -138,68 +137,63 @@ sql::Sql MinutesSql(int64_t project_id, const std::vector<std::string>& tokens, 
   return sql;
 }
 
-std::string_view LogTokenWriter::Keep(std::string_view token) {
-  if (blocks_.empty() || block_used_ + token.size() > kBlockBytes) {
-    blocks_.push_back(std::make_unique<char[]>(std::max(kBlockBytes, token.size())));
-    block_used_ = 0;
-  }
-  char* at = blocks_.back().get() + block_used_;
-  std::memcpy(at, token.data(), token.size());
-  block_used_ += token.size();
-  return std::string_view(at, token.size());
-}
-
-void LogTokenWriter::Grow() {
-  slots_.assign(slots_.empty() ? kMinSlots : slots_.size() * 2, 0);
-  const size_t mask = slots_.size() - 1;
-  for (size_t k = 0; k < keys_.size(); ++k) {
-    const uint64_t h = HashKey(keys_[k].token, keys_[k].minute);
+LogTokenSet::LogTokenSet(const LogBatch& b) {
+  // An open-addressing set of indexes into entries_: one hash and, mostly,
+  // one probe per token, with no node to allocate. A slot holds an entry's
+  // index plus one in its low half (0: empty) and its hash's top bits in the
+  // high half, so a probe compares bytes only on a likely match. At most half
+  // full.
+  std::vector<uint64_t> slots(kMinSlots, 0);
+  const auto place = [&slots](uint64_t h, size_t index) {
+    const size_t mask = slots.size() - 1;
     size_t at = h & mask;
-    while (slots_[at] != 0) at = (at + 1) & mask;
-    slots_[at] = (h & kTagBits) | (k + 1);
-  }
-}
-
-const std::vector<LogTokenWriter::Key>& LogTokenWriter::Collect(const LogBatch& b) {
-  keys_.clear();
-  blocks_.clear();
-  block_used_ = 0;
-  if (slots_.empty()) Grow();
-  std::fill(slots_.begin(), slots_.end(), 0);
+    while (slots[at] != 0) at = (at + 1) & mask;
+    slots[at] = (h & kTagBits) | (index + 1);
+  };
+  std::string scratch;
   for (size_t i = 0; i < b.rows(); ++i) {
-    const std::string_view body = b.body.Get(i);
     const int64_t minute = MinuteOf(b.time_ns[i]);
-    Tokenize(body, &scratch_, [&](std::string_view token) {
-      const uint64_t h = HashKey(token, minute);
-      const size_t mask = slots_.size() - 1;
-      size_t at = h & mask;
-      for (; slots_[at] != 0; at = (at + 1) & mask) {
-        if ((slots_[at] & kTagBits) != (h & kTagBits)) continue;
-        const Key& k = keys_[(slots_[at] & ~kTagBits) - 1];
-        if (k.minute == minute && k.token == token) return;
+    Tokenize(b.body.Get(i), &scratch, [&](std::string_view t) {
+      const uint64_t h = HashKey(t, minute);
+      const size_t mask = slots.size() - 1;
+      for (size_t at = h & mask; slots[at] != 0; at = (at + 1) & mask) {
+        if ((slots[at] & kTagBits) != (h & kTagBits)) continue;
+        const size_t k = (slots[at] & ~kTagBits) - 1;
+        if (entries_[k].minute == minute && token(k) == t) return;
       }
-      const bool in_body = token.empty() || (token.data() >= body.data() && token.data() < body.data() + body.size());
-      keys_.push_back(Key{in_body ? token : Keep(token), minute});
-      slots_[at] = (h & kTagBits) | keys_.size();
-      if (keys_.size() * 2 > slots_.size()) Grow();  // at most half full
+      entries_.push_back(Entry{static_cast<uint32_t>(bytes_.size()), static_cast<uint32_t>(t.size()), minute});
+      bytes_.append(t);
+      if (entries_.size() * 2 <= slots.size()) {
+        place(h, entries_.size() - 1);
+        return;
+      }
+      slots.assign(slots.size() * 2, 0);
+      for (size_t k = 0; k < entries_.size(); ++k) place(HashKey(token(k), entries_[k].minute), k);
     });
   }
-  return keys_;
+  // It waits in the writer's queue: hold no more than it needs.
+  bytes_.shrink_to_fit();
+  entries_.shrink_to_fit();
 }
 
-Result<uint64_t> LogTokenWriter::Append(duckdb_appender appender, const LogBatch& b) {
-  const std::vector<Key>& keys = Collect(b);
-  for (const Key& k : keys) {
-    if (duckdb_append_int64(appender, b.project_id) != DuckDBSuccess ||
-        duckdb_append_varchar_length(appender, k.token.data(), k.token.size()) != DuckDBSuccess ||
-        duckdb_append_int64(appender, k.minute) != DuckDBSuccess ||
+std::shared_ptr<const LogTokenSet> TokensOf(const LogBatch& b) {
+  if (auto prepared = std::dynamic_pointer_cast<const LogTokenSet>(b.prepared)) return prepared;
+  return std::make_shared<const LogTokenSet>(b);
+}
+
+Result<uint64_t> AppendLogTokens(duckdb_appender appender, int64_t project_id, const LogTokenSet& set) {
+  for (size_t i = 0; i < set.size(); ++i) {
+    const std::string_view token = set.token(i);
+    if (duckdb_append_int64(appender, project_id) != DuckDBSuccess ||
+        duckdb_append_varchar_length(appender, token.data(), token.size()) != DuckDBSuccess ||
+        duckdb_append_int64(appender, set.minute(i)) != DuckDBSuccess ||
         duckdb_appender_end_row(appender) != DuckDBSuccess) {
       const char* error = duckdb_appender_error(appender);
       return Status::IoError(std::string("duckdb append to log_tokens_tail: ") +
                              (error != nullptr ? error : "unknown error"));
     }
   }
-  return static_cast<uint64_t>(keys.size());
+  return static_cast<uint64_t>(set.size());
 }
 
 }  // namespace sightline::duckdb_index

@@ -100,40 +100,37 @@ sql::Sql CandidateTokensSql(int64_t project_id, const std::string& needle);
 //! of `tokens` or the overflow token.
 sql::Sql MinutesSql(int64_t project_id, const std::vector<std::string>& tokens, int64_t from_minute, int64_t to_minute);
 
-//! Builds the token rows of a batch. One per sink (not thread-safe).
-class LogTokenWriter {
+//! The token index rows of a batch: its distinct (token, minute) pairs, in
+//! the order first seen. Owns the tokens' bytes, packed. Made on a decoder
+//! thread by the sink's Prepare (it is the batch's PreparedForEngine), or by
+//! the writer for a batch that comes unprepared (TokensOf).
+class LogTokenSet final : public PreparedForEngine {
  public:
-  //! One token row: a distinct (token, minute) of the batch.
-  struct Key {
-    std::string_view token;
-    int64_t minute;
-    bool operator==(const Key&) const = default;
-  };
+  explicit LogTokenSet(const LogBatch& b);
 
-  //! The batch's distinct (token, minute) pairs, first seen first. The views
-  //! point into the batch's bodies or this writer's own copies, and last
-  //! until the next call.
-  const std::vector<Key>& Collect(const LogBatch& b);
-  //! Appends the batch's rows; returns how many.
-  Result<uint64_t> Append(duckdb_appender appender, const LogBatch& b);
+  size_t size() const { return entries_.size(); }
+  std::string_view token(size_t i) const {
+    return std::string_view(bytes_).substr(entries_[i].offset, entries_[i].size);
+  }
+  int64_t minute(size_t i) const { return entries_[i].minute; }
+  //! At most the batch's body bytes twice (windows overlap) plus 16 bytes a
+  //! pair: a pair is a token of a body, at most 64 a record.
+  size_t ByteSize() const override { return bytes_.capacity() + entries_.capacity() * sizeof(Entry); }
 
  private:
-  //! A lasting copy of a token made in scratch (the body's own bytes last
-  //! as long as the batch).
-  std::string_view Keep(std::string_view token);
-  //! Doubles the table and places every key again.
-  void Grow();
-
-  //! An open-addressing set of indexes into keys_: one hash and, mostly, one
-  //! probe per token, with no node to allocate. A slot holds a key's index
-  //! plus one in its low half (0: empty) and its hash's top bits in the high
-  //! half, so a probe compares bytes only on a likely match.
-  std::vector<uint64_t> slots_;
-  std::vector<Key> keys_;
-  std::vector<std::unique_ptr<char[]>> blocks_;
-  size_t block_used_ = 0;
-  std::string scratch_;
+  struct Entry {
+    uint32_t offset;  // into bytes_
+    uint32_t size;
+    int64_t minute;
+  };
+  std::string bytes_;  // every distinct token's bytes, one after another
+  std::vector<Entry> entries_;
 };
+
+//! The set the batch was prepared with, else one made now.
+std::shared_ptr<const LogTokenSet> TokensOf(const LogBatch& b);
+//! Appends the set's rows to log_tokens_tail; returns how many.
+Result<uint64_t> AppendLogTokens(duckdb_appender appender, int64_t project_id, const LogTokenSet& set);
 
 // ---------------------------------------------------------------- inline
 
