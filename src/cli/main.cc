@@ -19,6 +19,7 @@
 #include "cli/state_option.h"
 #include "cli/token_commands.h"
 #include "common/json_writer.h"
+#include "common/thread_name.h"
 #include "common/units.h"
 #include "server/cors.h"
 #include "server/process_metrics.h"
@@ -217,6 +218,9 @@ int Migrate(const std::string& data, const std::string& storage, const StoreOpti
 
 int main(int argc, char** argv) {
   using namespace sightline;
+  // Whatever the binary is called or run as (bench spawns /proc/self/exe):
+  // the main thread, and the engines' workers it starts, show as sightline.
+  NameThisThread("sightline");
   CLI::App app{"Sightline: a self-hosted OpenTelemetry backend (OTLP in, dashboards out)"};
   app.require_subcommand(1);
   app.set_version_flag("--version", [] {
