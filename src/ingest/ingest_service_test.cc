@@ -40,6 +40,67 @@ TEST_F(IngestServiceTest, CommitsAndAnswersWithPartialSuccess) {
   EXPECT_EQ(r.retry_after_seconds, 0);
 }
 
+// A log sink whose Prepare leaves `claim` bytes on each batch, as an engine's
+// prepared work (DuckDB's token set) would hold.
+class ClaimingSink : public SignalSink {
+ public:
+  struct Claim : PreparedForEngine {
+    size_t bytes = 0;
+    size_t ByteSize() const override { return bytes; }
+  };
+  ClaimingSink(std::unique_ptr<SignalSink> inner, size_t claim) : inner_(std::move(inner)), claim_(claim) {}
+  void Prepare(AnyBatch* batch) const override {
+    auto claim = std::make_shared<Claim>();
+    claim->bytes = claim_;
+    std::get<LogBatch>(*batch).prepared = claim;
+  }
+  Status WriteLogs(const std::vector<const LogBatch*>& batches) override { return inner_->WriteLogs(batches); }
+
+ private:
+  std::unique_ptr<SignalSink> inner_;
+  const size_t claim_;
+};
+
+// What the engine prepares on the decoder waits in the writer's queue with
+// the batch: it is charged to the request as the batch is, so past the gate
+// (1 MiB here, another request in flight) the request is refused with 503
+// and nothing is written.
+TEST_F(IngestServiceTest, WhatTheEnginePreparesIsChargedToTheRequest) {
+  constexpr const char* kLogsJson =
+      R"({"resourceLogs":[{"scopeLogs":[{"logRecords":[)"
+      R"({"timeUnixNano":"1700000000000000000","body":{"stringValue":"disk full"}}]}]}]})";
+  for (const size_t claim : {size_t{1} << 10, size_t{2} << 20}) {
+    auto inner = store_->NewSink(Signal::kLogs);
+    ASSERT_TRUE(inner.ok());
+    SignalWriter logs(Signal::kLogs, std::make_unique<ClaimingSink>(std::move(inner.value()), claim), {});
+    logs.Start();
+    IngestOptions options;
+    options.max_body_bytes = 64 * 1024;
+    options.decode_threads = 1;
+    IngestService ingest(options, auth_.get(), gate_.get(), {writers_[0].get(), &logs, writers_[2].get()}, &metrics_);
+    const uint64_t stored = store_->Stats().rows[static_cast<int>(Signal::kLogs)];
+    ExportHeaders h = Headers();
+    h.signal = Signal::kLogs;
+    // A lone request may pass the budget (it could never run otherwise); a
+    // second one in flight holds the budget to it.
+    Admission bystander = ingest.Admit(h);
+    ASSERT_NE(bystander.admitted, nullptr) << bystander.refusal.body;
+    Admission a = ingest.Admit(h);
+    ASSERT_NE(a.admitted, nullptr) << a.refusal.body;
+    std::promise<ExportResponse> done;
+    ingest.Export(a.admitted.get(), kLogsJson, [&done](ExportResponse r) { done.set_value(std::move(r)); });
+    const ExportResponse r = done.get_future().get();
+    const uint64_t now = store_->Stats().rows[static_cast<int>(Signal::kLogs)];
+    if (claim < gate_->limits().max_inflight_bytes) {
+      EXPECT_TRUE(r.ok()) << r.status.ToString();
+      EXPECT_EQ(now, stored + 1);
+    } else {
+      EXPECT_EQ(HttpStatusFor(r.status.code()), 503) << r.status.ToString();
+      EXPECT_EQ(now, stored);
+    }
+  }
+}
+
 TEST_F(IngestServiceTest, AnswersInTheRequestsOwnMediaType) {
   // OTLP/HTTP: the response's Content-Type is the request's.
   struct Case {
