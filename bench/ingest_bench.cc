@@ -103,54 +103,53 @@ void BM_DecodeMetrics(benchmark::State& state) {
 }
 BENCHMARK(BM_DecodeMetrics)->Arg(1000);
 
-//! add(batch) per iteration, on one decoded batch of the generator's data as
-//! the writer thread gets it; add returns the rows it built.
-template <typename Batch, typename Decode, typename Add>
-void RollupBenchmark(benchmark::State& state, Signal signal, Decode decode, Add add) {
+//! Decodes one protobuf request into the batch of its type, as the server does.
+template <typename Batch>
+Status DecodeProto(const std::string& raw, Batch* out, Rejections* r) {
+  if constexpr (std::is_same_v<Batch, SpanBatch>) return DecodeSpans(raw, PayloadFormat::kProtobuf, out, r);
+  else if constexpr (std::is_same_v<Batch, LogBatch>) return DecodeLogs(raw, PayloadFormat::kProtobuf, 1, out, r);
+  else return DecodeMetrics(raw, PayloadFormat::kProtobuf, out, r);
+}
+
+//! work(batch) per iteration, on one decoded batch of the generator's data;
+//! work returns the rows it built.
+template <typename Batch, typename Work>
+void BatchBenchmark(benchmark::State& state, Signal signal, Work work) {
   auto gen = Generator(static_cast<size_t>(state.range(0)));
   bench::Payload p = gen.Build(Generated(signal), 0);
   std::string inflated;
   Batch b;
   Rejections r;
   Status st = Decompress(ContentEncoding::kGzip, p.body, 1 << 30, &inflated);
-  if (st.ok()) st = decode(inflated, &b, &r);
+  if (st.ok()) st = DecodeProto(inflated, &b, &r);
   if (!st.ok() || b.rows() == 0) {
     state.SkipWithError(st.ok() ? "the batch decoded to no rows" : st.message().c_str());
     return;
   }
-  for (auto _ : state) benchmark::DoNotOptimize(add(b));
+  for (auto _ : state) benchmark::DoNotOptimize(work(b));
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * b.rows()));
 }
 
+//! The rollup deltas of a batch, the writer thread's share before any appender.
 void BM_RollupSpans(benchmark::State& state) {
-  RollupBenchmark<SpanBatch>(
-      state, Signal::kSpans,
-      [](const std::string& body, SpanBatch* out, Rejections* r) {
-        return DecodeSpans(body, PayloadFormat::kProtobuf, out, r);
-      },
-      [](const SpanBatch& b) {
-        rollup::SpanRollupMap deltas;
-        rollup::ExceptionRollupMap exceptions;
-        rollup::AddSpans(b, &deltas);
-        rollup::AddSpanExceptions(b, &exceptions);
-        return deltas.size() + exceptions.size();
-      });
+  BatchBenchmark<SpanBatch>(state, Signal::kSpans, [](const SpanBatch& b) {
+    rollup::SpanRollupMap deltas;
+    rollup::ExceptionRollupMap exceptions;
+    rollup::AddSpans(b, &deltas);
+    rollup::AddSpanExceptions(b, &exceptions);
+    return deltas.size() + exceptions.size();
+  });
 }
 BENCHMARK(BM_RollupSpans)->Arg(16384);
 
 void BM_RollupLogs(benchmark::State& state) {
-  RollupBenchmark<LogBatch>(
-      state, Signal::kLogs,
-      [](const std::string& body, LogBatch* out, Rejections* r) {
-        return DecodeLogs(body, PayloadFormat::kProtobuf, 1, out, r);
-      },
-      [](const LogBatch& b) {
-        rollup::LogRollupMap counts;
-        rollup::ExceptionRollupMap exceptions;
-        rollup::AddLogs(b, &counts);
-        rollup::AddLogExceptions(b, &exceptions);
-        return counts.size() + exceptions.size();
-      });
+  BatchBenchmark<LogBatch>(state, Signal::kLogs, [](const LogBatch& b) {
+    rollup::LogRollupMap counts;
+    rollup::ExceptionRollupMap exceptions;
+    rollup::AddLogs(b, &counts);
+    rollup::AddLogExceptions(b, &exceptions);
+    return counts.size() + exceptions.size();
+  });
 }
 BENCHMARK(BM_RollupLogs)->Arg(16384);
 
@@ -158,12 +157,7 @@ BENCHMARK(BM_RollupLogs)->Arg(16384);
 //! it (SignalSink::Prepare): every body tokenized, the (token, minute) pairs
 //! deduplicated.
 void BM_LogTokens(benchmark::State& state) {
-  RollupBenchmark<LogBatch>(
-      state, Signal::kLogs,
-      [](const std::string& body, LogBatch* out, Rejections* r) {
-        return DecodeLogs(body, PayloadFormat::kProtobuf, 1, out, r);
-      },
-      [](const LogBatch& b) { return duckdb_index::LogTokenSet(b).size(); });
+  BatchBenchmark<LogBatch>(state, Signal::kLogs, [](const LogBatch& b) { return duckdb_index::LogTokenSet(b).size(); });
 }
 BENCHMARK(BM_LogTokens)->Arg(16384);
 
@@ -241,9 +235,7 @@ std::unique_ptr<Batch> DecodedBatch(Signal signal, size_t rows) {
   auto b = std::make_unique<Batch>();
   b->project_id = 1;
   Rejections r;
-  if constexpr (std::is_same_v<Batch, SpanBatch>) (void)DecodeSpans(raw, PayloadFormat::kProtobuf, b.get(), &r);
-  else if constexpr (std::is_same_v<Batch, LogBatch>) (void)DecodeLogs(raw, PayloadFormat::kProtobuf, 1, b.get(), &r);
-  else (void)DecodeMetrics(raw, PayloadFormat::kProtobuf, b.get(), &r);
+  (void)DecodeProto(raw, b.get(), &r);
   return b;
 }
 
@@ -263,8 +255,8 @@ void WriteBenchmark(benchmark::State& state, const std::string& engine, Signal s
     state.SkipWithError(sink.status().ToString().c_str());
     return;
   }
-  // Prepared once, as SignalWriter::Submit does on the decoder that submits
-  // it: the loop times what the writer thread does.
+  // Prepared once, as the server does on the decoder before it submits the
+  // batch (SignalWriter::Prepare): the loop times what the writer thread does.
   AnyBatch any = std::move(*batch);
   sink.value()->Prepare(&any);
   const Batch& prepared = std::get<Batch>(any);
