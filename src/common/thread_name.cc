@@ -12,7 +12,7 @@ void NameThisThread(const char* name) {
   current = name;
   char cut[16] = {};
   std::strncpy(cut, name, sizeof(cut) - 1);
-  (void)pthread_setname_np(pthread_self(), cut);  // fails only for a name over 15 bytes
+  (void)pthread_setname_np(pthread_self(), cut);  // best effort: a name is only for people
 }
 
 }  // namespace sightline

@@ -271,7 +271,7 @@ class PreparingSink : public SignalSink {
   std::vector<Seen>* seen_;  // read after Stop()
 };
 
-TEST(SignalWriterTest, TheSinkPreparesABatchOnTheSubmittingThread) {
+TEST(SignalWriterTest, PrepareRunsOnTheCallersThreadAndReachesTheWriter) {
   std::vector<PreparingSink::Seen> seen;
   SignalWriter writer(Signal::kLogs, std::make_unique<PreparingSink>(&seen), {});
   writer.Start();
