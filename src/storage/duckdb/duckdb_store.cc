@@ -758,9 +758,7 @@ void DuckDbSink::MaybeCompactRollups() {
   Transaction txn(conn_);
   if (!txn.Begin().ok()) return;
   DuckDbRollupSession session(conn_, &txn);
-  const bool logs = signal() == Signal::kLogs;
-  if (!(logs ? rollup::CompactLogRollups(&session) : rollup::CompactSpanRollups(&session)).ok()) return;
-  if (!rollup::CompactExceptionRollups(&session, logs).ok()) return;
+  if (!rollup::CompactSignalRollups(&session, signal()).ok()) return;
   (void)store_->Classify(txn.Commit());
 }
 
@@ -824,26 +822,7 @@ Status DuckDbSink::Append(const std::vector<const Batch*>& batches) {
   }
   // The rollups' share of these rows, committed with them.
   DuckDbRollupSession session(conn_, &txn);
-  if constexpr (std::is_same_v<Batch, SpanBatch>) {
-    rollup::SpanRollupMap deltas;
-    rollup::ExceptionRollupMap exceptions;
-    for (const SpanBatch* b : batches) {
-      rollup::AddSpans(*b, &deltas);
-      rollup::AddSpanExceptions(*b, &exceptions);
-    }
-    SL_RETURN_IF_ERROR(rollup::SpanRollupTraits::Append(&session, rollup::kSpanDeltaTable, deltas));
-    SL_RETURN_IF_ERROR(rollup::ExceptionRollupTraits::Append(&session, rollup::kExceptionDeltaTable, exceptions));
-  }
-  if constexpr (std::is_same_v<Batch, LogBatch>) {
-    rollup::LogRollupMap counts;
-    rollup::ExceptionRollupMap exceptions;
-    for (const LogBatch* b : batches) {
-      rollup::AddLogs(*b, &counts);
-      rollup::AddLogExceptions(*b, &exceptions);
-    }
-    SL_RETURN_IF_ERROR(rollup::LogRollupTraits::Append(&session, rollup::kLogRollupTables.delta, counts));
-    SL_RETURN_IF_ERROR(rollup::ExceptionRollupTraits::Append(&session, rollup::kExceptionDeltaTable, exceptions));
-  }
+  if constexpr (!std::is_same_v<Batch, MetricBatch>) SL_RETURN_IF_ERROR(rollup::AppendDeltas(&session, batches));
   // Metric points keep theirs in memory until the fold; the commit marks
   // only the minutes no commit since the last fold has.
   rollup::MetricRollupMap series;
@@ -1001,18 +980,7 @@ Status DuckDbStore::CreateRollups() {
   Transaction txn(read_conn_);
   SL_RETURN_IF_ERROR(txn.Begin());
   DuckDbRollupSession session(read_conn_, &txn);
-  for (const std::string& sql : rollup::CreateSpanRollupSql(kDuckDbTypes)) SL_RETURN_IF_ERROR(session.Exec(sql, {}));
-  for (const std::string& sql : rollup::CreateExceptionRollupSql(kDuckDbTypes)) {
-    SL_RETURN_IF_ERROR(session.Exec(sql, {}));
-  }
-  for (const std::string& sql : rollup::CreateLogRollupSql(kDuckDbTypes)) SL_RETURN_IF_ERROR(session.Exec(sql, {}));
-  for (const std::string& sql : rollup::CreateMetricRollupSql(kDuckDbTypes)) {
-    SL_RETURN_IF_ERROR(session.Exec(sql, {}));
-  }
-  SL_RETURN_IF_ERROR(rollup::InitSpanRollupState(&session));
-  SL_RETURN_IF_ERROR(rollup::InitLogRollupState(&session));
-  SL_RETURN_IF_ERROR(rollup::InitMetricRollupState(&session));
-  SL_RETURN_IF_ERROR(rollup::InitExceptionRollupState(&session));
+  SL_RETURN_IF_ERROR(rollup::CreateRollups(&session, kDuckDbTypes));
   SL_RETURN_IF_ERROR(rollup::FoldLegacyMetricDeltas(&session));
   // The minutes a process that stopped before its fold left dirty.
   int64_t rebuilt = 0;

@@ -7,6 +7,48 @@
 
 namespace sightline::rollup {
 
+Status CreateRollups(RollupSession* s, const schema::TypeNames& types) {
+  for (const auto& create :
+       {CreateSpanRollupSql, CreateExceptionRollupSql, CreateLogRollupSql, CreateMetricRollupSql}) {
+    for (const std::string& sql : create(types)) SL_RETURN_IF_ERROR(s->Exec(sql, {}));
+  }
+  SL_RETURN_IF_ERROR(InitSpanRollupState(s));
+  SL_RETURN_IF_ERROR(InitLogRollupState(s));
+  SL_RETURN_IF_ERROR(InitMetricRollupState(s));
+  return InitExceptionRollupState(s);
+}
+
+Status AppendDeltas(RollupSession* s, const std::vector<const SpanBatch*>& batches) {
+  SpanRollupMap deltas;
+  ExceptionRollupMap exceptions;
+  for (const SpanBatch* b : batches) {
+    AddSpans(*b, &deltas);
+    AddSpanExceptions(*b, &exceptions);
+  }
+  SL_RETURN_IF_ERROR(SpanRollupTraits::Append(s, kSpanDeltaTable, deltas));
+  return ExceptionRollupTraits::Append(s, kExceptionDeltaTable, exceptions);
+}
+
+Status AppendDeltas(RollupSession* s, const std::vector<const LogBatch*>& batches) {
+  LogRollupMap counts;
+  ExceptionRollupMap exceptions;
+  for (const LogBatch* b : batches) {
+    AddLogs(*b, &counts);
+    AddLogExceptions(*b, &exceptions);
+  }
+  SL_RETURN_IF_ERROR(LogRollupTraits::Append(s, kLogRollupTables.delta, counts));
+  return ExceptionRollupTraits::Append(s, kExceptionDeltaTable, exceptions);
+}
+
+Status CompactSignalRollups(RollupSession* s, Signal signal) {
+  if (signal == Signal::kMetrics) return Status::Ok();
+  const bool logs = signal == Signal::kLogs;
+  Result<int64_t> folded = logs ? CompactLogRollups(s) : CompactSpanRollups(s);
+  if (!folded.ok()) return folded.status();
+  folded = CompactExceptionRollups(s, logs);
+  return folded.ok() ? Status::Ok() : folded.status();
+}
+
 Status ExpireSignalRollups(RollupSession* s, Signal signal, const std::string& filter, int64_t before_ns,
                            bool whole_hours) {
   switch (signal) {

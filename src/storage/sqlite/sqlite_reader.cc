@@ -27,29 +27,7 @@ class SqliteReader final : public ReadConnection {
   ~SqliteReader() override { sqlite3_close(db_); }
 
   Status Query(const std::string& sql, const std::vector<SqlParam>& params, const RowCallback& on_row) override {
-    sqlite3_stmt* stmt = nullptr;
-    if (sqlite3_prepare_v2(db_, sql.c_str(), static_cast<int>(sql.size()), &stmt, nullptr) != SQLITE_OK) {
-      std::string err = sqlite3_errmsg(db_);
-      sqlite3_finalize(stmt);
-      if (sqlite3_errcode(db_) == SQLITE_INTERRUPT) return Status::Cancelled("sqlite: query interrupted");
-      return Status::Internal("sqlite: " + err);
-    }
-    for (size_t i = 0; i < params.size(); ++i) {
-      int idx = static_cast<int>(i + 1);
-      if (auto* v = std::get_if<int64_t>(&params[i])) sqlite3_bind_int64(stmt, idx, *v);
-      else if (auto* d = std::get_if<double>(&params[i])) sqlite3_bind_double(stmt, idx, *d);
-      else {
-        const std::string& s = std::get<std::string>(params[i]);
-        sqlite3_bind_text(stmt, idx, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
-      }
-    }
-    int rc;
-    SqliteRow row(stmt);
-    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) on_row(row);
-    sqlite3_finalize(stmt);
-    if (rc == SQLITE_DONE) return Status::Ok();
-    if (rc == SQLITE_INTERRUPT) return Status::Cancelled("sqlite: query interrupted");
-    return Status::Internal(std::string("sqlite: ") + sqlite3_errmsg(db_));
+    return QuerySqlite(db_, sql, params, on_row);
   }
 
   void Interrupt() override { sqlite3_interrupt(db_); }
@@ -59,6 +37,33 @@ class SqliteReader final : public ReadConnection {
 };
 
 }  // namespace
+
+Status QuerySqlite(sqlite3* db, const std::string& sql, const std::vector<SqlParam>& params,
+                   const RowCallback& on_row) {
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v2(db, sql.c_str(), static_cast<int>(sql.size()), &stmt, nullptr) != SQLITE_OK) {
+    std::string err = sqlite3_errmsg(db);
+    sqlite3_finalize(stmt);
+    if (sqlite3_errcode(db) == SQLITE_INTERRUPT) return Status::Cancelled("sqlite: query interrupted");
+    return Status::Internal("sqlite: " + err);
+  }
+  for (size_t i = 0; i < params.size(); ++i) {
+    int idx = static_cast<int>(i + 1);
+    if (auto* v = std::get_if<int64_t>(&params[i])) sqlite3_bind_int64(stmt, idx, *v);
+    else if (auto* d = std::get_if<double>(&params[i])) sqlite3_bind_double(stmt, idx, *d);
+    else {
+      const std::string& s = std::get<std::string>(params[i]);
+      sqlite3_bind_text(stmt, idx, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+    }
+  }
+  int rc;
+  SqliteRow row(stmt);
+  while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) on_row(row);
+  sqlite3_finalize(stmt);
+  if (rc == SQLITE_DONE) return Status::Ok();
+  if (rc == SQLITE_INTERRUPT) return Status::Cancelled("sqlite: query interrupted");
+  return Status::Internal(std::string("sqlite: ") + sqlite3_errmsg(db));
+}
 
 Status ForEachSqliteRow(sqlite3* db, const std::string& sql, const RowCallback& on_row) {
   sqlite3_stmt* stmt = nullptr;
