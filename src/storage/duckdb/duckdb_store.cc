@@ -57,12 +57,6 @@ constexpr uint64_t kCheckpointHeadroomBytes = 16u << 20;
 //! A retention delete of more than max_delete_rows_ rows is cut at the
 //! edges of this many equal parts of the expired rows' time span.
 constexpr int64_t kDeleteSliceBuckets = 1024;
-//! The metric writer folds its pending rollups before the fold interval once
-//! they hold this many (series, minute) rows (a few hundred bytes each) or
-//! mark this many minutes dirty (each a raw read until the fold, and a
-//! rebuild at the next open after a crash).
-constexpr size_t kMaxPendingMetricRollups = 8192;
-constexpr size_t kMaxDirtyMetricMinutes = 1024;
 
 //! DuckDB reports an instance it invalidated (after a failed checkpoint) on
 //! every later statement; only closing and reopening it recovers.
@@ -651,12 +645,8 @@ class DuckDbStore final : public TelemetryStore {
   struct KnownKeys {
     Mutex mu;
     schema::KeySets keys GUARDED_BY(mu);
-    // Metrics only: the rollups of the points committed since the last fold,
-    // and the minutes they marked dirty (metric_rollup.h).
-    rollup::MetricRollupMap pending_rollups GUARDED_BY(mu);
-    std::set<rollup::ProjectMinute> dirty_minutes GUARDED_BY(mu);
-    std::chrono::steady_clock::time_point folded_at GUARDED_BY(mu) = std::chrono::steady_clock::now();
-    std::chrono::steady_clock::time_point committed_at GUARDED_BY(mu);
+    // Metrics only: the rollups of the points committed since the last fold.
+    rollup::PendingMetricRollups pending_rollups GUARDED_BY(mu);
   };
   //! The metric rollups pending in memory folded into the minute and hour
   //! tables, in `session`'s transaction; PendingRollupsFolded once it has committed.
@@ -745,9 +735,7 @@ void DuckDbSink::MaybeCompactRollups() {
     MutexLock lock(&known.mu);
     // Early when the pending metric rollups have grown: their memory, and the
     // minutes an open after a crash rebuilds, stay bounded.
-    const bool full = known.pending_rollups.size() >= kMaxPendingMetricRollups ||
-                      known.dirty_minutes.size() >= kMaxDirtyMetricMinutes;
-    if (!full && !due) return;
+    if (!known.pending_rollups.Full() && !due) return;
     last_compaction_ = now;
     (void)store_->Classify(DuckDbStore::FoldMetricRollups(known, conn_));
     return;
@@ -773,15 +761,10 @@ Status DuckDbStore::FoldMetricRollups(KnownKeys& known, duckdb_connection conn) 
 }
 
 Status DuckDbStore::FlushPendingRollups(KnownKeys& known, rollup::RollupSession* session) {
-  if (known.dirty_minutes.empty() && known.pending_rollups.empty()) return Status::Ok();
-  return rollup::FoldMetricRollups(session, known.pending_rollups);
+  return known.pending_rollups.Fold(session);
 }
 
-void DuckDbStore::PendingRollupsFolded(KnownKeys& known) {
-  known.pending_rollups.clear();
-  known.dirty_minutes.clear();
-  known.folded_at = std::chrono::steady_clock::now();
-}
+void DuckDbStore::PendingRollupsFolded(KnownKeys& known) { known.pending_rollups.Folded(); }
 
 // One transaction: the keyed rows not stored yet, then every main row.
 template <typename Batch>
@@ -825,20 +808,12 @@ Status DuckDbSink::Append(const std::vector<const Batch*>& batches) {
   if constexpr (!std::is_same_v<Batch, MetricBatch>) SL_RETURN_IF_ERROR(rollup::AppendDeltas(&session, batches));
   // Metric points keep theirs in memory until the fold; the commit marks
   // only the minutes no commit since the last fold has.
-  rollup::MetricRollupMap series;
-  std::vector<rollup::ProjectMinute> dirty;
+  rollup::PendingMetricRollups::Commit metric_rollups;
   if constexpr (std::is_same_v<Batch, MetricBatch>) {
-    for (const MetricBatch* b : batches) rollup::AddPoints(*b, &series);
-    for (const auto& [k, v] : series) {  // in (project, minute) order
-      const rollup::ProjectMinute pm{k.project_id, k.bucket_ns};
-      if ((dirty.empty() || dirty.back() != pm) && !known.dirty_minutes.contains(pm)) dirty.push_back(pm);
-    }
-    SL_RETURN_IF_ERROR(rollup::MarkDirtyMinutes(&session, dirty));
+    SL_RETURN_IF_ERROR(known.pending_rollups.Mark(&session, batches, &metric_rollups));
   }
   SL_RETURN_IF_ERROR(txn.Commit());
-  for (auto& [k, v] : series) known.pending_rollups[k].Merge(v);
-  known.dirty_minutes.insert(dirty.begin(), dirty.end());
-  known.committed_at = std::chrono::steady_clock::now();
+  if constexpr (std::is_same_v<Batch, MetricBatch>) known.pending_rollups.Committed(std::move(metric_rollups));
   index_writer_.Written(&store_->indexes_);
   for (size_t t = 0; t < tables.keyed.size(); ++t) known.keys[t].insert(pending[t].begin(), pending[t].end());
   if (signal() == Signal::kMetrics) store_->series_count_.fetch_add(pending[schema::kMetricSeriesPart].size());
@@ -1289,10 +1264,10 @@ Status DuckDbStore::Close() {
 Status DuckDbStore::FoldPendingRollups(bool at_close) {
   KnownKeys& known = known_[static_cast<int>(Signal::kMetrics)];
   MutexLock write(&known.mu);
-  if (known.pending_rollups.empty() && known.dirty_minutes.empty()) return Status::Ok();
+  if (known.pending_rollups.empty()) return Status::Ok();
   const auto now = std::chrono::steady_clock::now();
-  if (!at_close && now - known.committed_at < std::chrono::milliseconds(rollup_idle_fold_ms_) &&
-      now - known.folded_at < std::chrono::milliseconds(rollup_compaction_interval_ms_)) {
+  if (!at_close && now - known.pending_rollups.committed_at() < std::chrono::milliseconds(rollup_idle_fold_ms_) &&
+      now - known.pending_rollups.folded_at() < std::chrono::milliseconds(rollup_compaction_interval_ms_)) {
     return Status::Ok();
   }
   MutexLock lock(&maintenance_mu_);

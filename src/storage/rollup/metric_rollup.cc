@@ -300,6 +300,32 @@ Status FoldMetricRollups(RollupSession* s, const MetricRollupMap& pending) {
   return s->Exec(std::string("DELETE FROM ") + kMetricDirtyTable, {});
 }
 
+Status PendingMetricRollups::Mark(RollupSession* s, const std::vector<const MetricBatch*>& batches, Commit* c) const {
+  for (const MetricBatch* b : batches) AddPoints(*b, &c->series);
+  for (const auto& [k, v] : c->series) {  // in (project, minute) order
+    const ProjectMinute pm{k.project_id, k.bucket_ns};
+    if ((c->dirty.empty() || c->dirty.back() != pm) && !dirty_.contains(pm)) c->dirty.push_back(pm);
+  }
+  return MarkDirtyMinutes(s, c->dirty);
+}
+
+void PendingMetricRollups::Committed(Commit&& c) {
+  for (auto& [k, v] : c.series) rows_[k].Merge(v);
+  dirty_.insert(c.dirty.begin(), c.dirty.end());
+  committed_at_ = std::chrono::steady_clock::now();
+}
+
+Status PendingMetricRollups::Fold(RollupSession* s) const {
+  if (empty()) return Status::Ok();
+  return FoldMetricRollups(s, rows_);
+}
+
+void PendingMetricRollups::Folded() {
+  rows_.clear();
+  dirty_.clear();
+  folded_at_ = std::chrono::steady_clock::now();
+}
+
 Status FoldLegacyMetricDeltas(RollupSession* s) {
   int64_t tables = 0;
   SL_RETURN_IF_ERROR(s->Query("SELECT count(*) FROM information_schema.tables WHERE table_name = ?",

@@ -26,10 +26,12 @@
 // crash leaves it, and the next open rebuilds those minutes from the points
 // (RebuildDirtyMetricMinutes).
 
+#include <chrono>
 #include <compare>
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -118,10 +120,53 @@ Status MarkDirtyMinutes(RollupSession* s, const std::vector<ProjectMinute>& minu
 //! The writer's pending rollups folded into the minute and hour tables, and
 //! no minute dirty (straight from memory).
 Status FoldMetricRollups(RollupSession* s, const MetricRollupMap& pending);
+
+//! What a metric writer holds between folds (DuckDB, SQLite): the rollups of
+//! the points committed since the last fold, merged per (series, minute),
+//! and the minutes its commits marked dirty. Not thread-safe: the engine's
+//! write lock guards it.
+class PendingMetricRollups {
+ public:
+  //! A writer folds before its interval once this many (series, minute) rows
+  //! are pending (a few hundred bytes each) or this many minutes are dirty
+  //! (each a raw read until the fold, and a rebuild at the next open after
+  //! a crash).
+  static constexpr size_t kMaxRows = 8192;
+  static constexpr size_t kMaxDirtyMinutes = 1024;
+
+  //! One commit's share: its rollups and the minutes it marks.
+  struct Commit {
+    MetricRollupMap series;
+    std::vector<ProjectMinute> dirty;
+  };
+  //! In the commit's transaction: the rollups of `batches` into *c, and
+  //! MarkDirtyMinutes of the (project, minute) pairs they touch that no
+  //! commit since the last fold has marked.
+  Status Mark(RollupSession* s, const std::vector<const MetricBatch*>& batches, Commit* c) const;
+  //! Once that transaction has committed.
+  void Committed(Commit&& c);
+
+  //! Everything pending into the minute and hour tables, in s's transaction
+  //! (FoldMetricRollups); Folded() once it has committed. A fold that fails
+  //! leaves the minutes dirty: reads take them raw, an open rebuilds them.
+  Status Fold(RollupSession* s) const;
+  void Folded();
+
+  bool empty() const { return rows_.empty() && dirty_.empty(); }
+  bool Full() const { return rows_.size() >= kMaxRows || dirty_.size() >= kMaxDirtyMinutes; }
+  std::chrono::steady_clock::time_point committed_at() const { return committed_at_; }
+  std::chrono::steady_clock::time_point folded_at() const { return folded_at_; }
+
+ private:
+  MetricRollupMap rows_;
+  std::set<ProjectMinute> dirty_;
+  std::chrono::steady_clock::time_point committed_at_;
+  std::chrono::steady_clock::time_point folded_at_ = std::chrono::steady_clock::now();
+};
+
 //! At open: the rows a build before the in-memory fold left in
 //! kLegacyMetricDeltaTable folded into the minute and hour tables, and that
-//! table dropped; nothing when there is none (information_schema: not for
-//! SQLite, which keeps no rollups).
+//! table dropped; nothing when there is none (DuckDB only: information_schema).
 Status FoldLegacyMetricDeltas(RollupSession* s);
 //! At open: the minutes left dirty by a process that stopped before its
 //! fold, rebuilt from their points, and their hours from their minutes.
