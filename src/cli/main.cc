@@ -57,8 +57,8 @@ void AddStoreOptions(CLI::App* cmd, std::string* data, std::string* storage, Sto
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
       ->capture_default_str();
   cmd->add_option("--rollup-exact-spans", store->rollup_exact_spans,
-                  "DuckDB: span groups (endpoints, their charts) over fewer spans than this are computed exactly from "
-                  "raw spans; over more, from the minute and hour rollups (percentiles within 1%)")
+                  "DuckDB, SQLite: span groups (endpoints, their charts) over fewer spans than this are computed "
+                  "exactly from raw spans; over more, from the minute and hour rollups (percentiles within 1%)")
       ->envname("SIGHTLINE_ROLLUP_EXACT_SPANS")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();

@@ -1092,8 +1092,8 @@ std::function<Result<std::unique_ptr<TelemetryStore>>(const std::string&)> Regis
   };
 }
 
-//! DuckDB answering every span group it can from its rollups, folded after
-//! every write (the dataset's second write folds into the first's rows).
+//! An engine answering every span group it can from its rollups, folded
+//! after every write (the dataset's second write folds into the first's rows).
 void ReadSpanRollups(StoreOptions* o) {
   o->rollup_exact_spans = 0;
   o->rollup_compaction_interval_ms = 0;
@@ -1137,6 +1137,7 @@ std::vector<EngineSpec> Engines() {
       {"duckdb_rollups", TextFolding::kSimpleUnicode, Registered("duckdb", ReadSpanRollups),
        LatencySketch::kRelativeError},
       {"sqlite", TextFolding::kAscii, Registered("sqlite")},
+      {"sqlite_rollups", TextFolding::kAscii, Registered("sqlite", ReadSpanRollups), LatencySketch::kRelativeError},
       // lowerUTF8 folds as DuckDB's lower() does.
       {"clickhouse", TextFolding::kSimpleUnicode, OpenClickHouse},
       {"clickhouse_cluster", TextFolding::kSimpleUnicode, OpenClickHouseCluster},

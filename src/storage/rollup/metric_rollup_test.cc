@@ -101,17 +101,19 @@ MetricBatch MakePoints(uint32_t seed, int per_series, int64_t first, int64_t spa
 
 struct Store {
   std::string dir;
+  std::string engine;
   std::unique_ptr<TelemetryStore> store;
 
-  void Open(const std::string& data_dir, int64_t compaction_ms) {
+  void Open(const std::string& data_dir, int64_t compaction_ms, const char* engine_name = "duckdb") {
     dir = data_dir;
+    engine = engine_name;
     RegisterBuiltinStores();
     StoreOptions o;
     o.data_dir = dir;
     o.read_connections = 1;
     o.rollup_compaction_interval_ms = compaction_ms;
     o.rollup_idle_fold_ms = compaction_ms;  // kNever: no fold but a close's
-    Result<std::unique_ptr<TelemetryStore>> s = StoreRegistry::Instance().Open("duckdb", o);
+    Result<std::unique_ptr<TelemetryStore>> s = StoreRegistry::Instance().Open(engine, o);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     store = std::move(s).value();
   }
@@ -119,7 +121,7 @@ struct Store {
   void Reopen(int64_t compaction_ms) {
     ASSERT_TRUE(store->Close().ok());
     store.reset();
-    Open(dir, compaction_ms);
+    Open(dir, compaction_ms, engine.c_str());
   }
   void Write(const MetricBatch& b) {
     Result<std::unique_ptr<SignalSink>> sink = store->NewSink(Signal::kMetrics);
@@ -228,6 +230,7 @@ void ExpectFolded(Store& s, const std::vector<Point>& sent, const std::string& w
   ExpectAnswers(s, sent, what);
 }
 
+//! The tests below that read the DuckDB file itself (DuckDB only).
 class MetricRollupTest : public ::testing::Test {
  protected:
   testing::TempDir dir_{"sightline-metric-rollup-test"};
@@ -238,22 +241,28 @@ class MetricRollupTest : public ::testing::Test {
   }
 };
 
-TEST_F(MetricRollupTest, PointsNoFoldHasAddedAreReadRaw) {
+//! The same on every engine that keeps metric rollups.
+class MetricRollupEngineTest : public MetricRollupTest, public ::testing::WithParamInterface<std::string> {
+ protected:
+  const char* Engine() const { return GetParam().c_str(); }
+};
+
+TEST_P(MetricRollupEngineTest, PointsNoFoldHasAddedAreReadRaw) {
   Store s;
-  s.Open(dir_.str(), kNever);
+  s.Open(dir_.str(), kNever, Engine());
   for (const MetricBatch& b : Writes()) s.Write(b);
   EXPECT_EQ(s.Count("SELECT count(*) FROM metric_rollup_minute"), 0) << "nothing folded yet";
   EXPECT_EQ(s.Count("SELECT count(*) FROM metric_rollup_dirty"), 180) << "each minute marked once";
   ExpectAnswers(s, sent_, "before any fold");
 }
 
-TEST_F(MetricRollupTest, FoldedMinutesAreReadFromTheRollups) {
+TEST_P(MetricRollupEngineTest, FoldedMinutesAreReadFromTheRollups) {
   Store s;
-  s.Open(dir_.str(), 0);
+  s.Open(dir_.str(), 0, Engine());
   for (const MetricBatch& b : Writes()) s.Write(b);
   EXPECT_EQ(s.Count("SELECT count(*) FROM metric_rollup_dirty"), 0);
   EXPECT_EQ(s.Count("SELECT count(*) FROM (SELECT project_id, bucket_ns, series_id FROM metric_rollup_minute "
-                    "GROUP BY ALL HAVING count(*) > 1)"),
+                    "GROUP BY project_id, bucket_ns, series_id HAVING count(*) > 1)"),
             0)
       << "one row per series and minute";
   ExpectAnswers(s, sent_, "folded after every write");
@@ -305,9 +314,9 @@ TEST_F(MetricRollupTest, AnOpenFoldsTheDeltasAnOlderBuildLeftAndDropsTheirTable)
   ExpectFolded(s, sent_, "after an open folded the legacy deltas");
 }
 
-TEST_F(MetricRollupTest, AWriterThatStopsWritingHasItsRollupsFoldedAnyway) {
+TEST_P(MetricRollupEngineTest, AWriterThatStopsWritingHasItsRollupsFoldedAnyway) {
   Store s;
-  s.Open(dir_.str(), 200);  // folds after 200 ms without a commit
+  s.Open(dir_.str(), 200, Engine());  // folds after 200 ms without a commit
   for (const MetricBatch& b : Writes()) s.Write(b);
   // No commit follows: the store folds on its own.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
@@ -329,11 +338,11 @@ TEST_F(MetricRollupTest, ACloseFoldsWhatIsPending) {
   ExpectFolded(s, sent_, "after a close");
 }
 
-TEST_F(MetricRollupTest, AnOpenAfterACrashRebuildsTheMinutesItLeftDirty) {
+TEST_P(MetricRollupEngineTest, AnOpenAfterACrashRebuildsTheMinutesItLeftDirty) {
   const std::string live = dir_.str() + "/live", image = dir_.str() + "/image";
   std::vector<MetricBatch> writes = Writes();
   Store s;
-  s.Open(live, 0);
+  s.Open(live, 0, Engine());
   s.Write(writes[0]);  // folded
   s.Reopen(kNever);
   s.Write(writes[1]);  // late into folded minutes and hours; pending in memory
@@ -343,13 +352,13 @@ TEST_F(MetricRollupTest, AnOpenAfterACrashRebuildsTheMinutesItLeftDirty) {
   s.store.reset();
 
   Store after;
-  after.Open(image, kNever);
+  after.Open(image, kNever, Engine());
   ExpectFolded(after, sent_, "after a crash, rebuilt");
 }
 
-TEST_F(MetricRollupTest, RetentionFoldsThePendingRollupsFirst) {
+TEST_P(MetricRollupEngineTest, RetentionFoldsThePendingRollupsFirst) {
   Store s;
-  s.Open(dir_.str(), kNever);
+  s.Open(dir_.str(), kNever, Engine());
   for (const MetricBatch& b : Writes()) s.Write(b);
   // Inside a minute of the first hour: the pending rollups and the points go together.
   const int64_t cutoff = kHour0 + 17 * kMinuteNs + 30'000'000'000;
@@ -363,6 +372,9 @@ TEST_F(MetricRollupTest, RetentionFoldsThePendingRollupsFirst) {
   DropWholeMinutesOfPoints(s);
   ExpectAnswers(s, sent_, "after retention");
 }
+
+INSTANTIATE_TEST_SUITE_P(Engines, MetricRollupEngineTest, ::testing::Values("duckdb", "sqlite"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace sightline

@@ -1,8 +1,8 @@
-// The span rollups on DuckDB: span groups from the rollups against the
-// exact answer over the same spans (a second store that always reads raw
-// spans), with the deltas folded after every write or never, across
-// writes, late spans, chart buckets of minutes and hours, retention and a
-// reopen.
+// The span rollups on each engine that keeps them (DuckDB, SQLite): span
+// groups from the rollups against the exact answer over the same spans (a
+// second store that always reads raw spans), with the deltas folded after
+// every write or never, across writes, late spans, chart buckets of minutes
+// and hours, retention and a reopen.
 
 #include "storage/rollup/span_rollup.h"
 
@@ -13,6 +13,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/testing/temp_dir.h"
@@ -86,10 +87,12 @@ std::vector<SpanBatch> Writes() {
 }
 
 struct Store {
+  std::string engine;
   testing::TempDir dir{"sightline-rollup-test"};
   std::unique_ptr<TelemetryStore> store;
 
-  Store(int64_t exact_spans, int64_t compaction_ms, bool outlive_rows = false) {
+  Store(std::string engine_name, int64_t exact_spans, int64_t compaction_ms, bool outlive_rows = false)
+      : engine(std::move(engine_name)) {
     Open(exact_spans, compaction_ms, outlive_rows);
   }
   void Open(int64_t exact_spans, int64_t compaction_ms, bool outlive_rows = false) {
@@ -100,7 +103,7 @@ struct Store {
     o.rollup_exact_spans = exact_spans;
     o.rollup_compaction_interval_ms = compaction_ms;
     o.rollups_outlive_rows = outlive_rows;
-    Result<std::unique_ptr<TelemetryStore>> s = StoreRegistry::Instance().Open("duckdb", o);
+    Result<std::unique_ptr<TelemetryStore>> s = StoreRegistry::Instance().Open(engine, o);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     store = std::move(s).value();
   }
@@ -230,20 +233,26 @@ TEST(AddSpansTest, BatchesMatchEachSpanAddedToItsKey) {
   EXPECT_EQ(spans, 6000);
 }
 
-class SpanRollupTest : public ::testing::TestWithParam<int64_t> {};
+//! An engine, and its fold interval (0: after every write).
+class SpanRollupTest : public ::testing::TestWithParam<std::tuple<std::string, int64_t>> {
+ protected:
+  const std::string& Engine() const { return std::get<0>(GetParam()); }
+  int64_t CompactionMs() const { return std::get<1>(GetParam()); }
+};
 
 TEST_P(SpanRollupTest, GroupsFromRollupsMatchTheExactAnswer) {
-  Store exact(INT64_MAX, 0), rollups(0, GetParam());
+  Store exact(Engine(), INT64_MAX, 0), rollups(Engine(), 0, CompactionMs());
   const std::vector<SpanBatch> writes = Writes();
   exact.Write(writes);
   rollups.Write(writes);
   // Folded after every write, or never: the deltas alone, or the levels alone.
-  const bool folded = GetParam() == 0;
+  const bool folded = CompactionMs() == 0;
   EXPECT_EQ(rollups.Count("SELECT count(*) FROM span_rollup_delta") == 0, folded);
   EXPECT_EQ(rollups.Count("SELECT count(*) FROM span_rollup_minute") > 0, folded);
   if (folded) {
     EXPECT_EQ(rollups.Count("SELECT count(*) FROM (SELECT project_id, bucket_ns, service_name, endpoint, is_entry "
-                            "FROM span_rollup_minute GROUP BY ALL HAVING count(*) > 1)"),
+                            "FROM span_rollup_minute GROUP BY project_id, bucket_ns, service_name, endpoint, is_entry "
+                            "HAVING count(*) > 1)"),
               0)
         << "one row per key and minute";
     EXPECT_EQ(rollups.Count("SELECT sum(count) FROM span_rollup_hour"), 14000);
@@ -252,7 +261,7 @@ TEST_P(SpanRollupTest, GroupsFromRollupsMatchTheExactAnswer) {
 }
 
 TEST_P(SpanRollupTest, WholeMinutesAreReadFromTheRollupsNotTheSpans) {
-  Store rollups(0, GetParam());
+  Store rollups(Engine(), 0, CompactionMs());
   rollups.Write(Writes());
   const SpanGroupQuery q = Query({kT0 + 5'000'000'000, kT0 + 2 * kHourNs + 5'000'000'000}, {});
   const SpanGroups before = rollups.Group(q);
@@ -271,7 +280,7 @@ TEST_P(SpanRollupTest, WholeMinutesAreReadFromTheRollupsNotTheSpans) {
 }
 
 TEST_P(SpanRollupTest, RetentionTakesTheSameSpansOutOfTheRollups) {
-  Store exact(INT64_MAX, 0), rollups(0, GetParam());
+  Store exact(Engine(), INT64_MAX, 0), rollups(Engine(), 0, CompactionMs());
   exact.Write(Writes());
   rollups.Write(Writes());
   // Inside a minute inside an hour: whole buckets go, partial ones shrink.
@@ -305,8 +314,10 @@ TEST_P(SpanRollupTest, RetentionTakesTheSameSpansOutOfTheRollups) {
   ExpectSameGroups(exact.Group(across), rollups.Group(across), "late spans around the cutoff");
 }
 
-TEST(SpanRollupStoreTest, RollupsLastAcrossAReopen) {
-  Store store(0, 0);
+class SpanRollupStoreTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SpanRollupStoreTest, RollupsLastAcrossAReopen) {
+  Store store(GetParam(), 0, 0);
   store.Write(Writes());
   const SpanGroupQuery q = Query({kHour0 - kHourNs, kHour0 + 4 * kHourNs}, {SpanDimension::kService});
   const SpanGroups before = store.Group(q);
@@ -316,9 +327,9 @@ TEST(SpanRollupStoreTest, RollupsLastAcrossAReopen) {
   ExpectSameGroups(before, store.Group(q), "after a reopen");
 }
 
-TEST(SpanRollupStoreTest, ADatabaseWithSpansBeforeItsRollupsReadsThemRaw) {
+TEST_P(SpanRollupStoreTest, ADatabaseWithSpansBeforeItsRollupsReadsThemRaw) {
   // As a database written before the rollups existed opens: spans, no rollups.
-  Store store(0, 0);
+  Store store(GetParam(), 0, 0);
   store.Write(Writes());
   for (const char* t : {"span_rollup_delta", "span_rollup_minute", "span_rollup_hour", "span_rollup_state"}) {
     ASSERT_TRUE(store.store->ExecuteSql(std::string("DROP TABLE ") + t).ok());
@@ -329,7 +340,7 @@ TEST(SpanRollupStoreTest, ADatabaseWithSpansBeforeItsRollupsReadsThemRaw) {
   // Complete from the hour after the newest span, which is after every write.
   EXPECT_EQ(store.Count("SELECT complete_from_ns FROM span_rollup_state"),
             rollup::FloorTo(store.Count("SELECT max(start_time_ns) FROM spans"), kHourNs) + kHourNs);
-  Store exact(INT64_MAX, 0);
+  Store exact(GetParam(), INT64_MAX, 0);
   exact.Write(Writes());
   for (const auto& [name, q] : Queries()) ExpectSameGroups(exact.Group(q), store.Group(q), "old spans: " + name);
   // New spans after it come from the rollups.
@@ -345,9 +356,9 @@ TEST(SpanRollupStoreTest, ADatabaseWithSpansBeforeItsRollupsReadsThemRaw) {
 // --rollup-retention longer than the spans': retention deletes the spans and
 // leaves their rollups, which answer as before; ExpireRollups then drops the
 // rollups' whole hours, after which they answer as the spans that remain.
-TEST(SpanRollupStoreTest, RollupsOutliveTheirSpansUntilTheirOwnRetention) {
-  Store store(0, 0, /*outlive_rows=*/true);
-  Store exact(INT64_MAX, 0);
+TEST_P(SpanRollupStoreTest, RollupsOutliveTheirSpansUntilTheirOwnRetention) {
+  Store store(GetParam(), 0, 0, /*outlive_rows=*/true);
+  Store exact(GetParam(), INT64_MAX, 0);
   store.Write(Writes());
   exact.Write(Writes());
   const SpanGroupQuery q = Query({kHour0 - kHourNs, kHour0 + 4 * kHourNs}, {SpanDimension::kService}, false);
@@ -367,14 +378,18 @@ TEST(SpanRollupStoreTest, RollupsOutliveTheirSpansUntilTheirOwnRetention) {
   EXPECT_EQ(store.Count("SELECT count(*) FROM span_rollup_minute WHERE bucket_ns < " + std::to_string(cutoff)), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Folding, SpanRollupTest, ::testing::Values(0, 3'600'000),
-                         [](const auto& info) { return info.param == 0 ? "AfterEveryWrite" : "Never"; });
+INSTANTIATE_TEST_SUITE_P(EnginesAndFolding, SpanRollupTest,
+                         ::testing::Combine(::testing::Values("duckdb", "sqlite"), ::testing::Values(0, 3'600'000)),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) +
+                                  (std::get<1>(info.param) == 0 ? "_AfterEveryWrite" : "_Never");
+                         });
 
-TEST(SpanRollupStoreTest, FewSpansInRangeAreAnsweredExactly) {
-  Store store(1'000'000, 0);
+TEST_P(SpanRollupStoreTest, FewSpansInRangeAreAnsweredExactly) {
+  Store store(GetParam(), 1'000'000, 0);
   store.Write(Writes());
   const SpanGroupQuery q = Query({kHour0 - kHourNs, kHour0 + 4 * kHourNs}, {SpanDimension::kService});
-  Store exact(INT64_MAX, 0);
+  Store exact(GetParam(), INT64_MAX, 0);
   exact.Write(Writes());
   const auto want = ByKeys(exact.Group(q)), got = ByKeys(store.Group(q));
   ASSERT_EQ(want.size(), got.size());
@@ -382,6 +397,9 @@ TEST(SpanRollupStoreTest, FewSpansInRangeAreAnsweredExactly) {
     for (int i = 0; i < 3; ++i) EXPECT_EQ(g.percentiles_ns[i], got.at(keys).percentiles_ns[i]);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Engines, SpanRollupStoreTest, ::testing::Values("duckdb", "sqlite"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace sightline

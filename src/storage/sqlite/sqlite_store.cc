@@ -6,8 +6,10 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <climits>
 #include <cmath>
 #include <filesystem>
@@ -17,10 +19,17 @@
 #include <span>
 #include <string>
 #include <system_error>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "common/mutex.h"
+#include "common/thread_name.h"
+#include "storage/rollup/exception_rollup.h"
+#include "storage/rollup/log_rollup.h"
+#include "storage/rollup/metric_rollup.h"
+#include "storage/rollup/signal_rollups.h"
+#include "storage/rollup/span_rollup.h"
 #include "storage/schema.h"
 #include "storage/schema_version.h"
 #include "storage/sql/retention_sql.h"
@@ -64,6 +73,20 @@ constexpr const char* kIndexSql[] = {
     "CREATE INDEX IF NOT EXISTS log_resources_key ON log_resources (project_id, resource_id)",
     "CREATE INDEX IF NOT EXISTS metric_resources_key ON metric_resources (project_id, resource_id)",
 };
+
+//! The rollups' minute and hour tables, read and folded by project and
+//! bucket; their deltas are few (folded every few seconds) and read whole.
+std::vector<std::string> RollupIndexSql() {
+  std::vector<std::string> out;
+  for (const rollup::RollupTables& t : {rollup::kSpanRollupTables, rollup::kExceptionRollupTables,
+                                        rollup::kLogRollupTables, rollup::kMetricRollupTables}) {
+    for (const char* table : {t.minute, t.hour}) {
+      out.push_back(std::string("CREATE INDEX IF NOT EXISTS ") + table + "_bucket ON " + table +
+                    " (project_id, bucket_ns)");
+    }
+  }
+  return out;
+}
 
 uint64_t FileSize(const std::string& path) {
   struct stat st;
@@ -232,6 +255,27 @@ Result<sqlite3*> OpenConnection(const std::string& path) {
   return db;
 }
 
+//! Rollup statements on one connection, inside a transaction the caller
+//! opened.
+class SqliteRollupSession final : public rollup::RollupSession {
+ public:
+  explicit SqliteRollupSession(sqlite3* db) : db_(db) {}
+  Status Query(const std::string& sql, const std::vector<SqlParam>& params, const RowCallback& on_row) override {
+    return QuerySqlite(db_, sql, params, on_row);
+  }
+  Status Exec(const std::string& sql, const std::vector<SqlParam>& params) override {
+    return QuerySqlite(db_, sql, params, [](const RowView&) {});
+  }
+  Status Append(const char* table, std::span<const schema::Column> columns, size_t rows) override {
+    Statement insert;
+    SL_RETURN_IF_ERROR(insert.Prepare(db_, schema::InsertSql(table, columns)));
+    return InsertRows(db_, insert.get(), table, columns, rows, nullptr);
+  }
+
+ private:
+  sqlite3* db_;
+};
+
 struct ConnectionCloser {
   void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
 };
@@ -295,6 +339,7 @@ class SqliteStore final : public TelemetryStore {
   SchemaReport schema_report() const override { return schema_report_; }
   Status Close() override;
   Result<uint64_t> DeleteBefore(Signal signal, const ProjectSet& projects, int64_t before_ns) override;
+  Status ExpireRollups(Signal signal, const ProjectSet& projects, int64_t before_ns) override;
   Result<std::optional<int64_t>> OldestTime(Signal signal) override;
   Status ReclaimSpace() override;
   Result<StoreFootprint> Footprint() override;
@@ -307,10 +352,22 @@ class SqliteStore final : public TelemetryStore {
   Status LoadKnownKeys() REQUIRES(read_mu_);
   //! force: close even with sinks open (the destructor; their use is then a bug).
   Status CloseLocked(bool force) REQUIRES(mu_);
+  //! The pending metric rollups folded in a transaction of their own on
+  //! `db`; kept (to retry) if it fails.
+  Status FoldPendingMetricRollups(sqlite3* db) REQUIRES(write_mu_);
+  //! The idle fold: metric rollups a writer left pending when its commits
+  //! stopped are folded StoreOptions::rollup_idle_fold_ms later, so charts
+  //! stop reading their minutes raw; as DuckDB's compactor does.
+  void RunIdleFold();
+  void StopIdleFold();
 
   std::string db_path_;
   std::string wal_path_;
-  SchemaReport schema_report_;  // set at open
+  SchemaReport schema_report_;                 // set at open
+  int64_t rollup_exact_spans_ = 0;             // StoreOptions::rollup_exact_spans
+  int64_t rollup_compaction_interval_ms_ = 0;  // StoreOptions::rollup_compaction_interval_ms
+  int64_t rollup_idle_fold_ms_ = 0;            // StoreOptions::rollup_idle_fold_ms
+  bool rollups_outlive_rows_ = false;          // StoreOptions::rollups_outlive_rows
 
   Mutex mu_;  // lifecycle
   bool closed_ GUARDED_BY(mu_) = false;
@@ -327,6 +384,15 @@ class SqliteStore final : public TelemetryStore {
   Mutex write_mu_;  // one write transaction at a time across all sinks
   //! The keys each signal's keyed tables hold (schema::SignalTables).
   schema::KeySets known_[kSignalCount] GUARDED_BY(write_mu_);
+  //! The metric rollups of the points committed since the last fold
+  //! (metric_rollup.h): a fold per commit cost the metric writer 11% of its
+  //! time, and SQLite has one writer at a time (docs/STORAGE.md).
+  rollup::PendingMetricRollups pending_metric_rollups_ GUARDED_BY(write_mu_);
+
+  Mutex idle_fold_mu_;
+  CondVar idle_fold_cv_{&idle_fold_mu_};
+  bool idle_fold_stop_ GUARDED_BY(idle_fold_mu_) = false;
+  std::thread idle_fold_;
 
   std::atomic<uint64_t> rows_[kSignalCount] = {0, 0, 0};
   std::atomic<uint64_t> series_count_{0};
@@ -355,6 +421,12 @@ class SqliteSink final : public OneSignalSink<SqliteSink> {
   Status Write(const std::vector<const Batch*>& batches);
 
  private:
+  //! Folds this signal's rollup deltas into the minute and hour tables once
+  //! StoreOptions::rollup_compaction_interval_ms has passed since the last
+  //! fold, in a transaction of its own. A failed fold changes nothing and is
+  //! retried the next time; reads are right either way (they add the deltas).
+  void MaybeCompactRollups() REQUIRES(store_->write_mu_);
+
   SqliteSink(SqliteStore* store, Signal signal, sqlite3* db) : OneSignalSink(signal), store_(store), conn_(db) {
     store_->open_sinks_.fetch_add(1);
   }
@@ -372,7 +444,28 @@ class SqliteSink final : public OneSignalSink<SqliteSink> {
   sqlite3* const db_ = conn_.get();
   std::array<Statement, schema::kMaxKeyedTables> insert_keyed_;  // one per keyed table of the signal
   Statement insert_main_;
+  std::chrono::steady_clock::time_point last_compaction_ = std::chrono::steady_clock::now();
 };
+
+void SqliteSink::MaybeCompactRollups() {
+  const auto now = std::chrono::steady_clock::now();
+  const bool due = now - last_compaction_ >= std::chrono::milliseconds(store_->rollup_compaction_interval_ms_);
+  if (signal() == Signal::kMetrics) {
+    // Early when the pending rollups have grown: their memory, and the
+    // minutes an open after a crash rebuilds, stay bounded.
+    if (!store_->pending_metric_rollups_.Full() && !due) return;
+    last_compaction_ = now;
+    (void)store_->FoldPendingMetricRollups(db_);
+    return;
+  }
+  if (!due) return;
+  last_compaction_ = now;
+  Transaction txn(db_, {});
+  if (!txn.Begin().ok()) return;
+  SqliteRollupSession session(db_);
+  if (!rollup::CompactSignalRollups(&session, signal()).ok()) return;
+  (void)txn.Commit();
+}
 
 // One transaction: the keyed rows not stored yet, then every main row.
 template <typename Batch>
@@ -400,10 +493,24 @@ Status SqliteSink::Write(const std::vector<const Batch*>& batches) {
         InsertRows(db_, statements[tables.keyed.size()], tables.main, w->columns.main, b->rows(), nullptr));
     rows += b->rows();
   }
+  // The rollups' share of these rows, committed with them: span and log
+  // deltas; metric points keep theirs in memory until the fold, and the
+  // commit marks only the minutes no commit since the last fold has.
+  SqliteRollupSession session(db_);
+  rollup::PendingMetricRollups::Commit metric_rollups;
+  if constexpr (std::is_same_v<Batch, MetricBatch>) {
+    SL_RETURN_IF_ERROR(store_->pending_metric_rollups_.Mark(&session, batches, &metric_rollups));
+  } else {
+    SL_RETURN_IF_ERROR(rollup::AppendDeltas(&session, batches));
+  }
   SL_RETURN_IF_ERROR(txn.Commit());
+  if constexpr (std::is_same_v<Batch, MetricBatch>) {
+    store_->pending_metric_rollups_.Committed(std::move(metric_rollups));
+  }
   for (size_t t = 0; t < tables.keyed.size(); ++t) known[t].insert(pending[t].begin(), pending[t].end());
   if (signal() == Signal::kMetrics) store_->series_count_.fetch_add(pending[schema::kMetricSeriesPart].size());
   store_->rows_[static_cast<int>(signal())].fetch_add(rows);
+  MaybeCompactRollups();
   return Status::Ok();
 }
 
@@ -420,6 +527,10 @@ Status SqliteStore::Init(const StoreOptions& options) {
   if (ec) return Status::IoError("sqlite: cannot create " + options.data_dir + ": " + ec.message());
   db_path_ = (std::filesystem::path(options.data_dir) / kDatabaseFile).string();
   wal_path_ = db_path_ + "-wal";
+  rollup_exact_spans_ = options.rollup_exact_spans;
+  rollup_compaction_interval_ms_ = options.rollup_compaction_interval_ms;
+  rollup_idle_fold_ms_ = options.rollup_idle_fold_ms;
+  rollups_outlive_rows_ = options.rollups_outlive_rows;
 
   MutexLock read_lock(&read_mu_);
   Result<sqlite3*> db = OpenConnection(db_path_);
@@ -443,6 +554,18 @@ Status SqliteStore::Init(const StoreOptions& options) {
   if (!opened.ok()) return opened.status();
   schema_report_ = std::move(opened).value();
   SL_RETURN_IF_ERROR(ExecInTransaction(read_db_, std::vector<std::string>(std::begin(kIndexSql), std::end(kIndexSql))));
+  {
+    Transaction txn(read_db_, {});
+    SL_RETURN_IF_ERROR(txn.Begin());
+    SqliteRollupSession rollups(read_db_);
+    SL_RETURN_IF_ERROR(rollup::CreateRollups(&rollups, kSqliteTypes));
+    for (const std::string& sql : RollupIndexSql()) SL_RETURN_IF_ERROR(Exec(read_db_, sql.c_str()));
+    // The minutes a process that stopped before its fold left dirty.
+    int64_t rebuilt = 0;
+    Status s = rollup::RebuildDirtyMetricMinutes(&rollups, &rebuilt);
+    if (!s.ok()) return Status::IoError("sqlite: rebuilding the metric rollups of an unclean stop: " + s.message());
+    SL_RETURN_IF_ERROR(txn.Commit());
+  }
   SL_RETURN_IF_ERROR(LoadCounters());
   SL_RETURN_IF_ERROR(LoadKnownKeys());
   {
@@ -458,14 +581,60 @@ Status SqliteStore::Init(const StoreOptions& options) {
     readers.push_back(std::move(reader.value()));
   }
   read_pool_ = std::make_unique<ReadPool>(std::move(readers));
+  idle_fold_ = std::thread([this] {
+    NameThisThread("sl-fold");
+    RunIdleFold();
+  });
   return Status::Ok();
+}
+
+Status SqliteStore::FoldPendingMetricRollups(sqlite3* db) {
+  if (pending_metric_rollups_.empty()) return Status::Ok();
+  Transaction txn(db, {});
+  SL_RETURN_IF_ERROR(txn.Begin());
+  SqliteRollupSession session(db);
+  SL_RETURN_IF_ERROR(pending_metric_rollups_.Fold(&session));
+  SL_RETURN_IF_ERROR(txn.Commit());
+  pending_metric_rollups_.Folded();
+  return Status::Ok();
+}
+
+void SqliteStore::RunIdleFold() {
+  const auto idle = std::chrono::milliseconds(std::clamp<int64_t>(rollup_idle_fold_ms_, 100, 1000));
+  for (;;) {
+    {
+      MutexLock lock(&idle_fold_mu_);
+      const auto deadline = std::chrono::steady_clock::now() + idle;
+      while (!idle_fold_stop_) {
+        if (!idle_fold_cv_.WaitUntil(&idle_fold_mu_, deadline)) break;
+      }
+      if (idle_fold_stop_) return;
+    }
+    MutexLock lock(&maintenance_mu_);
+    if (maintenance_db_ == nullptr) return;
+    MutexLock write(&write_mu_);
+    const auto now = std::chrono::steady_clock::now();
+    if (now - pending_metric_rollups_.committed_at() >= std::chrono::milliseconds(rollup_idle_fold_ms_) ||
+        now - pending_metric_rollups_.folded_at() >= std::chrono::milliseconds(rollup_compaction_interval_ms_)) {
+      (void)FoldPendingMetricRollups(maintenance_db_);  // a failure waits for the next pass
+    }
+  }
+}
+
+void SqliteStore::StopIdleFold() {
+  {
+    MutexLock lock(&idle_fold_mu_);
+    idle_fold_stop_ = true;
+    idle_fold_cv_.Signal();
+  }
+  if (idle_fold_.joinable()) idle_fold_.join();
 }
 
 Result<std::unique_ptr<TelemetryReader>> SqliteStore::AcquireReader(int64_t wait_ms) {
   if (read_pool_ == nullptr) return Status::Unavailable("sqlite: store is closed");
   auto conn = read_pool_->Acquire(wait_ms);
   if (!conn.ok()) return conn.status();
-  return NewSqliteTelemetryReader(std::move(conn.value()));
+  return NewSqliteTelemetryReader(std::move(conn.value()), rollup_exact_spans_);
 }
 
 Status SqliteStore::LoadCounters() {
@@ -587,20 +756,51 @@ Result<uint64_t> SqliteStore::DeleteBefore(Signal signal, const ProjectSet& proj
                           " WHERE " + sql::ExpiredRowsSql(signal, projects, before_ns) + " LIMIT " +
                           std::to_string(kDeleteBatchRows) + ")";
   uint64_t deleted = 0;
-  for (;;) {
+  for (bool first = true;; first = false) {
     int changes = 0;
     {
       MutexLock write(&write_mu_);
       Transaction txn(maintenance_db_, {});
       SL_RETURN_IF_ERROR(txn.Begin());
+      // The rollups give up the rows with the first batch, unless they
+      // outlive them (ExpireRollups drops them later): they then hold only
+      // rows at or after before_ns, which the batches leave.
+      const bool expire_rollups = first && !rollups_outlive_rows_;
+      if (expire_rollups) {
+        SqliteRollupSession session(maintenance_db_);
+        Status expired = signal == Signal::kMetrics ? pending_metric_rollups_.Fold(&session) : Status::Ok();
+        if (expired.ok()) {
+          expired = rollup::ExpireSignalRollups(&session, signal, sql::ProjectFilterSql(projects), before_ns, false);
+        }
+        if (!expired.ok()) return Status::IoError("sqlite: expiring rollups: " + expired.message());
+      }
       SL_RETURN_IF_ERROR(Exec(maintenance_db_, sql.c_str()));
       changes = sqlite3_changes(maintenance_db_);
       SL_RETURN_IF_ERROR(txn.Commit());
+      if (expire_rollups && signal == Signal::kMetrics) pending_metric_rollups_.Folded();
       rows_[static_cast<int>(signal)].fetch_sub(static_cast<uint64_t>(changes));
     }
     deleted += static_cast<uint64_t>(changes);
     if (changes < kDeleteBatchRows) return deleted;
   }
+}
+
+Status SqliteStore::ExpireRollups(Signal signal, const ProjectSet& projects, int64_t before_ns) {
+  if (!rollups_outlive_rows_ || (!projects.all_but && projects.ids.empty())) return Status::Ok();
+  MutexLock lock(&maintenance_mu_);
+  if (maintenance_db_ == nullptr) return Status::Unavailable("sqlite: store is closed");
+  MutexLock write(&write_mu_);
+  Transaction txn(maintenance_db_, {});
+  SL_RETURN_IF_ERROR(txn.Begin());
+  SqliteRollupSession session(maintenance_db_);
+  Status expired = signal == Signal::kMetrics ? pending_metric_rollups_.Fold(&session) : Status::Ok();
+  if (expired.ok()) {
+    expired = rollup::ExpireSignalRollups(&session, signal, sql::ProjectFilterSql(projects), before_ns, true);
+  }
+  if (!expired.ok()) return Status::IoError("sqlite: expiring rollups: " + expired.message());
+  SL_RETURN_IF_ERROR(txn.Commit());
+  if (signal == Signal::kMetrics) pending_metric_rollups_.Folded();
+  return Status::Ok();
 }
 
 Result<std::optional<int64_t>> SqliteStore::OldestTime(Signal signal) {
@@ -658,9 +858,15 @@ Status SqliteStore::CloseLocked(bool force) {
     return Status::Internal("sqlite: Close with " + std::to_string(sinks) + " sinks still open");
   }
   closed_ = true;
+  StopIdleFold();
   read_pool_.reset();  // callers have returned every lease (the server stops queries first)
   {
     MutexLock lock(&maintenance_mu_);
+    {
+      // A fold that fails leaves the minutes dirty: the next open rebuilds them.
+      MutexLock write(&write_mu_);
+      if (maintenance_db_ != nullptr) (void)FoldPendingMetricRollups(maintenance_db_);
+    }
     sqlite3_close_v2(maintenance_db_);
     maintenance_db_ = nullptr;
   }
