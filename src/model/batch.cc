@@ -18,8 +18,9 @@ size_t BatchRows(const AnyBatch& b) {
 }
 
 size_t PreparedBytes(const AnyBatch& b) {
-  const LogBatch* logs = std::get_if<LogBatch>(&b);
-  return logs != nullptr && logs->prepared != nullptr ? logs->prepared->ByteSize() : 0;
+  if (const LogBatch* logs = std::get_if<LogBatch>(&b)) return logs->prepared ? logs->prepared->ByteSize() : 0;
+  if (const SpanBatch* spans = std::get_if<SpanBatch>(&b)) return spans->prepared ? spans->prepared->ByteSize() : 0;
+  return 0;
 }
 
 const char* MetricTypeName(MetricType t) {

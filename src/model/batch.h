@@ -72,6 +72,15 @@ struct ResourceTable {
 
 //! service_name is promoted from resource attribute service.name and kept on
 //! each row (dashboards filter on it); the rest of the resource is in resources.
+//! What a storage engine derived from a batch on the thread that submitted
+//! it (SignalSink::Prepare), for its writer thread to use instead of deriving
+//! it there; each engine's own subclass. Immutable once made.
+struct PreparedForEngine {
+  virtual ~PreparedForEngine() = default;
+  //! The memory it holds, charged to the request as its decoded batch is.
+  virtual size_t ByteSize() const = 0;
+};
+
 struct SpanBatch {
   int64_t project_id = 0;
   // Ids as big-endian 64-bit halves (common/hex.h IdFromBytes); 0 = absent.
@@ -107,18 +116,11 @@ struct SpanBatch {
   std::vector<uint32_t> dropped_links_count;
   std::vector<int64_t> resource_id;  // a row of `resources`
   ResourceTable resources;
+  //! Set by the engine's Prepare; null until then (the writer derives it).
+  std::shared_ptr<const PreparedForEngine> prepared;
 
   size_t rows() const { return start_time_ns.size(); }
   size_t ByteSize() const;
-};
-
-//! What a storage engine derived from a batch on the thread that submitted
-//! it (SignalSink::Prepare), for its writer thread to use instead of deriving
-//! it there; each engine's own subclass. Immutable once made.
-struct PreparedForEngine {
-  virtual ~PreparedForEngine() = default;
-  //! The memory it holds, charged to the request as its decoded batch is.
-  virtual size_t ByteSize() const = 0;
 };
 
 struct LogBatch {

@@ -682,10 +682,13 @@ class DuckDbSink final : public OneSignalSink<DuckDbSink> {
     store_->open_sinks_.fetch_sub(1);
   }
 
-  //! A log batch's token index rows, found on the decoder that submits it.
+  //! A log batch's token index rows, and a span batch's rollup deltas,
+  //! found on the decoder that submits it.
   void Prepare(AnyBatch* batch) const override {
     if (LogBatch* logs = std::get_if<LogBatch>(batch)) {
       logs->prepared = std::make_shared<const duckdb_index::LogTokenSet>(*logs);
+    } else if (SpanBatch* spans = std::get_if<SpanBatch>(batch)) {
+      rollup::PrepareDeltas(spans);
     }
   }
 

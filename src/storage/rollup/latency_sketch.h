@@ -35,6 +35,8 @@ class LatencySketch {
   std::string Encode() const;
 
   int64_t count() const { return count_; }
+  //! The heap memory it holds.
+  size_t ByteSize() const { return buckets_.capacity() * sizeof(buckets_[0]); }
   //! The interpolated percentile (q in [0,1]) at the representative values,
   //! clamped to [min_ns, max_ns] (the exact extremes the caller kept). NaN
   //! when empty.

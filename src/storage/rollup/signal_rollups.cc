@@ -1,5 +1,7 @@
 #include "storage/rollup/signal_rollups.h"
 
+#include <memory>
+
 #include "storage/rollup/exception_rollup.h"
 #include "storage/rollup/log_rollup.h"
 #include "storage/rollup/metric_rollup.h"
@@ -18,10 +20,47 @@ Status CreateRollups(RollupSession* s, const schema::TypeNames& types) {
   return InitExceptionRollupState(s);
 }
 
+namespace {
+
+//! The heap bytes of a string beyond the object itself.
+size_t HeapBytes(const std::string& s) { return s.capacity() > 15 ? s.capacity() + 1 : 0; }
+
+}  // namespace
+
+size_t PreparedSpanDeltas::ByteSize() const {
+  // A map node: the pair and the tree's links.
+  constexpr size_t kSpanNode = sizeof(SpanRollupMap::value_type) + 32;
+  constexpr size_t kExceptionNode = sizeof(ExceptionRollupMap::value_type) + 32;
+  size_t n = sizeof(*this);
+  for (const auto& [k, v] : spans) n += kSpanNode + HeapBytes(k.service) + HeapBytes(k.endpoint) + v.sketch.ByteSize();
+  for (const auto& [k, v] : exceptions) {
+    n += kExceptionNode + HeapBytes(k.service) + HeapBytes(k.type) + HeapBytes(k.group);
+  }
+  return n;
+}
+
+void PrepareDeltas(SpanBatch* b) {
+  auto p = std::make_shared<PreparedSpanDeltas>();
+  AddSpans(*b, &p->spans);
+  AddSpanExceptions(*b, &p->exceptions);
+  b->prepared = std::move(p);
+}
+
 Status AppendDeltas(RollupSession* s, const std::vector<const SpanBatch*>& batches) {
+  auto prepared = [](const SpanBatch* b) { return dynamic_cast<const PreparedSpanDeltas*>(b->prepared.get()); };
+  if (batches.size() == 1 && prepared(batches[0]) != nullptr) {  // the usual group: as its decoder left it
+    const PreparedSpanDeltas& p = *prepared(batches[0]);
+    SL_RETURN_IF_ERROR(SpanRollupTraits::Append(s, kSpanDeltaTable, p.spans));
+    return ExceptionRollupTraits::Append(s, kExceptionDeltaTable, p.exceptions);
+  }
   SpanRollupMap deltas;
   ExceptionRollupMap exceptions;
   for (const SpanBatch* b : batches) {
+    if (const PreparedSpanDeltas* p = prepared(b)) {
+      for (const auto& [k, v] : p->spans) deltas[k].Merge(v);
+      for (const auto& [k, v] : p->exceptions) exceptions[k].Merge(v);
+      continue;
+    }
     AddSpans(*b, &deltas);
     AddSpanExceptions(*b, &exceptions);
   }

@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "model/batch.h"
+#include "storage/rollup/exception_rollup.h"
 #include "storage/rollup/rollup_table.h"
+#include "storage/rollup/span_rollup.h"
 
 namespace sightline::rollup {
 
@@ -16,9 +18,21 @@ namespace sightline::rollup {
 //! transaction; `types` are the engine's column types.
 Status CreateRollups(RollupSession* s, const schema::TypeNames& types);
 
+//! A span batch's rollup deltas (span groups and span exceptions), found on
+//! the decoder that submits it, so the writer thread only appends them: an
+//! engine's SignalSink::Prepare calls PrepareDeltas. Its bytes are charged
+//! to the request as the batch's are.
+struct PreparedSpanDeltas final : PreparedForEngine {
+  SpanRollupMap spans;
+  ExceptionRollupMap exceptions;
+  size_t ByteSize() const override;
+};
+void PrepareDeltas(SpanBatch* b);
+
 //! A commit's share of the span or log rollups: the deltas of its batches
 //! (span groups and span exceptions, or log counts and log exceptions), in
-//! the transaction that writes their rows.
+//! the transaction that writes their rows; a span batch's prepared deltas
+//! as PrepareDeltas left them.
 Status AppendDeltas(RollupSession* s, const std::vector<const SpanBatch*>& batches);
 Status AppendDeltas(RollupSession* s, const std::vector<const LogBatch*>& batches);
 

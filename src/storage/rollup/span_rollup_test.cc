@@ -18,6 +18,7 @@
 
 #include "common/testing/temp_dir.h"
 #include "storage/rollup/latency_sketch.h"
+#include "storage/rollup/signal_rollups.h"
 #include "storage/telemetry_store.h"
 
 namespace sightline {
@@ -64,10 +65,12 @@ SpanBatch MakeSpans(uint32_t seed, int n, int64_t first_ns, int64_t span_ns) {
     b.http_route.Append(kRoutes[rng() % 4]);
     b.http_method.Append("");
     b.http_status_code.push_back(0);
-    for (StringColumn* c :
-         {&b.db_system, &b.exception_type, &b.exception_message, &b.exception_group, &b.events, &b.links}) {
-      c->Append("");
-    }
+    // Every tenth span has an exception, of one of two types.
+    const bool exception = rng() % 10 == 0;
+    b.exception_type.Append(exception ? (rng() % 2 ? "Timeout" : "IOError") : "");
+    b.exception_message.Append(exception ? "failed" : "");
+    b.exception_group.Append(exception ? "failed" : "");
+    for (StringColumn* c : {&b.db_system, &b.events, &b.links}) c->Append("");
     b.attributes.Append("{}");
     b.dropped_attributes_count.push_back(0);
     b.dropped_events_count.push_back(0);
@@ -396,6 +399,34 @@ TEST_P(SpanRollupStoreTest, FewSpansInRangeAreAnsweredExactly) {
   for (const auto& [keys, g] : want) {
     for (int i = 0; i < 3; ++i) EXPECT_EQ(g.percentiles_ns[i], got.at(keys).percentiles_ns[i]);
   }
+}
+
+// The server prepares a span batch's rollup deltas on its decoder
+// (SignalSink::Prepare): one prepared batch per commit, and two in one
+// group, write the rollups the writer would have derived itself.
+TEST_P(SpanRollupStoreTest, PreparedBatchesWriteTheSameRollups) {
+  Store unprepared(GetParam(), 0, 0), prepared(GetParam(), 0, 0);
+  const std::vector<SpanBatch> writes = Writes();
+  unprepared.Write(writes);
+  Result<std::unique_ptr<SignalSink>> sink = prepared.store->NewSink(Signal::kSpans);
+  ASSERT_TRUE(sink.ok());
+  std::vector<AnyBatch> batches;
+  for (const SpanBatch& b : writes) {
+    batches.emplace_back(b);
+    (*sink)->Prepare(&batches.back());
+    ASSERT_GT(PreparedBytes(batches.back()), 0u) << "charged to the request";
+  }
+  ASSERT_EQ(batches.size(), 5u);
+  for (size_t i : {0, 1, 2}) ASSERT_TRUE((*sink)->WriteSpans({&std::get<SpanBatch>(batches[i])}).ok());
+  ASSERT_TRUE((*sink)->WriteSpans({&std::get<SpanBatch>(batches[3]), &std::get<SpanBatch>(batches[4])}).ok());
+  for (const char* sql :
+       {"SELECT count(*) FROM span_rollup_minute", "SELECT sum(count) FROM span_rollup_hour",
+        "SELECT sum(errors) FROM span_rollup_minute", "SELECT sum(count) FROM exception_rollup_minute",
+        "SELECT count(*) FROM exception_rollup_hour", "SELECT max(last_ns) FROM exception_rollup_hour"}) {
+    EXPECT_EQ(prepared.Count(sql), unprepared.Count(sql)) << sql;
+  }
+  EXPECT_GT(prepared.Count("SELECT sum(count) FROM exception_rollup_minute"), 1000) << "the batches have exceptions";
+  for (const auto& [name, q] : Queries()) ExpectSameGroups(unprepared.Group(q), prepared.Group(q), "prepared: " + name);
 }
 
 INSTANTIATE_TEST_SUITE_P(Engines, SpanRollupStoreTest, ::testing::Values("duckdb", "sqlite"),

@@ -408,14 +408,19 @@ class SqliteSink final : public OneSignalSink<SqliteSink> {
   static Result<std::unique_ptr<SignalSink>> Create(SqliteStore* store, Signal signal, sqlite3* db) {
     std::unique_ptr<SqliteSink> sink(new SqliteSink(store, signal, db));
     switch (signal) {
-      case Signal::kSpans: SL_RETURN_IF_ERROR(sink->Prepare(SpanBatch{})); break;
-      case Signal::kLogs: SL_RETURN_IF_ERROR(sink->Prepare(LogBatch{})); break;
-      case Signal::kMetrics: SL_RETURN_IF_ERROR(sink->Prepare(MetricBatch{})); break;
+      case Signal::kSpans: SL_RETURN_IF_ERROR(sink->PrepareStatements(SpanBatch{})); break;
+      case Signal::kLogs: SL_RETURN_IF_ERROR(sink->PrepareStatements(LogBatch{})); break;
+      case Signal::kMetrics: SL_RETURN_IF_ERROR(sink->PrepareStatements(MetricBatch{})); break;
     }
     return std::unique_ptr<SignalSink>(std::move(sink));
   }
 
   ~SqliteSink() override { store_->open_sinks_.fetch_sub(1); }
+
+  //! A span batch's rollup deltas, found on the decoder that submits it.
+  void Prepare(AnyBatch* batch) const override {
+    if (SpanBatch* spans = std::get_if<SpanBatch>(batch)) rollup::PrepareDeltas(spans);
+  }
 
   template <typename Batch>
   Status Write(const std::vector<const Batch*>& batches);
@@ -431,7 +436,7 @@ class SqliteSink final : public OneSignalSink<SqliteSink> {
     store_->open_sinks_.fetch_add(1);
   }
   template <typename Batch>
-  Status Prepare(const Batch& empty) {
+  Status PrepareStatements(const Batch& empty) {
     const schema::SignalTables tables = schema::TablesOf(empty);
     std::vector<schema::KeyedPart> keyed = schema::KeyedParts(empty);
     for (size_t t = 0; t < keyed.size(); ++t) {
