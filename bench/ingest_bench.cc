@@ -38,7 +38,7 @@
 #include "storage/duckdb/log_token_index.h"
 #include "storage/rollup/exception_rollup.h"
 #include "storage/rollup/log_rollup.h"
-#include "storage/rollup/span_rollup.h"
+#include "storage/rollup/signal_rollups.h"
 #include "storage/telemetry_store.h"
 
 namespace sightline {
@@ -130,18 +130,17 @@ void BatchBenchmark(benchmark::State& state, Signal signal, Work work) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * b.rows()));
 }
 
-//! The rollup deltas of a batch, the writer thread's share before any appender.
+//! The rollup deltas of a span batch, on the decoder that submits it
+//! (rollup::PrepareDeltas).
 void BM_RollupSpans(benchmark::State& state) {
   BatchBenchmark<SpanBatch>(state, Signal::kSpans, [](const SpanBatch& b) {
-    rollup::SpanRollupMap deltas;
-    rollup::ExceptionRollupMap exceptions;
-    rollup::AddSpans(b, &deltas);
-    rollup::AddSpanExceptions(b, &exceptions);
-    return deltas.size() + exceptions.size();
+    const rollup::PreparedSpanDeltas deltas(b);
+    return deltas.spans.size() + deltas.exceptions.size();
   });
 }
 BENCHMARK(BM_RollupSpans)->Arg(16384);
 
+//! The rollup deltas of a log batch, the writer thread's share before any appender.
 void BM_RollupLogs(benchmark::State& state) {
   BatchBenchmark<LogBatch>(state, Signal::kLogs, [](const LogBatch& b) {
     rollup::LogRollupMap counts;

@@ -648,12 +648,8 @@ class DuckDbStore final : public TelemetryStore {
     // Metrics only: the rollups of the points committed since the last fold.
     rollup::PendingMetricRollups pending_rollups GUARDED_BY(mu);
   };
-  //! The metric rollups pending in memory folded into the minute and hour
-  //! tables, in `session`'s transaction; PendingRollupsFolded once it has committed.
-  static Status FlushPendingRollups(KnownKeys& known, rollup::RollupSession* session) REQUIRES(known.mu);
-  static void PendingRollupsFolded(KnownKeys& known) REQUIRES(known.mu);
-  //! FlushPendingRollups in a transaction of its own on `conn`; the pending
-  //! state is cleared once it has committed, and kept (to retry) if not.
+  //! The pending metric rollups folded in a transaction of their own on
+  //! `conn`: cleared once it has committed, kept (to retry) if not.
   static Status FoldMetricRollups(KnownKeys& known, duckdb_connection conn) REQUIRES(known.mu);
   KnownKeys known_[kSignalCount];
 
@@ -757,17 +753,11 @@ Status DuckDbStore::FoldMetricRollups(KnownKeys& known, duckdb_connection conn) 
   Transaction txn(conn);
   SL_RETURN_IF_ERROR(txn.Begin());
   DuckDbRollupSession session(conn, &txn);
-  SL_RETURN_IF_ERROR(FlushPendingRollups(known, &session));
+  SL_RETURN_IF_ERROR(known.pending_rollups.Fold(&session));
   SL_RETURN_IF_ERROR(txn.Commit());
-  PendingRollupsFolded(known);
+  known.pending_rollups.Folded();
   return Status::Ok();
 }
-
-Status DuckDbStore::FlushPendingRollups(KnownKeys& known, rollup::RollupSession* session) {
-  return known.pending_rollups.Fold(session);
-}
-
-void DuckDbStore::PendingRollupsFolded(KnownKeys& known) { known.pending_rollups.Folded(); }
 
 // One transaction: the keyed rows not stored yet, then every main row.
 template <typename Batch>
@@ -1127,13 +1117,13 @@ Status DuckDbStore::ExpireRollups(Signal signal, const ProjectSet& projects, int
   Transaction txn(maintenance_conn_);
   SL_RETURN_IF_ERROR(Classify(txn.Begin()));
   DuckDbRollupSession session(maintenance_conn_, &txn);
-  Status expired = FlushPendingRollups(known, &session);
+  Status expired = known.pending_rollups.Fold(&session);
   if (expired.ok()) {
     expired = rollup::ExpireSignalRollups(&session, signal, sql::ProjectFilterSql(projects), before_ns, true);
   }
   if (!expired.ok()) return Classify(Status::IoError("duckdb: expiring rollups: " + expired.message()));
   SL_RETURN_IF_ERROR(Classify(txn.Commit()));
-  PendingRollupsFolded(known);
+  known.pending_rollups.Folded();
   return Status::Ok();
 }
 
@@ -1207,7 +1197,7 @@ Result<uint64_t> DuckDbStore::DeleteSlice(Signal signal, const ProjectSet& proje
   SL_RETURN_IF_ERROR(Classify(txn.Begin()));
   if (!rollups_outlive_rows_) {
     DuckDbRollupSession session(maintenance_conn_, &txn);
-    Status expired = FlushPendingRollups(known, &session);
+    Status expired = known.pending_rollups.Fold(&session);
     if (expired.ok()) {
       expired = rollup::ExpireSignalRollups(&session, signal, sql::ProjectFilterSql(projects), before_ns, false);
     }
@@ -1218,7 +1208,7 @@ Result<uint64_t> DuckDbStore::DeleteSlice(Signal signal, const ProjectSet& proje
   if (!s.ok()) return Classify(Status::IoError("duckdb: " + sql + ": " + s.message()));
   const uint64_t deleted = duckdb_rows_changed(result.get());
   SL_RETURN_IF_ERROR(Classify(txn.Commit()));
-  if (!rollups_outlive_rows_) PendingRollupsFolded(known);
+  if (!rollups_outlive_rows_) known.pending_rollups.Folded();
   rows_[static_cast<int>(signal)].fetch_sub(deleted);
   // After the rows: an index row outliving its rows only widens a lookup.
   // Only when rows went: an index row expires with the last of its rows, and

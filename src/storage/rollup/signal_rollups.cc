@@ -39,12 +39,12 @@ size_t PreparedSpanDeltas::ByteSize() const {
   return n;
 }
 
-void PrepareDeltas(SpanBatch* b) {
-  auto p = std::make_shared<PreparedSpanDeltas>();
-  AddSpans(*b, &p->spans);
-  AddSpanExceptions(*b, &p->exceptions);
-  b->prepared = std::move(p);
+PreparedSpanDeltas::PreparedSpanDeltas(const SpanBatch& b) {
+  AddSpans(b, &spans);
+  AddSpanExceptions(b, &exceptions);
 }
+
+void PrepareDeltas(SpanBatch* b) { b->prepared = std::make_shared<const PreparedSpanDeltas>(*b); }
 
 Status AppendDeltas(RollupSession* s, const std::vector<const SpanBatch*>& batches) {
   auto prepared = [](const SpanBatch* b) { return dynamic_cast<const PreparedSpanDeltas*>(b->prepared.get()); };

@@ -23,6 +23,7 @@ Status CreateRollups(RollupSession* s, const schema::TypeNames& types);
 //! engine's SignalSink::Prepare calls PrepareDeltas. Its bytes are charged
 //! to the request as the batch's are.
 struct PreparedSpanDeltas final : PreparedForEngine {
+  explicit PreparedSpanDeltas(const SpanBatch& b);
   SpanRollupMap spans;
   ExceptionRollupMap exceptions;
   size_t ByteSize() const override;

@@ -66,17 +66,8 @@ Status QuerySqlite(sqlite3* db, const std::string& sql, const std::vector<SqlPar
 }
 
 Status ForEachSqliteRow(sqlite3* db, const std::string& sql, const RowCallback& on_row) {
-  sqlite3_stmt* stmt = nullptr;
-  if (sqlite3_prepare_v2(db, sql.c_str(), static_cast<int>(sql.size()), &stmt, nullptr) != SQLITE_OK) {
-    sqlite3_finalize(stmt);
-    return Status::IoError("sqlite: " + sql + ": " + sqlite3_errmsg(db));
-  }
-  SqliteRow row(stmt);
-  int rc;
-  while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) on_row(row);
-  sqlite3_finalize(stmt);
-  if (rc != SQLITE_DONE) return Status::IoError("sqlite: " + sql + ": " + sqlite3_errmsg(db));
-  return Status::Ok();
+  Status s = QuerySqlite(db, sql, {}, on_row);
+  return s.ok() ? s : Status::IoError(s.message() + " (" + sql + ")");
 }
 
 Result<std::unique_ptr<ReadConnection>> OpenSqliteReader(const std::string& path) {
