@@ -123,6 +123,79 @@ TEST(LogTokenIndexTest, TokensMatchTheirDefinitionOnRandomBytes) {
   }
 }
 
+// The tokenizer reads 16 bytes at a time until one of the two wide letters'
+// lead bytes comes, then goes on a byte at a time: the runs must be the same
+// as reading every byte, wherever runs start, end and cross 16-byte blocks.
+TEST(LogTokenIndexTest, BlockwiseRunsAreTheBytewiseRuns) {
+  const std::vector<std::string> pieces = {"a",
+                                           "Z",
+                                           "q",
+                                           "M",
+                                           "0",
+                                           "7",
+                                           " ",
+                                           "_",
+                                           "-",
+                                           "@",
+                                           "[",
+                                           "`",
+                                           "{",
+                                           "\xC3\xA9",
+                                           "\xFF",
+                                           "\x80",
+                                           std::string(1, '\0'),
+                                           "\xC4\xB0",
+                                           "\xE2\x84\xAA"};
+  std::mt19937 rng(17);
+  auto runs = [](std::string_view body, bool bytewise) {
+    std::vector<std::string> out;
+    std::string scratch;
+    const auto keep = [&](std::string_view r) {
+      out.emplace_back(r);
+      return true;
+    };
+    if (bytewise) {
+      duckdb_index::internal::ForEachRunBytewise(body, &scratch, keep);
+    } else {
+      duckdb_index::internal::ForEachRun(body, &scratch, keep);
+    }
+    return out;
+  };
+  for (int round = 0; round < 20000; ++round) {
+    std::string body;
+    const size_t n = rng() % 120;
+    // Most bodies ASCII and plain bytes past it; some with a wide letter.
+    const size_t kinds = round % 4 == 0 ? pieces.size() : pieces.size() - 2;
+    for (size_t i = 0; i < n; ++i) {
+      const size_t k = rng() % (kinds + 6);
+      body += k < kinds ? pieces[k] : std::string(rng() % 20, "abcdEFGH1234xyzZ"[rng() % 16]);
+    }
+    ASSERT_EQ(runs(body, false), runs(body, true)) << body;
+  }
+  // A stop asked for by the caller ends the runs there, in either reader,
+  // before or after a wide letter sends the rest a byte at a time.
+  for (const int wide_at : {0, 30}) {
+    std::string body;
+    for (int i = 0; i < 40; ++i) body += "word" + std::to_string(i) + (i == wide_at ? " \xC4\xB0 " : " ");
+    std::vector<std::string> want = runs(body, true);
+    want.resize(3);
+    for (const bool bytewise : {false, true}) {
+      std::vector<std::string> out;
+      std::string scratch;
+      const auto three = [&](std::string_view r) {
+        out.emplace_back(r);
+        return out.size() < 3;
+      };
+      if (bytewise) {
+        duckdb_index::internal::ForEachRunBytewise(body, &scratch, three);
+      } else {
+        duckdb_index::internal::ForEachRun(body, &scratch, three);
+      }
+      EXPECT_EQ(out, want) << wide_at;
+    }
+  }
+}
+
 TEST(LogTokenIndexTest, TheNeedleIsTheLongestAsciiRunCut) {
   EXPECT_EQ(duckdb_index::NeedleOf("Card_DECLINED now"), "declined");
   EXPECT_EQ(duckdb_index::NeedleOf("Émile"), "mile");

@@ -41,7 +41,12 @@
 
 #include <duckdb.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -149,41 +154,21 @@ inline bool AllDigits(std::string_view s) {
 
 }  // namespace internal
 
-template <typename Emit>
-void Tokenize(std::string_view body, std::string* scratch, Emit&& emit) {
-  size_t emitted = 0;
-  bool overflow = false;
-  // Emits the token (a view of the body when it needed no change, else of
-  // *scratch) as itself or as windows.
-  auto token = [&](std::string_view t) {
-    if (overflow) return;
-    size_t pieces =
-        t.size() <= kMaxTokenBytes ? 1 : (t.size() - kMaxTokenBytes + kMaxNeedleBytes - 1) / kMaxNeedleBytes + 1;
-    if (emitted + pieces > kMaxTokensPerRecord) {
-      overflow = true;
-      return;
-    }
-    emitted += pieces;
-    if (pieces == 1) {
-      emit(t);
-      return;
-    }
-    for (size_t at = 0;; at += kMaxNeedleBytes) {
-      if (at + kMaxTokenBytes >= t.size()) {
-        emit(t.substr(t.size() - kMaxTokenBytes));
-        break;
-      }
-      emit(t.substr(at, kMaxTokenBytes));
-    }
-  };
+namespace internal {
+
+//! Calls run(r) for each run of body that holds a letter, lower-cased (a
+//! view of body when it needed no change, else of *scratch), one byte at a
+//! time, until run returns false.
+template <typename Run>
+void ForEachRunBytewise(std::string_view body, std::string* scratch, Run&& run) {
   const size_t n = body.size();
   size_t i = 0;
-  while (i < n && !overflow) {
+  while (i < n) {
     const auto c = static_cast<unsigned char>(body[i]);
     const bool dotted_i = c == 0xC4 && i + 1 < n && static_cast<unsigned char>(body[i + 1]) == 0xB0;
     const bool kelvin = c == 0xE2 && i + 2 < n && static_cast<unsigned char>(body[i + 1]) == 0x84 &&
                         static_cast<unsigned char>(body[i + 2]) == 0xAA;
-    if (!internal::IsAsciiWord(c) && !dotted_i && !kelvin) {
+    if (!IsAsciiWord(c) && !dotted_i && !kelvin) {
       ++i;
       continue;
     }
@@ -216,9 +201,124 @@ void Tokenize(std::string_view body, std::string* scratch, Emit&& emit) {
       if (copied) scratch->push_back(out);
       i += len;
     }
-    const std::string_view run = copied ? std::string_view(*scratch) : body.substr(start, i - start);
-    if (!internal::AllDigits(run)) token(run);
+    const std::string_view r = copied ? std::string_view(*scratch) : body.substr(start, i - start);
+    if (!AllDigits(r) && !run(r)) return;
   }
+}
+
+#if defined(__SSE2__)
+//! ForEachRunBytewise 16 bytes at a time, for as long as no byte 0xC4 or
+//! 0xE2 comes (the lead bytes of the two characters lower() maps into
+//! ASCII; other bytes past ASCII only separate). Returns where the bytewise
+//! tokenizer must go on from: the start of the run, or of the 16 bytes, that
+//! holds such a byte; body.size() when none does or run returned false.
+template <typename Run>
+size_t ForEachAsciiRun(std::string_view body, std::string* scratch, Run&& run) {
+  constexpr size_t kNone = static_cast<size_t>(-1);
+  const size_t n = body.size();
+  size_t start = kNone;  // of the run not yet ended
+  bool letter = false;
+  bool upper = false;
+  // Ends the run at `end`; false when run() says stop.
+  const auto finish = [&](size_t end) {
+    const size_t s = start;
+    start = kNone;
+    if (!letter) return true;  // digits alone are not stored
+    if (!upper) return static_cast<bool>(run(body.substr(s, end - s)));
+    scratch->assign(body.data() + s, end - s);
+    for (char& c : *scratch) {
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 0x20);
+    }
+    return static_cast<bool>(run(std::string_view(*scratch)));
+  };
+  // Signed compares: bytes past ASCII are negative, in no range.
+  const auto in = [](__m128i x, char lo, char hi) {
+    return _mm_and_si128(_mm_cmpgt_epi8(x, _mm_set1_epi8(static_cast<char>(lo - 1))),
+                         _mm_cmplt_epi8(x, _mm_set1_epi8(static_cast<char>(hi + 1))));
+  };
+  alignas(16) char last[16];
+  for (size_t base = 0; base < n; base += 16) {
+    const char* p = body.data() + base;
+    if (n - base < 16) {  // the rest, then zero bytes (separators)
+      std::memset(last, 0, sizeof(last));
+      std::memcpy(last, p, n - base);
+      p = last;
+    }
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    if (_mm_movemask_epi8(v) != 0 &&
+        _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(static_cast<char>(0xC4))),
+                                       _mm_cmpeq_epi8(v, _mm_set1_epi8(static_cast<char>(0xE2))))) != 0) {
+      return start != kNone ? start : base;
+    }
+    const auto letters = static_cast<uint32_t>(_mm_movemask_epi8(in(_mm_or_si128(v, _mm_set1_epi8(0x20)), 'a', 'z')));
+    const auto uppers = static_cast<uint32_t>(_mm_movemask_epi8(in(v, 'A', 'Z')));
+    const uint32_t words = letters | static_cast<uint32_t>(_mm_movemask_epi8(in(v, '0', '9')));
+    uint32_t pos = 0;
+    while (pos < 16) {
+      const uint32_t from = ~0u << pos;
+      if (start == kNone) {
+        const uint32_t begins = words & from;
+        if (begins == 0) break;
+        pos = static_cast<uint32_t>(__builtin_ctz(begins));
+        start = base + pos;
+        letter = upper = false;
+        continue;
+      }
+      const uint32_t ends = ~words & 0xFFFFu & from;
+      const uint32_t end = ends == 0 ? 16 : static_cast<uint32_t>(__builtin_ctz(ends));
+      const uint32_t span = from & ((1u << end) - 1);
+      letter = letter || (letters & span) != 0;
+      upper = upper || (uppers & span) != 0;
+      if (ends == 0) break;  // the run goes on in the next 16 bytes
+      if (!finish(base + end)) return n;
+      pos = end;
+    }
+  }
+  if (start != kNone) finish(n);
+  return n;
+}
+#endif
+
+//! The runs of body that hold a letter, lower-cased, as ForEachRunBytewise
+//! finds them (16 bytes at a time where the CPU can).
+template <typename Run>
+void ForEachRun(std::string_view body, std::string* scratch, Run&& run) {
+#if defined(__SSE2__)
+  const size_t at = ForEachAsciiRun(body, scratch, run);
+  if (at < body.size()) ForEachRunBytewise(body.substr(at), scratch, run);
+#else
+  ForEachRunBytewise(body, scratch, run);
+#endif
+}
+
+}  // namespace internal
+
+template <typename Emit>
+void Tokenize(std::string_view body, std::string* scratch, Emit&& emit) {
+  size_t emitted = 0;
+  bool overflow = false;
+  // Emits the run as itself or as windows; false once past the cap.
+  internal::ForEachRun(body, scratch, [&](std::string_view t) {
+    size_t pieces =
+        t.size() <= kMaxTokenBytes ? 1 : (t.size() - kMaxTokenBytes + kMaxNeedleBytes - 1) / kMaxNeedleBytes + 1;
+    if (emitted + pieces > kMaxTokensPerRecord) {
+      overflow = true;
+      return false;
+    }
+    emitted += pieces;
+    if (pieces == 1) {
+      emit(t);
+      return true;
+    }
+    for (size_t at = 0;; at += kMaxNeedleBytes) {
+      if (at + kMaxTokenBytes >= t.size()) {
+        emit(t.substr(t.size() - kMaxTokenBytes));
+        break;
+      }
+      emit(t.substr(at, kMaxTokenBytes));
+    }
+    return true;
+  });
   if (overflow) emit(std::string_view("", 0));
 }
 
