@@ -1499,6 +1499,28 @@ TEST_P(StoreConformanceTest, TextWithANulByteReadsBackWhole) {
   EXPECT_EQ(Scalar("SELECT CASE WHEN time_ns = 0 THEN NULL ELSE body END FROM logs WHERE time_ns = 0"), std::nullopt);
 }
 
+// Text around the length DuckDB keeps inside a row's own slot (12 bytes)
+// reads back whole and compares equal, also where the slot held a longer or
+// a different string in the batch before.
+TEST_P(StoreConformanceTest, TextAroundTheInlineLengthReadsBackAndCompares) {
+  Open();
+  std::vector<std::string> names;
+  for (size_t size = 16; size-- > 0;) names.emplace_back(size, static_cast<char>('a' + size));
+  for (const std::string& name : names) {
+    LogBatch logs = MakeLogs();
+    logs.service_name = StringColumn();
+    logs.service_name.Append(name);
+    logs.service_name.Append("auth");
+    ASSERT_TRUE(Sink(Signal::kLogs)->WriteLogs({&logs}).ok());
+  }
+  for (const std::string& name : names) {
+    EXPECT_EQ(Scalar("SELECT COUNT(*) FROM logs WHERE service_name = '" + name + "'"), Int(1)) << name.size();
+    EXPECT_EQ(Scalar("SELECT MAX(length(service_name)) FROM logs WHERE service_name = '" + name + "'"),
+              Int(static_cast<int64_t>(name.size())));
+  }
+  EXPECT_EQ(Scalar("SELECT COUNT(DISTINCT service_name) FROM logs"), Int(17));  // and "auth"
+}
+
 TEST_P(StoreConformanceTest, ExecuteSqlShowsNumbersAsTheEngineWritesThem) {
   SKIP_ON_CLICKHOUSE("the expected texts are DuckDB's and SQLite's number formatting");
   Open();

@@ -210,6 +210,24 @@ class NullSetter {
   uint64_t* validity_ = nullptr;
 };
 
+//! Sets row j of a VARCHAR vector whose data is `out`. A string of up to 12
+//! bytes is written into its slot, as duckdb.h lays out duckdb_string_t (the
+//! rest of the slot zeroed, as DuckDB's string_t compares it); a longer one
+//! is copied into the vector's string heap, which the chunk reuses after
+//! Reset. Writing the short ones here saves a library call each: most of a
+//! log record's text columns are short or empty.
+inline void AssignString(duckdb_vector vector, duckdb_string_t* out, size_t j, std::string_view s) {
+  constexpr size_t kInlineBytes = sizeof(out->value.inlined.inlined);
+  if (s.size() > kInlineBytes) {
+    duckdb_vector_assign_string_element_len(vector, j, s.data(), s.size());
+    return;
+  }
+  duckdb_string_t slot{};
+  slot.value.inlined.length = static_cast<uint32_t>(s.size());
+  if (!s.empty()) std::memcpy(slot.value.inlined.inlined, s.data(), s.size());
+  out[j] = slot;
+}
+
 //! Copies rows [begin, begin + n) of a column (through sel when given) into
 //! the first n slots of a chunk vector of the matching type.
 void FillVector(duckdb_vector vector, const schema::Column& c, const uint32_t* sel, size_t begin, size_t n) {
@@ -328,22 +346,19 @@ void FillVector(duckdb_vector vector, const schema::Column& c, const uint32_t* s
     }
     case schema::SourceKind::kText:
     case schema::SourceKind::kTextEmptyNull: {
+      auto* out = static_cast<duckdb_string_t*>(duckdb_vector_get_data(vector));
       const auto* in = static_cast<const StringColumn*>(c.a);
       bool empty_is_null = c.kind == schema::SourceKind::kTextEmptyNull;
       for (size_t j = 0; j < n; ++j) {
         std::string_view s = in->Get(row(j));
-        // Short strings are inlined in the vector; longer ones are copied into
-        // the vector's string heap, which the chunk reuses after Reset.
-        duckdb_vector_assign_string_element_len(vector, j, s.data(), s.size());
+        AssignString(vector, out, j, s);
         if (empty_is_null && s.empty()) nulls.Set(j);
       }
       break;
     }
     case schema::SourceKind::kTextOrElse: {
-      for (size_t j = 0; j < n; ++j) {
-        std::string_view s = schema::DerivedText(c, row(j));
-        duckdb_vector_assign_string_element_len(vector, j, s.data(), s.size());
-      }
+      auto* out = static_cast<duckdb_string_t*>(duckdb_vector_get_data(vector));
+      for (size_t j = 0; j < n; ++j) AssignString(vector, out, j, schema::DerivedText(c, row(j)));
       break;
     }
     case schema::SourceKind::kIsEntry:
