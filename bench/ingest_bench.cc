@@ -8,6 +8,9 @@
 //   BM_RollupSpans/16384    the rollup deltas of a decoded 16,384-span batch
 //                           (AddSpans and AddSpanExceptions, on the writer thread)
 //   BM_RollupLogs/16384     the same for log records (AddLogs, AddLogExceptions)
+//   BM_LogTokens/16384      the log token index's (token, minute) set of a batch
+//   BM_AppendLogTokens/16384  appending such a set (about eight rows a record)
+//                           to log_tokens_tail, the writer thread's share
 //   BM_WriteSpans/<engine>  SignalSink::WriteSpans of one 16,384-row batch,
 //                           one commit, on a file-backed store in a temp dir
 //   BM_WriteLogs, BM_WriteMetrics  the same for the other signals
@@ -159,6 +162,47 @@ void BM_LogTokens(benchmark::State& state) {
   BatchBenchmark<LogBatch>(state, Signal::kLogs, [](const LogBatch& b) { return duckdb_index::LogTokenSet(b).size(); });
 }
 BENCHMARK(BM_LogTokens)->Arg(16384);
+
+//! The writer thread's share of the log token index: appending a batch's
+//! (token, minute) rows to log_tokens_tail, in a transaction rolled back
+//! after each iteration. The generator's bodies repeat a small vocabulary;
+//! these carry ids with letters in them (a UUID, a host, a hex span id), as
+//! real logs do, so each record adds about eight rows.
+void BM_AppendLogTokens(benchmark::State& state) {
+  std::mt19937_64 rng(42);
+  const auto hex = [&rng](size_t n) {
+    std::string s;
+    for (size_t i = 0; i < n; ++i) s.push_back("0123456789abcdef"[rng() % 16]);
+    return s;
+  };
+  LogBatch b;
+  const size_t rows = static_cast<size_t>(state.range(0));
+  for (size_t i = 0; i < rows; ++i) {
+    b.time_ns.push_back(1700000000ll * 1000000000ll + static_cast<int64_t>(i) * 1000000);
+    b.body.Append("request " + hex(8) + "-" + hex(4) + "-" + hex(4) + "-" + hex(4) + "-" + hex(12) + " from host-" +
+                  hex(6) + " failed: span " + hex(16));
+  }
+  const duckdb_index::LogTokenSet set(b);
+  duckdb_database db = nullptr;
+  duckdb_connection conn = nullptr;
+  duckdb_open(nullptr, &db);
+  duckdb_connect(db, &conn);
+  duckdb_query(conn, "CREATE TABLE log_tokens_tail (project_id BIGINT, token VARCHAR, minute BIGINT)", nullptr);
+  for (auto _ : state) {
+    duckdb_query(conn, "BEGIN TRANSACTION", nullptr);
+    duckdb_appender appender = nullptr;
+    duckdb_appender_create(conn, nullptr, "log_tokens_tail", &appender);
+    Result<uint64_t> n = duckdb_index::AppendLogTokens(appender, 1, set);
+    if (!n.ok() || duckdb_appender_close(appender) != DuckDBSuccess) state.SkipWithError("append failed");
+    duckdb_appender_destroy(&appender);
+    duckdb_query(conn, "ROLLBACK", nullptr);
+  }
+  state.counters["token_rows"] = static_cast<double>(set.size());
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * set.size()));
+  duckdb_disconnect(&conn);
+  duckdb_close(&db);
+}
+BENCHMARK(BM_AppendLogTokens)->Arg(16384)->Unit(benchmark::kMillisecond);
 
 void BM_Gunzip(benchmark::State& state) {
   auto gen = Generator(static_cast<size_t>(state.range(0)));

@@ -847,6 +847,30 @@ TEST_F(DuckDbIndexesTest, ABatchPreparedOnTheDecoderIsIndexedAsAnUnpreparedOne) 
   EXPECT_EQ(Int("SELECT count(*) FROM log_tokens_tail WHERE token = 'payment'"), 2);  // one per minute
 }
 
+// More token rows than a DuckDB chunk holds (2,048): each is stored once,
+// with its project and minute, in every chunk the writer appends.
+TEST_F(DuckDbIndexesTest, EveryTokenRowOfALargeBatchIsStored) {
+  std::vector<LogRow> rows;
+  int64_t bytes = 0;
+  for (int i = 0; i < 5000; ++i) {
+    const std::string word = "w" + std::to_string(i);
+    rows.push_back({kT0 + (i % 2) * kMinuteNs, word + " shared", {}});
+    bytes += static_cast<int64_t>(word.size());
+  }
+  const LogBatch b = Logs(rows);
+  Write(b);
+  EXPECT_EQ(Int("SELECT count(*) FROM log_tokens_tail"), 5002);  // 'shared' in both minutes
+  EXPECT_EQ(Int("SELECT count(DISTINCT (token, minute)) FROM log_tokens_tail"), 5002);
+  EXPECT_EQ(Int("SELECT count(*) FROM log_tokens_tail WHERE project_id = " + std::to_string(kProject)), 5002);
+  EXPECT_EQ(Int("SELECT sum(length(token)) FROM log_tokens_tail WHERE token <> 'shared'"), bytes);
+  // Each word in the minute of its record.
+  EXPECT_EQ(Int("SELECT count(*) FROM log_tokens_tail WHERE token <> 'shared' AND minute <> " +
+                std::to_string(duckdb_index::MinuteOf(kT0)) + " + CAST(substr(token, 2) AS BIGINT) % 2"),
+            0);
+  EXPECT_EQ(Search("w4999"), (std::vector<std::string>{"w4999 shared"}));
+  EXPECT_EQ(Search("w0 "), (std::vector<std::string>{"w0 shared"}));
+}
+
 TEST_F(DuckDbIndexesTest, SearchFoldsAsLowerDoes) {
   Write(Logs({{kT0, "Cooled to 5\u212A", {}},
               {kT0 + 1, "Flight to İstanbul", {}},
