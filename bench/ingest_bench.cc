@@ -9,7 +9,7 @@
 //                           (AddSpans and AddSpanExceptions, on the writer thread)
 //   BM_RollupLogs/16384     the same for log records (AddLogs, AddLogExceptions)
 //   BM_LogTokens/16384      the log token index's (token, minute) set of a batch
-//   BM_AppendLogTokens/16384  appending such a set (about eight rows a record)
+//   BM_AppendLogTokens/16384  appending such a set (about six rows a record)
 //                           to log_tokens_tail, the writer thread's share
 //   BM_WriteSpans/<engine>  SignalSink::WriteSpans of one 16,384-row batch,
 //                           one commit, on a file-backed store in a temp dir
@@ -167,7 +167,7 @@ BENCHMARK(BM_LogTokens)->Arg(16384);
 //! (token, minute) rows to log_tokens_tail, in a transaction rolled back
 //! after each iteration. The generator's bodies repeat a small vocabulary;
 //! these carry ids with letters in them (a UUID, a host, a hex span id), as
-//! real logs do, so each record adds about eight rows.
+//! real logs do, so each record adds about six rows.
 void BM_AppendLogTokens(benchmark::State& state) {
   std::mt19937_64 rng(42);
   const auto hex = [&rng](size_t n) {

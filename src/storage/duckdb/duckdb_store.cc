@@ -1,5 +1,6 @@
 #include "storage/duckdb/duckdb_store.h"
 #include "common/thread_name.h"
+#include "storage/duckdb/appender_chunk.h"
 #include "storage/duckdb/duckdb_indexes.h"
 #include "storage/duckdb/duckdb_reader.h"
 #include "storage/duckdb/duckdb_telemetry_reader.h"
@@ -374,38 +375,25 @@ void FillVector(duckdb_vector vector, const schema::Column& c, const uint32_t* s
 //! column from the batch into the chunk, then the chunk into the appender.
 class ChunkBuffer {
  public:
-  explicit ChunkBuffer(std::span<const schema::Column> columns) : column_count_(columns.size()) {
-    std::vector<duckdb_logical_type> types;
-    types.reserve(columns.size());
-    for (const schema::Column& c : columns) types.push_back(duckdb_create_logical_type(DuckDbType(c.type)));
-    chunk_ = duckdb_create_data_chunk(types.data(), types.size());
-    for (duckdb_logical_type& t : types) duckdb_destroy_logical_type(&t);
-  }
-  ~ChunkBuffer() { duckdb_destroy_data_chunk(&chunk_); }
-  ChunkBuffer(const ChunkBuffer&) = delete;
-  ChunkBuffer& operator=(const ChunkBuffer&) = delete;
+  explicit ChunkBuffer(std::span<const schema::Column> columns) : chunk_(TypesOf(columns)) {}
 
   //! Appends `rows` rows (row indexes from sel when non-null, else 0..rows-1).
-  Status Append(duckdb_appender appender, std::span<const schema::Column> columns, size_t rows, const uint32_t* sel) {
-    const size_t capacity = duckdb_vector_size();
-    for (size_t begin = 0; begin < rows; begin += capacity) {
-      size_t n = std::min(capacity, rows - begin);
-      duckdb_data_chunk_reset(chunk_);
-      for (size_t c = 0; c < column_count_; ++c) {
-        FillVector(duckdb_data_chunk_get_vector(chunk_, c), columns[c], sel, begin, n);
-      }
-      duckdb_data_chunk_set_size(chunk_, n);
-      if (duckdb_append_data_chunk(appender, chunk_) != DuckDBSuccess) {
-        const char* error = duckdb_appender_error(appender);
-        return Status::IoError(std::string("duckdb append: ") + (error != nullptr ? error : "unknown error"));
-      }
-    }
-    return Status::Ok();
+  Status Append(duckdb_appender appender, std::string_view table, std::span<const schema::Column> columns, size_t rows,
+                const uint32_t* sel) {
+    return chunk_.Append(appender, rows, table, [&](size_t begin, size_t n) {
+      for (size_t c = 0; c < columns.size(); ++c) FillVector(chunk_.vector(c), columns[c], sel, begin, n);
+    });
   }
 
  private:
-  size_t column_count_;
-  duckdb_data_chunk chunk_ = nullptr;
+  static std::vector<duckdb_type> TypesOf(std::span<const schema::Column> columns) {
+    std::vector<duckdb_type> types;
+    types.reserve(columns.size());
+    for (const schema::Column& c : columns) types.push_back(DuckDbType(c.type));
+    return types;
+  }
+
+  AppenderChunk chunk_;
 };
 
 //! One explicit transaction with the appenders that write into it. Commit()
@@ -487,7 +475,7 @@ class DuckDbRollupSession final : public rollup::RollupSession {
     if (txn_ == nullptr) return Status::Internal("duckdb: no appender for " + std::string(table));
     Result<duckdb_appender> appender = txn_->OpenAppender(table);
     if (!appender.ok()) return appender.status();
-    SL_RETURN_IF_ERROR(ChunkBuffer(columns).Append(*appender, columns, rows, nullptr));
+    SL_RETURN_IF_ERROR(ChunkBuffer(columns).Append(*appender, table, columns, rows, nullptr));
     // Into the transaction now: a fold reads and deletes after it appends.
     if (duckdb_appender_flush(*appender) != DuckDBSuccess) {
       const char* error = duckdb_appender_error(*appender);
@@ -804,10 +792,10 @@ Status DuckDbSink::Append(const std::vector<const Batch*>& batches) {
         if (!opened.ok()) return opened.status();
         keyed[t] = *opened;
       }
-      SL_RETURN_IF_ERROR(
-          keyed_chunks_[t]->Append(keyed[t], w->columns.keyed[t].columns, new_rows.size(), new_rows.data()));
+      SL_RETURN_IF_ERROR(keyed_chunks_[t]->Append(keyed[t], tables.keyed[t].table, w->columns.keyed[t].columns,
+                                                  new_rows.size(), new_rows.data()));
     }
-    SL_RETURN_IF_ERROR(main_chunk_->Append(*main, w->columns.main, b->rows(), nullptr));
+    SL_RETURN_IF_ERROR(main_chunk_->Append(*main, tables.main, w->columns.main, b->rows(), nullptr));
     SL_RETURN_IF_ERROR(index_writer_.Add(*b, open_index));
     rows += b->rows();
   }

@@ -8,6 +8,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "storage/duckdb/appender_chunk.h"
 #include "storage/sql/retention_sql.h"
 
 namespace sightline::duckdb_index {
@@ -182,35 +183,19 @@ std::shared_ptr<const LogTokenSet> TokensOf(const LogBatch& b) {
 }
 
 Result<uint64_t> AppendLogTokens(duckdb_appender appender, int64_t project_id, const LogTokenSet& set) {
-  // A chunk at a time, as the tables' own rows go: the per-value appender
-  // calls cost ~150 ns a row on the writer thread, and a body with ids in it
-  // (a UUID, a host name) adds several rows (BM_AppendLogTokens).
-  duckdb_logical_type types[3] = {duckdb_create_logical_type(DUCKDB_TYPE_BIGINT),
-                                  duckdb_create_logical_type(DUCKDB_TYPE_VARCHAR),
-                                  duckdb_create_logical_type(DUCKDB_TYPE_BIGINT)};
-  duckdb_data_chunk chunk = duckdb_create_data_chunk(types, 3);
-  for (duckdb_logical_type& t : types) duckdb_destroy_logical_type(&t);
-  const std::unique_ptr<duckdb_data_chunk, void (*)(duckdb_data_chunk*)> owned(&chunk, duckdb_destroy_data_chunk);
-  const size_t capacity = duckdb_vector_size();
-  for (size_t begin = 0; begin < set.size(); begin += capacity) {
-    const size_t n = std::min(capacity, set.size() - begin);
-    duckdb_data_chunk_reset(chunk);
-    auto* project = static_cast<int64_t*>(duckdb_vector_get_data(duckdb_data_chunk_get_vector(chunk, 0)));
-    duckdb_vector tokens = duckdb_data_chunk_get_vector(chunk, 1);
-    auto* minute = static_cast<int64_t*>(duckdb_vector_get_data(duckdb_data_chunk_get_vector(chunk, 2)));
+  constexpr duckdb_type kTypes[] = {DUCKDB_TYPE_BIGINT, DUCKDB_TYPE_VARCHAR, DUCKDB_TYPE_BIGINT};
+  AppenderChunk chunk(kTypes);
+  SL_RETURN_IF_ERROR(chunk.Append(appender, set.size(), "log_tokens_tail", [&](size_t begin, size_t n) {
+    auto* project = chunk.data<int64_t>(0);
+    duckdb_vector tokens = chunk.vector(1);
+    auto* minute = chunk.data<int64_t>(2);
     for (size_t j = 0; j < n; ++j) {
       const std::string_view token = set.token(begin + j);
       project[j] = project_id;
       duckdb_vector_assign_string_element_len(tokens, j, token.data(), token.size());
       minute[j] = set.minute(begin + j);
     }
-    duckdb_data_chunk_set_size(chunk, n);
-    if (duckdb_append_data_chunk(appender, chunk) != DuckDBSuccess) {
-      const char* error = duckdb_appender_error(appender);
-      return Status::IoError(std::string("duckdb append to log_tokens_tail: ") +
-                             (error != nullptr ? error : "unknown error"));
-    }
-  }
+  }));
   return static_cast<uint64_t>(set.size());
 }
 

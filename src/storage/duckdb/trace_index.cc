@@ -13,6 +13,8 @@ namespace {
 constexpr int64_t kSecondNs = 1'000'000'000;
 
 constexpr const char* kColumns = "project_id BIGINT, trace_id_low BIGINT, min_s BIGINT, span_s BIGINT";
+//! kColumns' types, for the writer's chunk.
+constexpr duckdb_type kRowTypes[] = {DUCKDB_TYPE_BIGINT, DUCKDB_TYPE_BIGINT, DUCKDB_TYPE_BIGINT, DUCKDB_TYPE_BIGINT};
 
 //! The tables of the index these replaced (both signals in one, both id
 //! halves, nanosecond bounds).
@@ -28,12 +30,6 @@ std::string SecondSql(const std::string& ns) {
 //! The select list of index rows covering the seconds of [min_ns, max_ns].
 std::string RowSql(const std::string& min_ns, const std::string& max_ns) {
   return "project_id, trace_id_low, " + SecondSql(min_ns) + ", " + SecondSql(max_ns) + " - " + SecondSql(min_ns);
-}
-
-Status AppenderError(duckdb_appender appender) {
-  const char* error = duckdb_appender_error(appender);
-  return Status::IoError(std::string("duckdb append to a trace index tail: ") +
-                         (error != nullptr ? error : "unknown error"));
 }
 
 //! Creates one signal's two tables and, when they are new, fills the runs
@@ -179,36 +175,22 @@ Result<uint64_t> TraceRangeWriter::Append(duckdb_appender appender, const LogBat
   return Flush(appender, b.project_id);
 }
 
-TraceRangeWriter::TraceRangeWriter() {
-  duckdb_logical_type types[4];
-  for (duckdb_logical_type& t : types) t = duckdb_create_logical_type(DUCKDB_TYPE_BIGINT);
-  chunk_ = duckdb_create_data_chunk(types, 4);
-  for (duckdb_logical_type& t : types) duckdb_destroy_logical_type(&t);
-}
-
-TraceRangeWriter::~TraceRangeWriter() { duckdb_destroy_data_chunk(&chunk_); }
+TraceRangeWriter::TraceRangeWriter() : chunk_(kRowTypes) {}
 
 Result<uint64_t> TraceRangeWriter::Flush(duckdb_appender appender, int64_t project_id) {
-  const size_t capacity = duckdb_vector_size();
-  auto column = [&](idx_t c) { return duckdb_vector_get_data(duckdb_data_chunk_get_vector(chunk_, c)); };
   auto it = rows_.begin();
-  for (size_t left = rows_.size(); left > 0;) {
-    const size_t n = std::min(capacity, left);
-    duckdb_data_chunk_reset(chunk_);
-    auto* project = static_cast<int64_t*>(column(0));
-    auto* low = static_cast<int64_t*>(column(1));
-    auto* min_s = static_cast<int64_t*>(column(2));
-    auto* span_s = static_cast<int64_t*>(column(3));
+  SL_RETURN_IF_ERROR(chunk_.Append(appender, rows_.size(), "a trace index tail", [&](size_t, size_t n) {
+    auto* project = chunk_.data<int64_t>(0);
+    auto* low = chunk_.data<int64_t>(1);
+    auto* min_s = chunk_.data<int64_t>(2);
+    auto* span_s = chunk_.data<int64_t>(3);
     for (size_t j = 0; j < n; ++j, ++it) {
       project[j] = project_id;
       low[j] = static_cast<int64_t>(it->first.low);
       min_s[j] = SecondOf(it->second.min);
       span_s[j] = SecondOf(it->second.max) - min_s[j];
     }
-    duckdb_data_chunk_set_size(chunk_, n);
-    if (duckdb_append_data_chunk(appender, chunk_) != DuckDBSuccess) return AppenderError(appender);
-    left -= n;
-  }
+  }));
   return static_cast<uint64_t>(rows_.size());
 }
 

@@ -42,6 +42,7 @@
 
 #include "common/status.h"
 #include "model/batch.h"
+#include "storage/duckdb/appender_chunk.h"
 #include "storage/duckdb/sorted_runs.h"
 #include "storage/sql/sql_builder.h"
 #include "storage/telemetry_reader.h"
@@ -78,7 +79,6 @@ sql::Sql TraceExtentSql(int64_t project_id, const TraceId& id);
 class TraceRangeWriter {
  public:
   TraceRangeWriter();
-  ~TraceRangeWriter();
   TraceRangeWriter(const TraceRangeWriter&) = delete;
   TraceRangeWriter& operator=(const TraceRangeWriter&) = delete;
 
@@ -102,9 +102,7 @@ class TraceRangeWriter {
 
   std::unordered_map<Key, Range, KeyHash> ranges_;  // spans: one per trace
   std::vector<std::pair<Key, Range>> rows_;         // what Flush appends
-  //! Rows go to the appender a chunk at a time (value by value costs
-  //! several times more per row).
-  duckdb_data_chunk chunk_ = nullptr;
+  AppenderChunk chunk_;
 };
 
 }  // namespace sightline::duckdb_index
