@@ -16,6 +16,8 @@
 //   BM_WriteLogs, BM_WriteMetrics  the same for the other signals
 //   BM_DuckDbValueCost/<kind>  DuckDB alone: what a value of each kind costs
 //                           to append, commit and checkpoint (rows/s of process CPU)
+//   BM_DuckDbLogShape/null_columns:<n>  DuckDB alone: the logs table's shape with
+//                           n VARCHAR columns that are NULL on every row
 //   BM_DuckDbRead/<api>     reading a 200,000-row result (int, double, text
 //                           with NULLs): the store's chunk reader against the
 //                           deprecated per-value API it replaced
@@ -32,6 +34,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bench/load_generator.h"
@@ -493,6 +496,106 @@ BENCHMARK_CAPTURE(BM_DuckDbValueCost, json_120B, ValueKind::kJson120)
     ->Unit(benchmark::kMillisecond)
     ->MeasureProcessCPUTime();
 BENCHMARK_CAPTURE(BM_DuckDbValueCost, repeated_220B, ValueKind::kRepeated220)
+    ->Unit(benchmark::kMillisecond)
+    ->MeasureProcessCPUTime();
+
+// The logs table's shape: its 15 columns before schema 4 (11 BIGINT, 4 text
+// with values like the generator's), then `null_columns` VARCHAR columns
+// that are NULL on every row, as schema 4's event_name and exception
+// columns are for nearly every record. 655,360 rows in 16,384-row commits,
+// then CHECKPOINT, as process CPU. What those columns cost DuckDB even when
+// empty: the WAL, the row-group append and the checkpoint each still handle
+// a string vector per column (docs/BENCHMARKS.md, "What an empty column costs").
+void BM_DuckDbLogShape(benchmark::State& state) {
+  constexpr int kCommits = 40, kCommit = 16384, kVector = 2048;
+  constexpr std::string_view kKinds = "IIIITTIIIIITTII";  // I BIGINT, T VARCHAR
+  const int null_columns = static_cast<int>(state.range(0));
+  const int columns = static_cast<int>(kKinds.size()) + null_columns;
+  std::mt19937_64 rng(11);
+  std::vector<std::string> bodies;
+  for (int i = 0; i < 5000; ++i) {
+    bodies.push_back("request " + std::to_string(rng()) + " served for user " + std::to_string(rng() % 1000) + " in " +
+                     std::to_string(rng() % 500) + "ms host=web-" + std::to_string(rng() % 20));
+  }
+  const std::string severity = "INFO", attributes = "{\"http.route\":\"/api/v1/items\"}";
+  std::vector<std::string> services;
+  for (int i = 0; i < 10; ++i) services.push_back("service-" + std::to_string(i));
+  for (auto _ : state) {
+    std::string dir = (std::filesystem::temp_directory_path() / "sightline-log-shape-XXXXXX").string();
+    if (::mkdtemp(dir.data()) == nullptr) {
+      state.SkipWithError("mkdtemp failed");
+      return;
+    }
+    duckdb_database db = nullptr;
+    duckdb_connection conn = nullptr;
+    duckdb_open((dir + "/t.duckdb").c_str(), &db);
+    duckdb_connect(db, &conn);
+    auto exec = [&](const std::string& sql) {
+      duckdb_result r;
+      if (duckdb_query(conn, sql.c_str(), &r) != DuckDBSuccess) state.SkipWithError(duckdb_result_error(&r));
+      duckdb_destroy_result(&r);
+    };
+    std::string ddl = "CREATE TABLE logs (";
+    std::vector<duckdb_logical_type> types;
+    for (int c = 0; c < columns; ++c) {
+      const bool text = c >= static_cast<int>(kKinds.size()) || kKinds[c] == 'T';
+      ddl += (c == 0 ? "c" : ", c") + std::to_string(c) + (text ? " VARCHAR" : " BIGINT");
+      types.push_back(duckdb_create_logical_type(text ? DUCKDB_TYPE_VARCHAR : DUCKDB_TYPE_BIGINT));
+    }
+    exec(ddl + ")");
+    exec("SET checkpoint_threshold = '256MB'");
+    duckdb_data_chunk chunk = duckdb_create_data_chunk(types.data(), types.size());
+    int64_t row = 0;
+    for (int k = 0; k < kCommits; ++k) {
+      exec("BEGIN");
+      duckdb_appender appender = nullptr;
+      duckdb_appender_create(conn, nullptr, "logs", &appender);
+      for (int at = 0; at < kCommit; at += kVector, row += kVector) {
+        duckdb_data_chunk_reset(chunk);
+        for (int c = 0; c < columns; ++c) {
+          duckdb_vector v = duckdb_data_chunk_get_vector(chunk, c);
+          if (c >= static_cast<int>(kKinds.size())) {
+            duckdb_vector_ensure_validity_writable(v);
+            uint64_t* validity = duckdb_vector_get_validity(v);
+            for (int j = 0; j < kVector / 64; ++j) validity[j] = 0;
+            continue;
+          }
+          for (int j = 0; j < kVector; ++j) {
+            if (kKinds[c] == 'I') {
+              // time_ns ascending; the trace id halves random; the rest small.
+              static_cast<int64_t*>(duckdb_vector_get_data(v))[j] =
+                  c == 1 ? 1700000000000000000 + (row + j) * 1000
+                         : static_cast<int64_t>(c == 7 || c == 8 ? rng() : rng() % 20);
+              continue;
+            }
+            const std::string& s = c == 4    ? severity
+                                   : c == 5  ? bodies[rng() % bodies.size()]
+                                   : c == 11 ? services[rng() % services.size()]
+                                             : attributes;
+            duckdb_vector_assign_string_element_len(v, j, s.data(), s.size());
+          }
+        }
+        duckdb_data_chunk_set_size(chunk, kVector);
+        duckdb_append_data_chunk(appender, chunk);
+      }
+      duckdb_appender_close(appender);
+      duckdb_appender_destroy(&appender);
+      exec("COMMIT");
+    }
+    exec("CHECKPOINT");
+    duckdb_destroy_data_chunk(&chunk);
+    for (duckdb_logical_type& t : types) duckdb_destroy_logical_type(&t);
+    duckdb_disconnect(&conn);
+    duckdb_close(&db);
+    std::filesystem::remove_all(dir);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * kCommits * kCommit);
+}
+BENCHMARK(BM_DuckDbLogShape)
+    ->ArgName("null_columns")
+    ->Arg(0)
+    ->Arg(1)
+    ->Arg(4)
     ->Unit(benchmark::kMillisecond)
     ->MeasureProcessCPUTime();
 
