@@ -75,6 +75,9 @@ void AddBenchCommands(CLI::App* app) {
   ingest->add_option("--pool-mb", o->pool_mb, "Most memory the prebuilt payloads may take")->capture_default_str();
   ingest->add_option("--request-timeout", o->request_timeout_s, "Seconds before an unanswered request fails")
       ->capture_default_str();
+  ingest->add_flag("--ignore-retry-after", o->ignore_retry_after,
+                   "After a 429 or 503 send the next request at once (hammer the admission gate) instead of "
+                   "waiting out its Retry-After, as an OTLP exporter does");
   ingest->callback([o] {
     // A server that closes a connection mid-write must not kill the benchmark.
     ::signal(SIGPIPE, SIG_IGN);

@@ -2,6 +2,7 @@
 
 #include <sys/socket.h>
 
+#include <google/protobuf/unknown_field_set.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -66,6 +68,53 @@ tcp::endpoint ToTcp(const HttpEndpoint& ep) {
   return tcp::endpoint(asio::ip::make_address(ep.host), static_cast<unsigned short>(ep.port));
 }
 
+//! A Retry-After of delay-seconds; -1 when absent or an HTTP date (which
+//! this server never sends).
+int RetryAfterSeconds(std::string_view value) {
+  int seconds = 0;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), seconds);
+  return value.empty() || ec != std::errc() || end != value.data() + value.size() || seconds < 0 ? -1 : seconds;
+}
+
+//! The first field `number` of `set` of that wire type, or nullptr.
+const google::protobuf::UnknownField* FieldOf(const google::protobuf::UnknownFieldSet& set, int number,
+                                              google::protobuf::UnknownField::Type type) {
+  for (int i = 0; i < set.field_count(); ++i) {
+    if (set.field(i).number() == number && set.field(i).type() == type) return &set.field(i);
+  }
+  return nullptr;
+}
+
+//! The seconds of the google.rpc.RetryInfo among a gRPC status's details, or
+//! -1. The wire path: Status.details (3) is an Any, whose type_url (1) names
+//! RetryInfo and whose value (2) holds retry_delay (1), a Duration, whose
+//! seconds are field 1.
+int RetryInfoSeconds(const std::string& details) {
+  using google::protobuf::UnknownField;
+  using google::protobuf::UnknownFieldSet;
+  UnknownFieldSet status;
+  if (details.empty() || !status.ParseFromString(details)) return -1;
+  for (int i = 0; i < status.field_count(); ++i) {
+    const UnknownField& detail = status.field(i);
+    UnknownFieldSet any, info, delay;
+    if (detail.number() != 3 || detail.type() != UnknownField::TYPE_LENGTH_DELIMITED ||
+        !any.ParseFromString(detail.length_delimited())) {
+      continue;
+    }
+    const UnknownField* type = FieldOf(any, 1, UnknownField::TYPE_LENGTH_DELIMITED);
+    const UnknownField* value = FieldOf(any, 2, UnknownField::TYPE_LENGTH_DELIMITED);
+    if (type == nullptr || type->length_delimited() != "type.googleapis.com/google.rpc.RetryInfo" || value == nullptr ||
+        !info.ParseFromString(value->length_delimited())) {
+      continue;
+    }
+    const UnknownField* retry_delay = FieldOf(info, 1, UnknownField::TYPE_LENGTH_DELIMITED);
+    if (retry_delay == nullptr || !delay.ParseFromString(retry_delay->length_delimited())) return -1;
+    const UnknownField* seconds = FieldOf(delay, 1, UnknownField::TYPE_VARINT);
+    return seconds == nullptr ? 0 : static_cast<int>(std::min<uint64_t>(seconds->varint(), INT32_MAX));
+  }
+  return -1;
+}
+
 //! One worker's connection; reconnects after an error or a `Connection: close`.
 class Connection {
  public:
@@ -85,7 +134,8 @@ class Connection {
   int native_handle() { return socket_.is_open() ? socket_.native_handle() : -1; }
 
   //! Sends one request and reads its response; 0 on a transport error.
-  int Exchange(http::request<http::span_body<const char>>& req, bool* keep_alive) {
+  //! *retry_after_s: the response's Retry-After in seconds, -1 for none.
+  int Exchange(http::request<http::span_body<const char>>& req, bool* keep_alive, int* retry_after_s) {
     boost::system::error_code ec;
     http::write(socket_, req, ec);
     if (ec) return Fail();
@@ -94,6 +144,7 @@ class Connection {
     http::read(socket_, buffer_, parser, ec);
     if (ec) return Fail();
     *keep_alive = parser.get().keep_alive();
+    *retry_after_s = RetryAfterSeconds(parser.get()[http::field::retry_after]);
     return static_cast<int>(parser.get().result_int());
   }
 
@@ -127,7 +178,8 @@ class GrpcConnection {
   bool Connect() { return channel_->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(5)); }
 
   //! One Export call; the HTTP status its outcome maps to (0: no answer).
-  int Exchange(Signal signal, const std::string& body) {
+  //! *retry_after_s: the seconds of its RetryInfo, -1 for none.
+  int Exchange(Signal signal, const std::string& body, int* retry_after_s) {
     grpc::ClientContext ctx;
     if (!authorization_.empty()) ctx.AddMetadata("authorization", authorization_);
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::duration_cast<std::chrono::system_clock::duration>(
@@ -148,6 +200,7 @@ class GrpcConnection {
     });
     std::unique_lock<std::mutex> lock(mu);
     cv.wait(lock, [&] { return done; });
+    *retry_after_s = RetryInfoSeconds(status.error_details());
     return HttpStatusOf(status.error_code());
   }
 
@@ -236,6 +289,22 @@ Result<HttpLoadResult> RunHttpLoad(const HttpLoadOptions& options, const Payload
     if (!options.token.empty()) req.set(http::field::authorization, "Bearer " + options.token);
     req.keep_alive(true);
 
+    // After a 429 or 503: HttpLoadOptions::honor_retry_after.
+    double backoff_s = HttpLoadOptions::kFirstBackoffS;
+    auto wait_after = [&](SignalLoadResult& r, int status, int retry_after_s) {
+      if (status >= 200 && status < 300) backoff_s = HttpLoadOptions::kFirstBackoffS;
+      if ((status != 429 && status != 503) || !options.honor_retry_after) return;
+      double wait_s = backoff_s;
+      if (retry_after_s >= 0) wait_s = retry_after_s;
+      else backoff_s = std::min(2 * backoff_s, HttpLoadOptions::kMaxBackoffS);
+      const Clock::time_point from = Clock::now();
+      Clock::time_point until = from + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(std::min(wait_s, options.request_timeout_s)));
+      if (!by_requests) until = std::min(until, deadline);
+      std::this_thread::sleep_until(until);
+      r.retry_wait_s += std::chrono::duration<double>(Clock::now() - from).count();
+    };
+
     for (;;) {
       uint64_t i = next.fetch_add(1);
       if (by_requests && i >= options.requests) break;
@@ -258,7 +327,8 @@ Result<HttpLoadResult> RunHttpLoad(const HttpLoadOptions& options, const Payload
       r.wire_bytes_sent += p.body.size();
       if (grpc_conn) {
         auto sent = Clock::now();
-        int status = grpc_conn->Exchange(p.signal, p.body);
+        int retry_after_s = -1;
+        int status = grpc_conn->Exchange(p.signal, p.body, &retry_after_s);
         auto done = Clock::now();
         r.status_counts[status]++;
         if (status == 200) {
@@ -266,6 +336,7 @@ Result<HttpLoadResult> RunHttpLoad(const HttpLoadOptions& options, const Payload
           r.items_accepted += p.items;
           r.latencies_ms.push_back(std::chrono::duration<float, std::milli>(done - sent).count());
         }
+        wait_after(r, status, retry_after_s);
         continue;
       }
       if (!conn.connected() && !conn.Connect()) {
@@ -277,7 +348,8 @@ Result<HttpLoadResult> RunHttpLoad(const HttpLoadOptions& options, const Payload
       auto sent = Clock::now();
       watch.fd.store(conn.native_handle());
       watch.since_ns.store(NowNs());
-      int status = conn.Exchange(req, &keep_alive);
+      int retry_after_s = -1;
+      int status = conn.Exchange(req, &keep_alive, &retry_after_s);
       watch.since_ns.store(0);
       watch.fd.store(-1);
       auto done = Clock::now();
@@ -288,6 +360,7 @@ Result<HttpLoadResult> RunHttpLoad(const HttpLoadOptions& options, const Payload
         r.latencies_ms.push_back(std::chrono::duration<float, std::milli>(done - sent).count());
       }
       if (status != 0 && !keep_alive) conn.Connect();
+      wait_after(r, status, retry_after_s);
     }
     finished++;
   };
@@ -333,6 +406,7 @@ Result<HttpLoadResult> RunHttpLoad(const HttpLoadOptions& options, const Payload
       a.items_accepted += b.items_accepted;
       a.wire_bytes_sent += b.wire_bytes_sent;
       for (auto [code, n] : b.status_counts) a.status_counts[code] += n;
+      a.retry_wait_s += b.retry_wait_s;
       a.latencies_ms.insert(a.latencies_ms.end(), b.latencies_ms.begin(), b.latencies_ms.end());
     }
   }

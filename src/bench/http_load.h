@@ -43,6 +43,14 @@ struct HttpLoadOptions {
   //! equivalent (OK 200, UNAVAILABLE 503, ...; 0 when no answer came).
   bool grpc = false;
   bool grpc_gzip = false;
+  //! After a 429 or 503 a worker waits before its next request, as an OTLP
+  //! exporter does: the answer's Retry-After (gRPC: its RetryInfo), else a
+  //! backoff that doubles from kFirstBackoffS to kMaxBackoffS while refusals
+  //! continue; never past the run's end. False: it sends the next one at once
+  //! (hammers the admission gate).
+  bool honor_retry_after = true;
+  static constexpr double kFirstBackoffS = 0.5;
+  static constexpr double kMaxBackoffS = 8;
 };
 
 //! Per signal. Latencies are of 2xx responses only, in milliseconds.
@@ -53,6 +61,7 @@ struct SignalLoadResult {
   uint64_t items_accepted = 0;  // items in 2xx responses: the only ones that count
   uint64_t wire_bytes_sent = 0;
   std::map<int, uint64_t> status_counts;  // HTTP status; 0 = connection error / no response
+  double retry_wait_s = 0;                // workers' time spent waiting after a 429 / 503
   std::vector<float> latencies_ms;
 };
 

@@ -36,6 +36,7 @@ struct SignalRun {
   bool present = false;
   uint64_t requests = 0, ok_requests = 0, items_sent = 0, items_accepted = 0, wire_bytes = 0;
   std::map<int, uint64_t> status_counts;
+  double retry_wait_s = 0;  // connections' time spent waiting out 429 / 503
   double items_per_s = 0, requests_per_s = 0;
   LatencySummary latency;
   // From the server's deep health (when available).
@@ -72,11 +73,18 @@ struct Run {
 
 // ---- statistics ----------------------------------------------------------------
 
-std::string StatusSummary(const std::map<int, uint64_t>& counts) {
+//! "200x40 503x3 (waited 6.0 s)": each status's count, and the connections'
+//! time spent waiting after refusals.
+std::string StatusSummary(const std::map<int, uint64_t>& counts, double retry_wait_s) {
   std::string out;
   for (auto [code, n] : counts) {
     if (!out.empty()) out += " ";
     out += (code == 0 ? std::string("err") : std::to_string(code)) + "x" + std::to_string(n);
+  }
+  if (retry_wait_s > 0) {
+    char wait[48];
+    std::snprintf(wait, sizeof(wait), " (waited %.1f s)", retry_wait_s);
+    out += wait;
   }
   return out.empty() ? "-" : out;
 }
@@ -106,7 +114,7 @@ void PrintRunTable(const std::vector<Run>& runs, const std::vector<Signal>& sign
                   SignalName(s), static_cast<unsigned long long>(x.requests),
                   static_cast<unsigned long long>(x.ok_requests), Human(x.items_per_s).c_str(), x.requests_per_s,
                   x.latency.p50, x.latency.p95, x.latency.p99, per_commit, raw, ratio, cpu, rss,
-                  StatusSummary(x.status_counts).c_str());
+                  StatusSummary(x.status_counts, x.retry_wait_s).c_str());
     }
   }
   if (runs.size() > 1) {
@@ -302,6 +310,8 @@ std::string ResultJson(const IngestBenchOptions& o, const Machine& m, const std:
         w.Uint(n);
       }
       w.EndObject();
+      w.Key("retry_wait_s");
+      w.Double(x.retry_wait_s);
       if (x.have_server_rows) {
         w.Key("server_rows_added");
         w.Uint(x.server_rows);
@@ -583,6 +593,7 @@ int RunIngestBench(const IngestBenchOptions& o) {
       wo.content_encoding = ContentEncodingFor(generator.options());
       wo.request_timeout_s = o.request_timeout_s;
       wo.grpc = grpc;
+      wo.honor_retry_after = !o.ignore_retry_after;
       wo.grpc_gzip = o.gzip_level > 0;
       auto warmed = RunHttpLoad(wo, warm);
       if (warmed.ok() && warmed->elapsed_s > 0) {
@@ -626,6 +637,7 @@ int RunIngestBench(const IngestBenchOptions& o) {
     lo.request_timeout_s = o.request_timeout_s;
     lo.grpc = grpc;
     lo.grpc_gzip = o.gzip_level > 0;
+    lo.honor_retry_after = !o.ignore_retry_after;
     auto loaded = RunHttpLoad(lo, *pool);
 
     double server_cpu1 = server ? ProcessCpuSecondsOf(server->pid()) : -1;
@@ -669,6 +681,7 @@ int RunIngestBench(const IngestBenchOptions& o) {
       x.items_accepted = in.items_accepted;
       x.wire_bytes = in.wire_bytes_sent;
       x.status_counts = in.status_counts;
+      x.retry_wait_s = in.retry_wait_s;
       x.items_per_s = lr.elapsed_s > 0 ? static_cast<double>(in.items_accepted) / lr.elapsed_s : 0;
       x.requests_per_s = lr.elapsed_s > 0 ? static_cast<double>(in.ok_requests) / lr.elapsed_s : 0;
       x.latency = SummarizeLatency(&in.latencies_ms);

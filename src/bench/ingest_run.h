@@ -42,6 +42,7 @@ struct IngestBenchOptions {
   double expect_rate = 0;  // items/s used to size the prebuilt pool in duration mode (0 = default)
   uint64_t pool_mb = 2048;
   double request_timeout_s = 60;
+  bool ignore_retry_after = false;  // HttpLoadOptions::honor_retry_after off
 };
 
 //! Runs the benchmark, prints the table, writes the JSON; returns the exit code
