@@ -52,7 +52,12 @@ LogBatch MakeLogs(int64_t project, int rows, int64_t first_ns, int64_t step_ns, 
     b.attributes.Append("{}");
     b.dropped_attributes_count.push_back(0);
     b.resource_id.push_back(77);
-    for (StringColumn* c : {&b.event_name, &b.exception_type, &b.exception_message, &b.exception_group}) c->Append("");
+    // Every tenth record has an exception, which log_exceptions holds.
+    const bool exception = i % 10 == 0;
+    b.event_name.Append("");
+    b.exception_type.Append(exception ? "TimeoutError" : "");
+    b.exception_message.Append(exception ? "timed out" : "");
+    b.exception_group.Append(exception ? "timed out" : "");
   }
   return b;
 }
@@ -95,8 +100,8 @@ class RetentionStoreTest : public ::testing::TestWithParam<std::string> {
     ASSERT_TRUE(s.ok()) << s.ToString();
   }
 
-  int64_t CountSql(const std::string& where) {
-    Result<SqlResult> r = store_->ExecuteSql("SELECT COUNT(*) FROM logs WHERE " + where);
+  int64_t CountSql(const std::string& where, const char* table = "logs") {
+    Result<SqlResult> r = store_->ExecuteSql(std::string("SELECT COUNT(*) FROM ") + table + " WHERE " + where);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() && r->rows.size() == 1 && r->rows[0][0] ? std::stoll(*r->rows[0][0]) : -1;
   }
@@ -121,6 +126,10 @@ TEST_P(RetentionStoreTest, DeletesLastAcrossAReopenAndCountersFollow) {
   EXPECT_EQ(CountSql("project_id = 1"), 50);
   EXPECT_EQ(CountSql("project_id = 1 AND time_ns < " + std::to_string(kT0 + 5 * kHour)), 0);
   EXPECT_EQ(CountSql("project_id = 2"), 100);
+  // The exceptions of the deleted records went with them.
+  EXPECT_EQ(CountSql("project_id = 1", "log_exceptions"), 5);
+  EXPECT_EQ(CountSql("project_id = 1 AND time_ns < " + std::to_string(kT0 + 5 * kHour), "log_exceptions"), 0);
+  EXPECT_EQ(CountSql("project_id = 2", "log_exceptions"), 10);
   Result<std::optional<int64_t>> oldest = store_->OldestTime(Signal::kLogs);
   ASSERT_TRUE(oldest.ok());
   EXPECT_EQ(*oldest, kT0);  // project 2's first log

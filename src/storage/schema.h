@@ -32,6 +32,8 @@ inline constexpr const char* kMetricPointsTable = "metric_points";
 inline constexpr const char* kSpanResourcesTable = "span_resources";
 inline constexpr const char* kLogResourcesTable = "log_resources";
 inline constexpr const char* kMetricResourcesTable = "metric_resources";
+//! A sparse table (SparseColumns): the log records that have an exception.
+inline constexpr const char* kLogExceptionsTable = "log_exceptions";
 
 //! SQL type class; each engine maps it to its own type name.
 enum class ColumnType : uint8_t { kInt64, kDouble, kText };
@@ -174,7 +176,8 @@ inline Column AnyText(const char* name, const StringColumn& a, const StringColum
 }  // namespace internal
 
 inline constexpr size_t kSpanColumnCount = 32;
-inline constexpr size_t kLogColumnCount = 19;
+inline constexpr size_t kLogColumnCount = 16;
+inline constexpr size_t kLogExceptionColumnCount = 11;
 inline constexpr size_t kResourceColumnCount = 6;
 inline constexpr size_t kMetricSeriesColumnCount = 11;
 inline constexpr size_t kMetricPointColumnCount = 16;
@@ -243,6 +246,25 @@ inline std::array<Column, kLogColumnCount> LogColumns(const LogBatch& b) {
       Ints("resource_id", b.resource_id),
       // Added in schema 4: records written before it have none.
       TextOrNull("event_name", b.event_name, "NULL"),
+  }};
+}
+
+//! log_exceptions: a row per log record with an exception type or message
+//! (SparseRows), indexed by the batch's rows. The last three columns are the
+//! exception's (in logs until schema 6); the others copy the record's columns
+//! that the reads of exceptions filter on and show, so they need no join.
+inline constexpr size_t kLogExceptionValueColumns = 3;
+inline std::array<Column, kLogExceptionColumnCount> LogExceptionColumns(const LogBatch& b) {
+  using namespace internal;
+  return {{
+      Constant("project_id", b.project_id),
+      Ints("time_ns", b.time_ns),
+      Ints("observed_time_ns", b.observed_time_ns),
+      Text("service_name", b.service_name),
+      Id("trace_id_high", b.trace_id_high, b.trace_id_low),
+      Id("trace_id_low", b.trace_id_low, b.trace_id_high),
+      Id("span_id", b.span_id, b.span_id),
+      TextOrNull("event_name", b.event_name),
       TextOrNull("exception_type", b.exception_type, "NULL"),
       TextOrNull("exception_message", b.exception_message, "NULL"),
       TextOrNull("exception_group", b.exception_group, "NULL"),
@@ -336,23 +358,37 @@ inline std::string CreateTableSql(const char* table, std::span<const Column> col
   return sql;
 }
 
+//! Where a sparse table's values live (SparseColumns).
+enum class SparseLayout {
+  kOwnTable,  // the row engines: a table of the rows that have them
+  kInline,    // ClickHouse: its value columns after the main table's own
+};
+
 //! Every table's columns, in table order (for creating, checking and
 //! migrating). The columns view static empty batches: names, types and
 //! backfill expressions only.
-inline std::vector<std::pair<const char*, std::vector<Column>>> AllTableColumns() {
+inline std::vector<std::pair<const char*, std::vector<Column>>> AllTableColumns(
+    SparseLayout sparse = SparseLayout::kOwnTable) {
   static const SpanBatch spans;
   static const LogBatch logs;
   static const MetricBatch metrics;
   auto list = [](auto columns) { return std::vector<Column>(columns.begin(), columns.end()); };
-  return {
+  const auto log_exceptions = LogExceptionColumns(logs);
+  std::vector<Column> log_columns = list(LogColumns(logs));
+  if (sparse == SparseLayout::kInline) {
+    log_columns.insert(log_columns.end(), log_exceptions.end() - kLogExceptionValueColumns, log_exceptions.end());
+  }
+  std::vector<std::pair<const char*, std::vector<Column>>> out = {
       {kSpansTable, list(SpanColumns(spans))},
       {kSpanResourcesTable, list(ResourceColumns(spans.resources, 0))},
-      {kLogsTable, list(LogColumns(logs))},
+      {kLogsTable, std::move(log_columns)},
       {kLogResourcesTable, list(ResourceColumns(logs.resources, 0))},
       {kMetricResourcesTable, list(ResourceColumns(metrics.resources, 0))},
       {kMetricSeriesTable, list(MetricSeriesColumns(metrics))},
       {kMetricPointsTable, list(MetricPointColumns(metrics))},
   };
+  if (sparse == SparseLayout::kOwnTable) out.emplace_back(kLogExceptionsTable, list(log_exceptions));
+  return out;
 }
 
 //! CREATE TABLE IF NOT EXISTS for every table, in a fixed order.
@@ -516,6 +552,9 @@ struct SignalTables {
   //! reference its keys (metric_resources before metric_series).
   std::span<const KeyedTableDef> keyed;
   const char* main;
+  //! The signal's sparse table (SparseColumns), written after main; nullptr
+  //! for none.
+  const char* sparse = nullptr;
 };
 inline SignalTables TablesOf(Signal s) {
   static constexpr KeyedTableDef kSpanKeyed[] = {{kSpanResourcesTable, "resource_id"}};
@@ -524,7 +563,7 @@ inline SignalTables TablesOf(Signal s) {
                                                    {kMetricSeriesTable, "series_id"}};
   switch (s) {
     case Signal::kSpans: return {kSpanKeyed, kSpansTable};
-    case Signal::kLogs: return {kLogKeyed, kLogsTable};
+    case Signal::kLogs: return {kLogKeyed, kLogsTable, kLogExceptionsTable};
     case Signal::kMetrics: return {kMetricKeyed, kMetricPointsTable};
   }
   return {kSpanKeyed, kSpansTable};
@@ -559,6 +598,31 @@ inline std::vector<KeyedPart> KeyedParts(const MetricBatch& b) {
 inline auto MainColumns(const SpanBatch& b) { return SpanColumns(b); }
 inline auto MainColumns(const LogBatch& b) { return LogColumns(b); }
 inline auto MainColumns(const MetricBatch& b) { return MetricPointColumns(b); }
+
+//! A sparse table holds values that nearly every row of a signal lacks, with
+//! a row only for the rows that have one (SparseRows). An empty column costs
+//! DuckDB about what a short string does, in the WAL, the row-group append
+//! and the checkpoint (docs/BENCHMARKS.md, "What an empty column costs"), so
+//! the row engines keep such values out of the main table. ClickHouse stores
+//! an empty column for almost nothing and keeps them inline
+//! (SparseLayout::kInline). Its columns are indexed by the batch's rows.
+inline std::vector<Column> SparseColumns(const SpanBatch&) { return {}; }
+inline std::vector<Column> SparseColumns(const LogBatch& b) {
+  auto c = LogExceptionColumns(b);
+  return {c.begin(), c.end()};
+}
+inline std::vector<Column> SparseColumns(const MetricBatch&) { return {}; }
+//! The rows of the batch that have a row in its sparse table.
+inline std::vector<uint32_t> SparseRows(const SpanBatch&) { return {}; }
+inline std::vector<uint32_t> SparseRows(const LogBatch& b) {
+  std::vector<uint32_t> rows;
+  const size_t n = std::min(b.exception_type.size(), b.exception_message.size());
+  for (size_t r = 0; r < n; ++r) {
+    if (!b.exception_type.Get(r).empty() || !b.exception_message.Get(r).empty()) rows.push_back(r);
+  }
+  return rows;
+}
+inline std::vector<uint32_t> SparseRows(const MetricBatch&) { return {}; }
 
 //! The identity of a keyed row: written once per key.
 struct RowKey {
@@ -614,12 +678,13 @@ template <typename Batch>
 struct CheckedBatch {
   std::vector<KeyedPart> keyed;
   decltype(MainColumns(std::declval<const Batch&>())) main;
+  std::vector<Column> sparse;  // SparseColumns
 };
 
 template <typename Batch>
 Result<CheckedBatch<Batch>> CheckBatch(const Batch& b) {
   const SignalTables tables = TablesOf(b);
-  CheckedBatch<Batch> out{KeyedParts(b), MainColumns(b)};
+  CheckedBatch<Batch> out{KeyedParts(b), MainColumns(b), SparseColumns(b)};
   for (size_t t = 0; t < out.keyed.size(); ++t) {
     const KeyedPart& part = out.keyed[t];
     SL_RETURN_IF_ERROR(ValidateColumns(tables.keyed[t].table, part.columns, part.keys->size()));
@@ -628,6 +693,7 @@ Result<CheckedBatch<Batch>> CheckBatch(const Batch& b) {
     SL_RETURN_IF_ERROR(ValidateIndexes(kMetricSeriesTable, out.keyed[kMetricSeriesPart].columns, b.resources.rows()));
   }
   SL_RETURN_IF_ERROR(ValidateColumns(tables.main, out.main, b.rows()));
+  if (tables.sparse != nullptr) SL_RETURN_IF_ERROR(ValidateColumns(tables.sparse, out.sparse, b.rows()));
   return out;
 }
 
@@ -638,13 +704,14 @@ template <typename Batch>
 struct BatchWrite {
   CheckedBatch<Batch> columns;
   std::array<std::vector<uint32_t>, kMaxKeyedTables> new_keyed_rows;
+  std::vector<uint32_t> sparse_rows;  // SparseRows
 };
 
 template <typename Batch>
 Result<BatchWrite<Batch>> PlanBatchWrite(const Batch& b, const KeySets& known, KeySets* pending) {
   Result<CheckedBatch<Batch>> checked = CheckBatch(b);
   if (!checked.ok()) return checked.status();
-  BatchWrite<Batch> w{std::move(checked).value(), {}};
+  BatchWrite<Batch> w{std::move(checked).value(), {}, SparseRows(b)};
   for (size_t t = 0; t < w.columns.keyed.size(); ++t) {
     SelectNewKeys(b.project_id, *w.columns.keyed[t].keys, known[t], &(*pending)[t], &w.new_keyed_rows[t]);
   }

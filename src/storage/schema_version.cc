@@ -16,9 +16,9 @@ namespace {
 //! One migration: brings a database from version `from` to `from + 1`.
 struct Step {
   int64_t from;
-  //! Runs at open without asking; otherwise only under `sightline migrate`.
-  //! Automatic steps are cheap and cannot lose anything.
-  bool automatic;
+  //! Runs at open without asking on these engines; otherwise only under
+  //! `sightline migrate`. Automatic steps are cheap and cannot lose anything.
+  enum class Automatic { kNever, kAlways, kExceptSqlite } automatic;
   const char* what;
   //! Returns a line for the report: what it did.
   Result<std::string> (*run)(SchemaSession*);
@@ -304,24 +304,65 @@ Result<std::string> NothingToRewrite(SchemaSession*) {
   return std::string("no rows rewritten: points written before keep their converted value");
 }
 
+// --- 5 -> 6: the log exception columns move to log_exceptions -------------------
+
+//! Copies the log records that have an exception into log_exceptions (created
+//! with every table before the steps run) and drops the three columns from
+//! logs, with the SQLite index over them. A database that came from version 3
+//! in this same open never had them in logs: nothing to move.
+Result<std::string> MoveLogExceptions(SchemaSession* s) {
+  Result<std::vector<std::string>> actual = s->ColumnNames(kLogsTable);
+  if (!actual.ok()) return actual.status();
+  static const LogBatch empty;
+  const auto columns = LogExceptionColumns(empty);
+  std::vector<std::string> moved;
+  for (auto c = columns.end() - kLogExceptionValueColumns; c != columns.end(); ++c) {
+    if (std::find(actual->begin(), actual->end(), c->name) != actual->end()) moved.emplace_back(c->name);
+  }
+  if (moved.empty()) return std::string("logs held no exception columns: nothing moved");
+  if (moved.size() != kLogExceptionValueColumns) {
+    return Status::InvalidArgument("logs has " + std::to_string(moved.size()) + " of the " +
+                                   std::to_string(kLogExceptionValueColumns) + " log exception columns");
+  }
+  std::string list;
+  for (const Column& c : columns) list += (list.empty() ? "" : ", ") + std::string(c.name);
+  uint64_t rows = 0;
+  SL_RETURN_IF_ERROR(s->Query(std::string("SELECT count(*) FROM ") + kLogsTable +
+                                  " WHERE exception_type IS NOT NULL OR exception_message IS NOT NULL",
+                              [&](const RowView& r) { rows = static_cast<uint64_t>(r.GetInt(0)); }));
+  SL_RETURN_IF_ERROR(s->Exec(std::string("INSERT INTO ") + kLogExceptionsTable + " (" + list + ") SELECT " + list +
+                             " FROM " + kLogsTable +
+                             " WHERE exception_type IS NOT NULL OR exception_message IS NOT NULL"));
+  SL_RETURN_IF_ERROR(s->Exec("DROP INDEX IF EXISTS logs_exceptions"));
+  for (const std::string& column : moved) {
+    SL_RETURN_IF_ERROR(s->Exec(std::string("ALTER TABLE ") + kLogsTable + " DROP COLUMN " + column));
+  }
+  return "moved " + std::to_string(rows) + " log records' exceptions from logs into " + kLogExceptionsTable;
+}
+
 std::vector<Step> Steps() {
   return {
-      {1, false,
+      {1, Step::Automatic::kNever,
        "recomputes every metric series id and span and log resource id with XXH3 (the hash those ids are made of "
        "changed) and rewrites the rows that reference them",
        RecomputeIds},
-      {2, false,
+      {2, Step::Automatic::kNever,
        "moves the resource and scope of every metric series into metric_resources, computing each resource's id, "
        "and rewrites metric_series",
        SplitMetricResources},
-      {3, true,
+      {3, Step::Automatic::kAlways,
        "adds logs.event_name, the log exception columns and spans.exception_group, and fills the latter from "
        "each span's exception message",
        AddExceptionGroups},
-      {4, true,
+      {4, Step::Automatic::kAlways,
        "records that an int metric point's value is in int_value alone (metric_points.value NULL); points written "
        "before keep both, which every reader takes alike",
        NothingToRewrite},
+      // DuckDB drops a column without rewriting the table; SQLite rewrites it.
+      {5, Step::Automatic::kExceptSqlite,
+       "moves the log records' exception columns out of logs into log_exceptions, which holds only the records "
+       "that have one (an empty column costs DuckDB's writer about what a short string does), and rewrites logs",
+       MoveLogExceptions},
   };
 }
 
@@ -467,7 +508,9 @@ Result<SchemaReport> OpenSchema(SchemaSession* session, const char* engine, cons
     if (found.version != 0 && step.from >= found.version) steps.push_back(step);
   }
   for (const Step& step : steps) {
-    if (step.automatic || options.migrate) continue;
+    const bool automatic = step.automatic == Step::Automatic::kAlways ||
+                           (step.automatic == Step::Automatic::kExceptSqlite && std::string_view(engine) != "sqlite");
+    if (automatic || options.migrate) continue;
     return Status::InvalidArgument("the " + where + " has " + versions + " and this build uses " +
                                    std::to_string(kCurrentVersion) + "; going from " + std::to_string(step.from) +
                                    " to " + std::to_string(step.from + 1) + " " + step.what +

@@ -558,6 +558,20 @@ std::vector<ExpectedColumn> LogExpectations(const LogBatch& b) {
       {"dropped_attributes_count", [&](size_t i) { return Int(b.dropped_attributes_count[i]); }},
       {"resource_id", [&](size_t i) { return Int(b.resource_id[i]); }},
       {"event_name", [&](size_t i) { return OrNull(b.event_name.Get(i)); }},
+  };
+}
+
+//! log_exceptions: the rows of the records that have an exception.
+std::vector<ExpectedColumn> LogExceptionExpectations(const LogBatch& b) {
+  return {
+      {"project_id", [&](size_t) { return Int(b.project_id); }},
+      {"time_ns", [&](size_t i) { return Int(b.time_ns[i]); }},
+      {"observed_time_ns", [&](size_t i) { return Int(b.observed_time_ns[i]); }},
+      {"service_name", [&](size_t i) { return Str(b.service_name.Get(i)); }},
+      {"trace_id_high", [&](size_t i) { return IdHalf(b.trace_id_high[i], b.trace_id_low[i]); }},
+      {"trace_id_low", [&](size_t i) { return IdHalf(b.trace_id_low[i], b.trace_id_high[i]); }},
+      {"span_id", [&](size_t i) { return IdHalf(b.span_id[i], b.span_id[i]); }},
+      {"event_name", [&](size_t i) { return OrNull(b.event_name.Get(i)); }},
       {"exception_type", [&](size_t i) { return OrNull(b.exception_type.Get(i)); }},
       {"exception_message", [&](size_t i) { return OrNull(b.exception_message.Get(i)); }},
       {"exception_group", [&](size_t i) { return OrNull(b.exception_group.Get(i)); }},
@@ -750,6 +764,11 @@ class StoreConformanceTest : public ::testing::TestWithParam<std::string> {
       }
       if (table == schema::kMetricPointsTable) inner += ", is_int AS c_is_int";
     }
+    // ClickHouse keeps the log exceptions in logs (SparseLayout::kInline).
+    if (table == schema::kLogExceptionsTable) {
+      return "(SELECT " + outer + " FROM (SELECT " + inner + " FROM " + schema::kLogsTable +
+             " WHERE exception_type != '' OR exception_message != ''))";
+    }
     return "(SELECT " + outer + " FROM (SELECT " + inner + " FROM " + table + "))";
   }
 
@@ -809,6 +828,9 @@ TEST_P(StoreConformanceTest, LogsRoundTripEveryColumn) {
   Status s = Sink(Signal::kLogs)->WriteLogs({&logs});
   ASSERT_TRUE(s.ok()) << s.ToString();
   ExpectRows(Query("SELECT * FROM " + Rows("logs") + " ORDER BY observed_time_ns"), LogExpectations(logs), {0, 1});
+  // Row 0 is an exception event, row 1 is not.
+  ExpectRows(Query("SELECT * FROM " + Rows("log_exceptions") + " ORDER BY observed_time_ns"),
+             LogExceptionExpectations(logs), {0});
   ExpectRows(Query("SELECT * FROM " + Rows("log_resources") + " ORDER BY resource_id"),
              ResourceExpectations(kProject, logs.resources), {0, 1});
   EXPECT_EQ(Scalar("SELECT COUNT(*) FROM " + Rows("logs") +

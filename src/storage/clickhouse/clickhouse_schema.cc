@@ -106,7 +106,7 @@ std::vector<ExtraColumn> ExtraColumns(const char* table) {
 
 std::string InsertColumns(const char* table) {
   std::string out = "(";
-  for (const auto& [name, columns] : schema::AllTableColumns()) {
+  for (const auto& [name, columns] : schema::AllTableColumns(schema::SparseLayout::kInline)) {
     if (std::string_view(name) != table) continue;
     for (const schema::Column& c : columns) out += (out.size() > 1 ? ", " : "") + std::string(c.name);
   }
@@ -145,7 +145,7 @@ std::vector<std::string> CreateTablesSql(const std::string& database, const Serv
   std::vector<std::string> out;
   out.push_back("CREATE TABLE IF NOT EXISTS " + db + kVersionTable + on_cluster +
                 " (version Int64, written_by String) ENGINE = MergeTree ORDER BY version");
-  for (const auto& [table, columns] : schema::AllTableColumns()) {
+  for (const auto& [table, columns] : schema::AllTableColumns(schema::SparseLayout::kInline)) {
     const std::string_view t = table;
     const std::string local = layout.LocalName(table);
     std::string sql = "CREATE TABLE IF NOT EXISTS " + db + local + on_cluster + " (";

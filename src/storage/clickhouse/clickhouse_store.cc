@@ -296,6 +296,12 @@ Status ClickHouseSink::Write(const std::vector<const Batch*>& batches) {
   const uint64_t tag = store_->seq_tag_;
   for (size_t i = 0; i < writes.size(); ++i) {
     const auto& columns = writes[i].columns.main;
+    // The sparse table's own values, inline after the main columns
+    // (schema::SparseLayout::kInline): the log exception columns.
+    const std::span<const schema::Column> sparse =
+        writes[i].columns.sparse.empty()
+            ? std::span<const schema::Column>()
+            : std::span<const schema::Column>(writes[i].columns.sparse).last(schema::kLogExceptionValueColumns);
     const StringColumn* attributes = arrays ? TextColumn(columns, "attributes") : nullptr;
     const StringColumn* counts = arrays ? nullptr : TextColumn(columns, "bucket_counts");
     const StringColumn* bounds = arrays ? nullptr : TextColumn(columns, "explicit_bounds");
@@ -304,6 +310,7 @@ Status ClickHouseSink::Write(const std::vector<const Batch*>& batches) {
     const size_t n = batches[i]->rows();
     for (size_t r = 0; r < n; ++r) {
       for (const schema::Column& c : columns) EncodeValue(c, r, &rows);
+      for (const schema::Column& c : sparse) EncodeValue(c, r, &rows);
       if (logs) rows.UInt64(SeqOf(seq++, tag));
       if (arrays) {
         attrs_.Parse(attributes != nullptr ? attributes->Get(r) : "");
@@ -451,7 +458,7 @@ Status ClickHouseStore::InitSchema() {
   }
   // Every table must have exactly this version's columns: a database written
   // by another version fails here, at open, rather than on every insert.
-  for (const auto& [table, columns] : schema::AllTableColumns()) {
+  for (const auto& [table, columns] : schema::AllTableColumns(schema::SparseLayout::kInline)) {
     std::vector<std::string> expected;
     for (const schema::Column& c : columns) expected.emplace_back(c.name);
     for (const ExtraColumn& e : ExtraColumns(table)) expected.emplace_back(e.name);

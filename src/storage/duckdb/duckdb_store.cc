@@ -720,11 +720,15 @@ class DuckDbSink final : public OneSignalSink<DuckDbSink> {
       keyed_chunks_.push_back(std::make_unique<ChunkBuffer>(part.columns));
     }
     main_chunk_ = std::make_unique<ChunkBuffer>(schema::MainColumns(empty));
+    if (schema::TablesOf(empty).sparse != nullptr) {
+      sparse_chunk_ = std::make_unique<ChunkBuffer>(schema::SparseColumns(empty));
+    }
   }
   DuckDbStore* store_;  // not owned; outlives the sink
   duckdb_connection conn_;
   std::vector<std::unique_ptr<ChunkBuffer>> keyed_chunks_;  // one per keyed table; each holds 2,048 rows
   std::unique_ptr<ChunkBuffer> main_chunk_;
+  std::unique_ptr<ChunkBuffer> sparse_chunk_;  // when the signal has a sparse table
   std::chrono::steady_clock::time_point last_compaction_ = std::chrono::steady_clock::now();
   duckdb_index::IndexWriter index_writer_;  // the engine's own index rows, in the same transaction
 };
@@ -762,7 +766,8 @@ Status DuckDbStore::FoldMetricRollups(KnownKeys& known, duckdb_connection conn) 
   return Status::Ok();
 }
 
-// One transaction: the keyed rows not stored yet, then every main row.
+// One transaction: the keyed rows not stored yet, then every main row, then
+// the sparse table's rows.
 template <typename Batch>
 Status DuckDbSink::Append(const std::vector<const Batch*>& batches) {
   if (batches.empty()) return Status::Ok();
@@ -773,8 +778,9 @@ Status DuckDbSink::Append(const std::vector<const Batch*>& batches) {
   SL_RETURN_IF_ERROR(txn.Begin());
   Result<duckdb_appender> main = txn.OpenAppender(tables.main);
   if (!main.ok()) return main.status();
-  // Opened at the first new key: most writes have none.
+  // Opened at the first new key or sparse row: most writes have none.
   std::array<duckdb_appender, schema::kMaxKeyedTables> keyed{};
+  duckdb_appender sparse = nullptr;
   schema::KeySets pending;
   uint64_t rows = 0;
   index_writer_.Discard();
@@ -796,6 +802,15 @@ Status DuckDbSink::Append(const std::vector<const Batch*>& batches) {
                                                   new_rows.size(), new_rows.data()));
     }
     SL_RETURN_IF_ERROR(main_chunk_->Append(*main, tables.main, w->columns.main, b->rows(), nullptr));
+    if (!w->sparse_rows.empty()) {
+      if (sparse == nullptr) {
+        Result<duckdb_appender> opened = txn.OpenAppender(tables.sparse);
+        if (!opened.ok()) return opened.status();
+        sparse = *opened;
+      }
+      SL_RETURN_IF_ERROR(sparse_chunk_->Append(sparse, tables.sparse, w->columns.sparse, w->sparse_rows.size(),
+                                               w->sparse_rows.data()));
+    }
     SL_RETURN_IF_ERROR(index_writer_.Add(*b, open_index));
     rows += b->rows();
   }
@@ -1210,6 +1225,14 @@ Result<uint64_t> DuckDbStore::DeleteSlice(Signal signal, const ProjectSet& proje
   Status s = result.Run(maintenance_conn_, sql);
   if (!s.ok()) return Classify(Status::IoError("duckdb: " + sql + ": " + s.message()));
   const uint64_t deleted = duckdb_rows_changed(result.get());
+  // The sparse table's rows go with their records.
+  if (const char* sparse = schema::TablesOf(signal).sparse; sparse != nullptr) {
+    const std::string sparse_sql =
+        std::string("DELETE FROM ") + sparse + " WHERE " + sql::ExpiredRowsSql(signal, projects, before_ns);
+    QueryResult sparse_result;
+    s = sparse_result.Run(maintenance_conn_, sparse_sql);
+    if (!s.ok()) return Classify(Status::IoError("duckdb: " + sparse_sql + ": " + s.message()));
+  }
   SL_RETURN_IF_ERROR(Classify(txn.Commit()));
   if (!rollups_outlive_rows_) known.pending_rollups.Folded();
   rows_[static_cast<int>(signal)].fetch_sub(deleted);

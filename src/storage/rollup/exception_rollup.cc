@@ -124,8 +124,7 @@ Status InitExceptionRollupState(RollupSession* s) {
 Status ExpireExceptionRollups(RollupSession* s, bool logs, const std::string& project_filter, int64_t before_ns) {
   const std::string raw =
       logs ? "SELECT project_id, time_ns, service_name, coalesce(exception_type, ''), coalesce(exception_group, ''), "
-             "trace_id_high, trace_id_low FROM logs WHERE (exception_type IS NOT NULL OR exception_message IS NOT "
-             "NULL) AND time_ns >= ? AND time_ns < ?"
+             "trace_id_high, trace_id_low FROM log_exceptions WHERE time_ns >= ? AND time_ns < ?"
            : "SELECT project_id, start_time_ns, service_name, coalesce(exception_type, ''), "
              "coalesce(exception_group, ''), trace_id_high, trace_id_low FROM spans WHERE has_exception = 1 AND "
              "start_time_ns >= ? AND start_time_ns < ?";

@@ -326,8 +326,8 @@ Result<TraceDetail> SqlReader::GetTrace(const TraceQuery& q) {
 
 namespace {
 
-//! The log records of an exception query: log-based exception events of
-//! the filter's project, range (on time_ns) and service.
+//! The log records of an exception query: log-based exception events
+//! (log_exceptions) of the filter's project, range (on time_ns) and service.
 sql::Sql ExceptionLogWhere(const SpanFilter& f) {
   sql::Sql w;
   w << " WHERE project_id = ";
@@ -340,8 +340,6 @@ sql::Sql ExceptionLogWhere(const SpanFilter& f) {
     w << " AND service_name = ";
     w.Bind(*f.service);
   }
-  // Spelled as the SQLite partial index logs_exceptions is, so it is used.
-  w << " AND (exception_type IS NOT NULL OR exception_message IS NOT NULL)";
   return w;
 }
 
@@ -375,7 +373,7 @@ Result<ExceptionGroups> SqlReader::GroupRawExceptions(const ExceptionQuery& q) {
          "exception_group, service_name, start_time_ns AS t, trace_id_high, trace_id_low, 0 AS is_log FROM spans";
   sql.Append(SpanWhere(q.filter));
   sql << " AND has_exception = 1 UNION ALL SELECT coalesce(exception_type, ''), coalesce(exception_group, ''), "
-         "service_name, time_ns, trace_id_high, trace_id_low, 1 FROM logs";
+         "service_name, time_ns, trace_id_high, trace_id_low, 1 FROM log_exceptions";
   sql.Append(ExceptionLogWhere(q.filter));
   sql << ") AS e GROUP BY 1, 2, 3 ORDER BY 4 DESC, 1, 2, 3 LIMIT ";
   sql.Bind(q.limit);
@@ -405,7 +403,7 @@ Result<SpanRefs> SqlReader::ExceptionSpans(const ExceptionSpansQuery& q) {
   sql << " AND has_exception = 1";
   sql.Append(ExceptionGroupWhere(q));
   sql << " UNION ALL SELECT trace_id_high, trace_id_low, span_id, service_name, coalesce(event_name, ''), time_ns, 0, "
-         "1, coalesce(trace_id_high, 0), coalesce(trace_id_low, 0), coalesce(span_id, 0) FROM logs";
+         "1, coalesce(trace_id_high, 0), coalesce(trace_id_low, 0), coalesce(span_id, 0) FROM log_exceptions";
   sql.Append(ExceptionLogWhere(q.filter));
   sql.Append(ExceptionGroupWhere(q));
   sql << ") AS e ORDER BY t DESC, is_log, " << sql::UnsignedOrder("th") << ", " << sql::UnsignedOrder("tl") << ", "

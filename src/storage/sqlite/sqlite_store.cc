@@ -64,10 +64,8 @@ constexpr const char* kIndexSql[] = {
      "(start_time_ns, service_name, endpoint, status_code, duration_ns, project_id) WHERE is_entry = 1"),
     "CREATE INDEX IF NOT EXISTS spans_exceptions ON spans (start_time_ns) WHERE has_exception = 1",
     "CREATE INDEX IF NOT EXISTS logs_project_time ON logs (project_id, time_ns)",
-    // The log-based exception events, for the exceptions queries (their
-    // WHERE spells this predicate).
-    ("CREATE INDEX IF NOT EXISTS logs_exceptions ON logs (time_ns) "
-     "WHERE exception_type IS NOT NULL OR exception_message IS NOT NULL"),
+    // The log-based exception events, for the exceptions queries.
+    "CREATE INDEX IF NOT EXISTS log_exceptions_time ON log_exceptions (time_ns)",
     "CREATE INDEX IF NOT EXISTS metric_series_project_series ON metric_series (project_id, series_id)",
     "CREATE INDEX IF NOT EXISTS span_resources_key ON span_resources (project_id, resource_id)",
     "CREATE INDEX IF NOT EXISTS log_resources_key ON log_resources (project_id, resource_id)",
@@ -442,6 +440,9 @@ class SqliteSink final : public OneSignalSink<SqliteSink> {
     for (size_t t = 0; t < keyed.size(); ++t) {
       SL_RETURN_IF_ERROR(insert_keyed_[t].Prepare(db_, schema::InsertSql(tables.keyed[t].table, keyed[t].columns)));
     }
+    if (tables.sparse != nullptr) {
+      SL_RETURN_IF_ERROR(insert_sparse_.Prepare(db_, schema::InsertSql(tables.sparse, schema::SparseColumns(empty))));
+    }
     return insert_main_.Prepare(db_, schema::InsertSql(tables.main, schema::MainColumns(empty)));
   }
   SqliteStore* store_;  // not owned; outlives the sink
@@ -449,6 +450,7 @@ class SqliteSink final : public OneSignalSink<SqliteSink> {
   sqlite3* const db_ = conn_.get();
   std::array<Statement, schema::kMaxKeyedTables> insert_keyed_;  // one per keyed table of the signal
   Statement insert_main_;
+  Statement insert_sparse_;  // when the signal has a sparse table
   std::chrono::steady_clock::time_point last_compaction_ = std::chrono::steady_clock::now();
 };
 
@@ -472,17 +474,21 @@ void SqliteSink::MaybeCompactRollups() {
   (void)txn.Commit();
 }
 
-// One transaction: the keyed rows not stored yet, then every main row.
+// One transaction: the keyed rows not stored yet, then every main row, then
+// the sparse table's rows.
 template <typename Batch>
 Status SqliteSink::Write(const std::vector<const Batch*>& batches) {
   if (batches.empty()) return Status::Ok();
   const schema::SignalTables tables = schema::TablesOf(*batches[0]);
   MutexLock lock(&store_->write_mu_);
   schema::KeySets& known = store_->known_[static_cast<int>(signal())];
-  std::array<sqlite3_stmt*, schema::kMaxKeyedTables + 1> statements{};
-  for (size_t t = 0; t < tables.keyed.size(); ++t) statements[t] = insert_keyed_[t].get();
-  statements[tables.keyed.size()] = insert_main_.get();
-  Transaction txn(db_, std::span<sqlite3_stmt* const>(statements.data(), tables.keyed.size() + 1));
+  std::array<sqlite3_stmt*, schema::kMaxKeyedTables + 2> statements{};
+  size_t n_statements = 0;
+  for (size_t t = 0; t < tables.keyed.size(); ++t) statements[n_statements++] = insert_keyed_[t].get();
+  sqlite3_stmt* const insert_main = statements[n_statements++] = insert_main_.get();
+  sqlite3_stmt* const insert_sparse =
+      tables.sparse != nullptr ? statements[n_statements++] = insert_sparse_.get() : nullptr;
+  Transaction txn(db_, std::span<sqlite3_stmt* const>(statements.data(), n_statements));
   SL_RETURN_IF_ERROR(txn.Begin());
   schema::KeySets pending;
   uint64_t rows = 0;
@@ -494,8 +500,11 @@ Status SqliteSink::Write(const std::vector<const Batch*>& batches) {
       SL_RETURN_IF_ERROR(InsertRows(db_, statements[t], tables.keyed[t].table, w->columns.keyed[t].columns,
                                     new_rows.size(), new_rows.data()));
     }
-    SL_RETURN_IF_ERROR(
-        InsertRows(db_, statements[tables.keyed.size()], tables.main, w->columns.main, b->rows(), nullptr));
+    SL_RETURN_IF_ERROR(InsertRows(db_, insert_main, tables.main, w->columns.main, b->rows(), nullptr));
+    if (!w->sparse_rows.empty()) {
+      SL_RETURN_IF_ERROR(InsertRows(db_, insert_sparse, tables.sparse, w->columns.sparse, w->sparse_rows.size(),
+                                    w->sparse_rows.data()));
+    }
     rows += b->rows();
   }
   // The rollups' share of these rows, committed with them: span and log
@@ -781,6 +790,13 @@ Result<uint64_t> SqliteStore::DeleteBefore(Signal signal, const ProjectSet& proj
       }
       SL_RETURN_IF_ERROR(Exec(maintenance_db_, sql.c_str()));
       changes = sqlite3_changes(maintenance_db_);
+      // The sparse table's rows go with their records, all at the first
+      // batch: they are few.
+      if (const char* sparse = schema::TablesOf(signal).sparse; first && sparse != nullptr) {
+        SL_RETURN_IF_ERROR(Exec(maintenance_db_, (std::string("DELETE FROM ") + sparse + " WHERE " +
+                                                  sql::ExpiredRowsSql(signal, projects, before_ns))
+                                                     .c_str()));
+      }
       SL_RETURN_IF_ERROR(txn.Commit());
       if (expire_rollups && signal == Signal::kMetrics) pending_metric_rollups_.Folded();
       rows_[static_cast<int>(signal)].fetch_sub(static_cast<uint64_t>(changes));
