@@ -358,6 +358,13 @@ inline std::string CreateTableSql(const char* table, std::span<const Column> col
   return sql;
 }
 
+//! The columns of a sparse table (SparseColumns) that hold its own values,
+//! not copies of the main row's: what SparseLayout::kInline puts in the main
+//! table, and what schema 6 moved out of it. None for a signal without one.
+inline std::span<const Column> SparseValues(std::span<const Column> sparse) {
+  return sparse.empty() ? sparse : sparse.last(kLogExceptionValueColumns);
+}
+
 //! Where a sparse table's values live (SparseColumns).
 enum class SparseLayout {
   kOwnTable,  // the row engines: a table of the rows that have them
@@ -376,7 +383,8 @@ inline std::vector<std::pair<const char*, std::vector<Column>>> AllTableColumns(
   const auto log_exceptions = LogExceptionColumns(logs);
   std::vector<Column> log_columns = list(LogColumns(logs));
   if (sparse == SparseLayout::kInline) {
-    log_columns.insert(log_columns.end(), log_exceptions.end() - kLogExceptionValueColumns, log_exceptions.end());
+    const std::span<const Column> values = SparseValues(log_exceptions);
+    log_columns.insert(log_columns.end(), values.begin(), values.end());
   }
   std::vector<std::pair<const char*, std::vector<Column>>> out = {
       {kSpansTable, list(SpanColumns(spans))},

@@ -298,10 +298,7 @@ Status ClickHouseSink::Write(const std::vector<const Batch*>& batches) {
     const auto& columns = writes[i].columns.main;
     // The sparse table's own values, inline after the main columns
     // (schema::SparseLayout::kInline): the log exception columns.
-    const std::span<const schema::Column> sparse =
-        writes[i].columns.sparse.empty()
-            ? std::span<const schema::Column>()
-            : std::span<const schema::Column>(writes[i].columns.sparse).last(schema::kLogExceptionValueColumns);
+    const std::span<const schema::Column> sparse = schema::SparseValues(writes[i].columns.sparse);
     const StringColumn* attributes = arrays ? TextColumn(columns, "attributes") : nullptr;
     const StringColumn* counts = arrays ? nullptr : TextColumn(columns, "bucket_counts");
     const StringColumn* bounds = arrays ? nullptr : TextColumn(columns, "explicit_bounds");
