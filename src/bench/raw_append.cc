@@ -26,7 +26,6 @@ constexpr RawColumn kSpanColumns[] = {
     {"trace_id_low", kI},
     {"span_id", kI},
     {"parent_span_id", kI},
-    {"trace_state", kT},
     {"flags", kI},
     {"name", kT},
     {"kind", kI},
@@ -34,17 +33,12 @@ constexpr RawColumn kSpanColumns[] = {
     {"end_time_ns", kI},
     {"duration_ns", kI},
     {"status_code", kI},
-    {"status_message", kT},
     {"service_name", kT},
     {"http_route", kT},
     {"http_method", kT},
     {"http_status_code", kI},
     {"db_system", kT},
-    {"exception_type", kT},
-    {"exception_message", kT},
     {"attributes", kT},
-    {"events", kT},
-    {"links", kT},
     {"dropped_attributes_count", kI},
     {"dropped_events_count", kI},
     {"dropped_links_count", kI},
@@ -52,7 +46,12 @@ constexpr RawColumn kSpanColumns[] = {
     {"endpoint", kT},
     {"is_entry", kI},
     {"has_exception", kI},
-    {"exception_group", kT},
+};
+//! The values that nearly every span lacks, for the spans that have one.
+constexpr RawColumn kSpanDetailColumns[] = {
+    {"project_id", kI},        {"trace_id_high", kI}, {"trace_id_low", kI},   {"span_id", kI},
+    {"start_time_ns", kI},     {"trace_state", kT},   {"status_message", kT}, {"exception_type", kT},
+    {"exception_message", kT}, {"events", kT},        {"links", kT},          {"exception_group", kT},
 };
 constexpr RawColumn kResourceColumns[] = {
     {"project_id", kI}, {"resource_id", kI},   {"resource_attributes", kT},
@@ -95,10 +94,14 @@ const RawTable kTables[] = {
     {"log_resources", kResourceColumns},
     {"metric_points", kMetricPointColumns},
     {"metric_series", kMetricSeriesColumns},
+    {"span_details", kSpanDetailColumns},
 };
 //! Per signal: the table of its rows, then the table of its resources / series.
 const RawTable& MainTable(Signal s) { return kTables[2 * static_cast<int>(s)]; }
 const RawTable& KeyedTable(Signal s) { return kTables[2 * static_cast<int>(s) + 1]; }
+//! The signal's sparse table (span_details); the generator's logs carry no
+//! exception, so none of log_exceptions.
+const RawTable* SparseTable(Signal s) { return s == Signal::kSpans ? &kTables[6] : nullptr; }
 
 // ---- generated rows -> table rows -----------------------------------------------------
 
@@ -153,7 +156,8 @@ void AddResource(const Resource& r, const Scope& scope, int64_t project_id, std:
   out->EndRow();
 }
 
-void AddRows(const SpanRequest& request, int64_t project_id, std::set<uint32_t>* known, RawRows* main, RawRows* keyed) {
+void AddRows(const SpanRequest& request, int64_t project_id, std::set<uint32_t>* known, RawRows* main, RawRows* keyed,
+             RawRows* details) {
   std::string json;
   for (const SpanRow& s : request.rows) {
     AddResource(*s.resource, request.scope, project_id, known, keyed);
@@ -170,7 +174,6 @@ void AddRows(const SpanRequest& request, int64_t project_id, std::set<uint32_t>*
     main->Int(BigEndian64(s.trace_id.data() + 8));
     main->Int(BigEndian64(s.span_id.data()));
     IdOrNull(main, s.parent_span_id.data(), !root);
-    main->Null();  // trace_state
     main->Int(0);  // flags
     main->Text(s.name);
     main->Int(s.kind);
@@ -178,15 +181,30 @@ void AddRows(const SpanRequest& request, int64_t project_id, std::set<uint32_t>*
     main->Int(s.end_time_ns);
     main->Int(s.end_time_ns - s.start_time_ns);
     main->Int(s.status_code);
-    TextOrNull(main, s.status_message);
     main->Text(s.resource->service_name);
     main->Text(route);
     main->Text(StringAttribute(s.attributes, "http.request.method"));
     main->Int(status != nullptr && status->is_int ? status->int_value : 0);
     TextOrNull(main, StringAttribute(s.attributes, "db.system"));
-    TextOrNull(main, exception_type);
-    TextOrNull(main, exception_message);
     main->Text(AttributesJson(s.attributes.view()));
+    main->Int(0);
+    main->Int(0);
+    main->Int(0);
+    main->Int(s.resource->id);
+    main->Text(route.empty() ? s.name : route);
+    main->Int(s.kind == 2 || s.kind == 5 || root ? 1 : 0);
+    main->Int(exception_type.empty() && exception_message.empty() ? 0 : 1);
+    main->EndRow();
+    if (s.status_message.empty() && !s.event) continue;  // no trace state or links either
+    details->Int(project_id);
+    details->Int(BigEndian64(s.trace_id.data()));
+    details->Int(BigEndian64(s.trace_id.data() + 8));
+    details->Int(BigEndian64(s.span_id.data()));
+    details->Int(s.start_time_ns);
+    details->Null();  // trace_state
+    TextOrNull(details, s.status_message);
+    TextOrNull(details, exception_type);
+    TextOrNull(details, exception_message);
     if (s.event) {
       json.clear();
       JsonWriter w(&json);
@@ -202,26 +220,20 @@ void AddRows(const SpanRequest& request, int64_t project_id, std::set<uint32_t>*
       w.Int(0);
       w.EndObject();
       w.EndArray();
-      main->Text(json);
+      details->Text(json);
     } else {
-      main->Null();
+      details->Null();
     }
-    main->Null();  // links
-    main->Int(0);
-    main->Int(0);
-    main->Int(0);
-    main->Int(s.resource->id);
-    main->Text(route.empty() ? s.name : route);
-    main->Int(s.kind == 2 || s.kind == 5 || root ? 1 : 0);
-    main->Int(exception_type.empty() && exception_message.empty() ? 0 : 1);
+    details->Null();  // links
     // The server stores the normalised message (common/exception_group.h,
     // behind the bench's include wall); the message itself is the same size.
-    TextOrNull(main, exception_message);
-    main->EndRow();
+    TextOrNull(details, exception_message);
+    details->EndRow();
   }
 }
 
-void AddRows(const LogRequest& request, int64_t project_id, std::set<uint32_t>* known, RawRows* main, RawRows* keyed) {
+void AddRows(const LogRequest& request, int64_t project_id, std::set<uint32_t>* known, RawRows* main, RawRows* keyed,
+             RawRows*) {
   for (const LogRow& r : request.rows) {
     AddResource(*r.resource, request.scope, project_id, known, keyed);
     main->Int(project_id);
@@ -253,8 +265,8 @@ int64_t MetricTypeNumber(MetricKind k) {
   return 1;
 }
 
-void AddRows(const MetricRequest& request, int64_t project_id, std::set<uint32_t>* known, RawRows* main,
-             RawRows* keyed) {
+void AddRows(const MetricRequest& request, int64_t project_id, std::set<uint32_t>* known, RawRows* main, RawRows* keyed,
+             RawRows*) {
   std::string json;
   for (const MetricPoint& p : request.rows) {
     const MetricSeries& series = *p.series;
@@ -320,6 +332,8 @@ Status AppendSignal(RawEngine* engine, const RawAppendOptions& options, const Pa
   auto writer = engine->NewWriter();
   if (!writer.ok()) return writer.status();
   RawRows main(MainTable(signal)), keyed(KeyedTable(signal));
+  // A signal without a sparse table never adds to it.
+  RawRows sparse(SparseTable(signal) != nullptr ? *SparseTable(signal) : MainTable(signal));
   std::set<uint32_t> known;  // resource / series ids written (or in the open group)
   uint64_t total = 0;
   for (uint64_t i = 0; i < requests; ++i) total += pool.SignalOf(i) == signal ? 1 : 0;
@@ -328,14 +342,15 @@ Status AppendSignal(RawEngine* engine, const RawAppendOptions& options, const Pa
 
   auto flush = [&]() -> Status {
     if (main.rows() == 0 && keyed.rows() == 0) return Status::Ok();
-    const RawRows* parts[] = {&keyed, &main};
+    const RawRows* parts[] = {&keyed, &main, &sparse};
     const Clock::time_point t0 = Clock::now();
-    Status st = (*writer)->Append(parts);
+    Status st = (*writer)->Append(std::span<const RawRows* const>(parts, sparse.rows() > 0 ? 3 : 2));
     out->write_seconds += Since(t0);
     SL_RETURN_IF_ERROR(st);
     out->groups++;
     main.Clear();
     keyed.Clear();
+    sparse.Clear();
     return Status::Ok();
   };
 
@@ -346,7 +361,7 @@ Status AppendSignal(RawEngine* engine, const RawAppendOptions& options, const Pa
     if (n > 0 && n * commits / total != (n - 1) * commits / total) SL_RETURN_IF_ERROR(flush());
     const Clock::time_point t0 = Clock::now();
     const auto request = build(pool.PayloadIndexOf(i));
-    AddRows(request, options.project_id, &known, &main, &keyed);
+    AddRows(request, options.project_id, &known, &main, &keyed, &sparse);
     out->prepare_seconds += Since(t0);
     out->rows += request.rows.size();
     out->batches++;

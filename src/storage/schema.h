@@ -34,6 +34,9 @@ inline constexpr const char* kLogResourcesTable = "log_resources";
 inline constexpr const char* kMetricResourcesTable = "metric_resources";
 //! A sparse table (SparseColumns): the log records that have an exception.
 inline constexpr const char* kLogExceptionsTable = "log_exceptions";
+//! A sparse table: the spans that have a trace state, status message,
+//! exception, event or link.
+inline constexpr const char* kSpanDetailsTable = "span_details";
 
 //! SQL type class; each engine maps it to its own type name.
 enum class ColumnType : uint8_t { kInt64, kDouble, kText };
@@ -175,15 +178,21 @@ inline Column AnyText(const char* name, const StringColumn& a, const StringColum
 
 }  // namespace internal
 
-inline constexpr size_t kSpanColumnCount = 32;
+inline constexpr size_t kWideSpanColumnCount = 32;
+inline constexpr size_t kSpanDetailValueColumns = 7;
+inline constexpr size_t kSpanColumnCount = kWideSpanColumnCount - kSpanDetailValueColumns;
+inline constexpr size_t kSpanDetailColumnCount = 12;
 inline constexpr size_t kLogColumnCount = 16;
 inline constexpr size_t kLogExceptionColumnCount = 11;
 inline constexpr size_t kResourceColumnCount = 6;
 inline constexpr size_t kMetricSeriesColumnCount = 11;
 inline constexpr size_t kMetricPointColumnCount = 16;
 
-//! spans: one row per span; rows() rows.
-inline std::array<Column, kSpanColumnCount> SpanColumns(const SpanBatch& b) {
+//! A span as one row holds it all: ClickHouse's spans (SparseLayout::kInline),
+//! and the row engines' spans up to schema 6, which the migrations start
+//! from. The row engines keep the span_details values (SpanDetailColumns) out
+//! of it since schema 7 (SpanColumns).
+inline std::array<Column, kWideSpanColumnCount> WideSpanColumns(const SpanBatch& b) {
   using namespace internal;
   return {{
       Constant("project_id", b.project_id),
@@ -223,6 +232,43 @@ inline std::array<Column, kSpanColumnCount> SpanColumns(const SpanBatch& b) {
       // Added in schema 4; the 3 -> 4 step fills it from exception_message.
       TextOrNull("exception_group", b.exception_group, "NULL"),
   }};
+}
+
+//! span_details: a row per span that has any of these values (SparseRows),
+//! indexed by the batch's rows. The last seven columns are the values (in
+//! spans until schema 7, in WideSpanColumns order); the others are the key
+//! the trace view and the exception reads join them to spans by.
+inline std::array<Column, kSpanDetailColumnCount> SpanDetailColumns(const SpanBatch& b) {
+  using namespace internal;
+  return {{
+      Constant("project_id", b.project_id),
+      Id("trace_id_high", b.trace_id_high, b.trace_id_low),
+      Id("trace_id_low", b.trace_id_low, b.trace_id_high),
+      Id("span_id", b.span_id, b.span_id),
+      Ints("start_time_ns", b.start_time_ns),
+      TextOrNull("trace_state", b.trace_state),
+      TextOrNull("status_message", b.status_message),
+      TextOrNull("exception_type", b.exception_type),
+      TextOrNull("exception_message", b.exception_message),
+      TextOrNull("events", b.events),
+      TextOrNull("links", b.links),
+      TextOrNull("exception_group", b.exception_group, "NULL"),
+  }};
+}
+
+//! spans: one row per span, without the span_details values; rows() rows.
+inline std::array<Column, kSpanColumnCount> SpanColumns(const SpanBatch& b) {
+  const auto wide = WideSpanColumns(b);
+  const auto details = SpanDetailColumns(b);
+  const std::span<const Column> values = std::span<const Column>(details).last(kSpanDetailValueColumns);
+  std::array<Column, kSpanColumnCount> out{};
+  size_t n = 0;
+  for (const Column& c : wide) {
+    const bool moved =
+        std::any_of(values.begin(), values.end(), [&](const Column& v) { return std::string_view(v.name) == c.name; });
+    if (!moved) out[n++] = c;
+  }
+  return out;
 }
 
 //! logs: one row per log record; rows() rows.
@@ -358,17 +404,34 @@ inline std::string CreateTableSql(const char* table, std::span<const Column> col
   return sql;
 }
 
-//! The columns of a sparse table (SparseColumns) that hold its own values,
-//! not copies of the main row's: what SparseLayout::kInline puts in the main
-//! table, and what schema 6 moved out of it. None for a signal without one.
-inline std::span<const Column> SparseValues(std::span<const Column> sparse) {
-  return sparse.empty() ? sparse : sparse.last(kLogExceptionValueColumns);
+//! logs with the log_exceptions values after its own columns: ClickHouse's
+//! logs (SparseLayout::kInline), and the row engines' logs of schemas 4 and 5.
+inline std::vector<Column> WideLogColumns(const LogBatch& b) {
+  const auto main = LogColumns(b);
+  const auto exceptions = LogExceptionColumns(b);
+  std::vector<Column> out(main.begin(), main.end());
+  for (const Column& c : std::span<const Column>(exceptions).last(kLogExceptionValueColumns)) out.push_back(c);
+  return out;
+}
+
+//! A batch's row as ClickHouse holds it (SparseLayout::kInline): the main
+//! table's columns with its sparse table's values among them.
+inline std::vector<Column> WideColumns(const SpanBatch& b) {
+  const auto c = WideSpanColumns(b);
+  return {c.begin(), c.end()};
+}
+inline std::vector<Column> WideColumns(const LogBatch& b) { return WideLogColumns(b); }
+inline std::vector<Column> WideColumns(const MetricBatch& b) {
+  const auto c = MetricPointColumns(b);
+  return {c.begin(), c.end()};
 }
 
 //! Where a sparse table's values live (SparseColumns).
 enum class SparseLayout {
   kOwnTable,  // the row engines: a table of the rows that have them
-  kInline,    // ClickHouse: its value columns after the main table's own
+  //! ClickHouse: in the main table's row (WideSpanColumns, WideLogColumns);
+  //! also the layout the row engines' migrations up to schema 5 work on.
+  kInline,
 };
 
 //! Every table's columns, in table order (for creating, checking and
@@ -380,22 +443,20 @@ inline std::vector<std::pair<const char*, std::vector<Column>>> AllTableColumns(
   static const LogBatch logs;
   static const MetricBatch metrics;
   auto list = [](auto columns) { return std::vector<Column>(columns.begin(), columns.end()); };
-  const auto log_exceptions = LogExceptionColumns(logs);
-  std::vector<Column> log_columns = list(LogColumns(logs));
-  if (sparse == SparseLayout::kInline) {
-    const std::span<const Column> values = SparseValues(log_exceptions);
-    log_columns.insert(log_columns.end(), values.begin(), values.end());
-  }
+  const bool inline_values = sparse == SparseLayout::kInline;
   std::vector<std::pair<const char*, std::vector<Column>>> out = {
-      {kSpansTable, list(SpanColumns(spans))},
+      {kSpansTable, inline_values ? WideColumns(spans) : list(SpanColumns(spans))},
       {kSpanResourcesTable, list(ResourceColumns(spans.resources, 0))},
-      {kLogsTable, std::move(log_columns)},
+      {kLogsTable, inline_values ? WideColumns(logs) : list(LogColumns(logs))},
       {kLogResourcesTable, list(ResourceColumns(logs.resources, 0))},
       {kMetricResourcesTable, list(ResourceColumns(metrics.resources, 0))},
       {kMetricSeriesTable, list(MetricSeriesColumns(metrics))},
       {kMetricPointsTable, list(MetricPointColumns(metrics))},
   };
-  if (sparse == SparseLayout::kOwnTable) out.emplace_back(kLogExceptionsTable, list(log_exceptions));
+  if (!inline_values) {
+    out.emplace_back(kLogExceptionsTable, list(LogExceptionColumns(logs)));
+    out.emplace_back(kSpanDetailsTable, list(SpanDetailColumns(spans)));
+  }
   return out;
 }
 
@@ -570,7 +631,7 @@ inline SignalTables TablesOf(Signal s) {
   static constexpr KeyedTableDef kMetricKeyed[] = {{kMetricResourcesTable, "resource_id"},
                                                    {kMetricSeriesTable, "series_id"}};
   switch (s) {
-    case Signal::kSpans: return {kSpanKeyed, kSpansTable};
+    case Signal::kSpans: return {kSpanKeyed, kSpansTable, kSpanDetailsTable};
     case Signal::kLogs: return {kLogKeyed, kLogsTable, kLogExceptionsTable};
     case Signal::kMetrics: return {kMetricKeyed, kMetricPointsTable};
   }
@@ -614,14 +675,29 @@ inline auto MainColumns(const MetricBatch& b) { return MetricPointColumns(b); }
 //! the row engines keep such values out of the main table. ClickHouse stores
 //! an empty column for almost nothing and keeps them inline
 //! (SparseLayout::kInline). Its columns are indexed by the batch's rows.
-inline std::vector<Column> SparseColumns(const SpanBatch&) { return {}; }
+inline std::vector<Column> SparseColumns(const SpanBatch& b) {
+  auto c = SpanDetailColumns(b);
+  return {c.begin(), c.end()};
+}
 inline std::vector<Column> SparseColumns(const LogBatch& b) {
   auto c = LogExceptionColumns(b);
   return {c.begin(), c.end()};
 }
 inline std::vector<Column> SparseColumns(const MetricBatch&) { return {}; }
 //! The rows of the batch that have a row in its sparse table.
-inline std::vector<uint32_t> SparseRows(const SpanBatch&) { return {}; }
+inline std::vector<uint32_t> SparseRows(const SpanBatch& b) {
+  std::vector<uint32_t> rows;
+  const StringColumn* values[] = {&b.trace_state, &b.status_message, &b.exception_type, &b.exception_message,
+                                  &b.events,      &b.links,          &b.exception_group};
+  size_t n = b.rows();
+  for (const StringColumn* v : values) n = std::min(n, v->size());
+  for (size_t r = 0; r < n; ++r) {
+    if (std::any_of(std::begin(values), std::end(values), [&](const StringColumn* v) { return !v->Get(r).empty(); })) {
+      rows.push_back(static_cast<uint32_t>(r));
+    }
+  }
+  return rows;
+}
 inline std::vector<uint32_t> SparseRows(const LogBatch& b) {
   std::vector<uint32_t> rows;
   const size_t n = std::min(b.exception_type.size(), b.exception_message.size());

@@ -20,8 +20,10 @@ struct Step {
   //! `sightline migrate`. Automatic steps are cheap and cannot lose anything.
   enum class Automatic { kNever, kAlways, kExceptSqlite } automatic;
   const char* what;
-  //! Returns a line for the report: what it did.
-  Result<std::string> (*run)(SchemaSession*);
+  //! Returns a line for the report: what it did. `rebuild`: a step that
+  //! takes columns out of a table rebuilds it rather than altering it (see
+  //! MoveToSparseTable).
+  Result<std::string> (*run)(SchemaSession*, bool rebuild);
 };
 
 // --- 1 -> 2: ids from XXH3 -----------------------------------------------------
@@ -140,7 +142,7 @@ Result<size_t> RecomputeKeys(SchemaSession* s, const KeyedTable& t) {
   return new_ids.size();
 }
 
-Result<std::string> RecomputeIds(SchemaSession* s) {
+Result<std::string> RecomputeIds(SchemaSession* s, bool) {
   const TypeNames& types = s->types();
   SL_RETURN_IF_ERROR(s->Exec(std::string("CREATE TEMP TABLE ") + kIdMapTable + " (project_id " + types.int64 +
                              ", old_id " + types.int64 + ", new_id " + types.int64 + ")"));
@@ -165,7 +167,7 @@ constexpr const char* kVersion2SeriesTable = "sl_migrate_metric_series_v2";
 //! resource_id in their place. Version 2 did not keep the scope attributes
 //! of metrics, so the resources get '{}', and the id a fresh ingest of a
 //! scope without attributes gives.
-Result<std::string> SplitMetricResources(SchemaSession* s) {
+Result<std::string> SplitMetricResources(SchemaSession* s, bool) {
   struct Series {
     int64_t row;  // rowid in metric_series
     int64_t resource_id;
@@ -258,8 +260,9 @@ std::string SqlString(std::string_view s) {
 //! log exception columns, NULL in records written before) and fills
 //! spans.exception_group from each distinct exception message, normalised
 //! in C++ as ingest does. Touches only the spans that have a message.
-Result<std::string> AddExceptionGroups(SchemaSession* s) {
-  for (const auto& [table, expected] : AllTableColumns()) {
+Result<std::string> AddExceptionGroups(SchemaSession* s, bool) {
+  // The tables as schema 4 had them: the sparse values inline.
+  for (const auto& [table, expected] : AllTableColumns(SparseLayout::kInline)) {
     if (std::string_view(table) != kSpansTable && std::string_view(table) != kLogsTable) continue;
     Result<std::vector<std::string>> actual = s->ColumnNames(table);
     if (!actual.ok()) return actual.status();
@@ -300,46 +303,80 @@ Result<std::string> AddExceptionGroups(SchemaSession* s) {
 //! before (value and int_value both set) as it reads new ones; the version
 //! number is what keeps a build of version 4, which reads value alone, from
 //! opening a database with int points whose value is NULL.
-Result<std::string> NothingToRewrite(SchemaSession*) {
+Result<std::string> NothingToRewrite(SchemaSession*, bool) {
   return std::string("no rows rewritten: points written before keep their converted value");
 }
 
-// --- 5 -> 6: the log exception columns move to log_exceptions -------------------
+// --- 5 -> 6 and 6 -> 7: sparse values move to their own table ----------------
 
-//! Copies the log records that have an exception into log_exceptions (created
-//! with every table before the steps run) and drops the three columns from
-//! logs, with the SQLite index over them. A database that came from version 3
-//! in this same open never had them in logs: nothing to move.
-Result<std::string> MoveLogExceptions(SchemaSession* s) {
-  Result<std::vector<std::string>> actual = s->ColumnNames(kLogsTable);
+//! Copies the rows of `main` that have any of the sparse table's values into
+//! it (created with every table before the steps run) and takes the value
+//! columns out of `main`, which keeps `main_columns`. A database that came
+//! from an older version in this same open may never have had them there:
+//! nothing to move.
+//!
+//! DuckDB drops a column without rewriting the table. With `rebuild`, `main`
+//! is instead copied into a new table of `main_columns` that replaces it:
+//! one rewrite on SQLite, which rewrites the table for every dropped column,
+//! and on DuckDB what works after an earlier step updated the table's rows in
+//! this transaction. The engine creates its indexes after the steps.
+Result<std::string> MoveToSparseTable(SchemaSession* s, bool rebuild, const char* main,
+                                      std::span<const Column> main_columns, const char* sparse,
+                                      std::span<const Column> columns, size_t value_count, const char* what) {
+  Result<std::vector<std::string>> actual = s->ColumnNames(main);
   if (!actual.ok()) return actual.status();
-  static const LogBatch empty;
-  const auto columns = LogExceptionColumns(empty);
-  const std::span<const Column> values = SparseValues(columns);
+  const std::span<const Column> values = columns.last(value_count);
   std::vector<std::string> moved;
   for (const Column& c : values) {
     if (std::find(actual->begin(), actual->end(), c.name) != actual->end()) moved.emplace_back(c.name);
   }
-  if (moved.empty()) return std::string("logs held no exception columns: nothing moved");
+  if (moved.empty()) return std::string(main) + " held no " + what + " columns: nothing moved";
   if (moved.size() != values.size()) {
-    return Status::InvalidArgument("logs has " + std::to_string(moved.size()) + " of the " +
-                                   std::to_string(values.size()) + " log exception columns");
+    return Status::InvalidArgument(std::string(main) + " has " + std::to_string(moved.size()) + " of the " +
+                                   std::to_string(values.size()) + " " + what + " columns");
   }
-  std::string list;
+  std::string list, any;  // the sparse table's columns; "the row has a value"
   for (const Column& c : columns) list += (list.empty() ? "" : ", ") + std::string(c.name);
-  SL_RETURN_IF_ERROR(s->Exec(std::string("INSERT INTO ") + kLogExceptionsTable + " (" + list + ") SELECT " + list +
-                             " FROM " + kLogsTable +
-                             " WHERE exception_type IS NOT NULL OR exception_message IS NOT NULL"));
-  // Counted in the small table, not by a second scan of logs: nothing else
-  // writes it before this step (CreateTables makes it empty).
+  for (const Column& c : values) any += (any.empty() ? "" : " OR ") + std::string(c.name) + " IS NOT NULL";
+  SL_RETURN_IF_ERROR(s->Exec(std::string("INSERT INTO ") + sparse + " (" + list + ") SELECT " + list + " FROM " + main +
+                             " WHERE " + any));
+  // Counted in the small table, not by a second scan of the main one:
+  // nothing else writes it before this step (CreateTables makes it empty).
   uint64_t rows = 0;
-  SL_RETURN_IF_ERROR(s->Query(std::string("SELECT count(*) FROM ") + kLogExceptionsTable,
+  SL_RETURN_IF_ERROR(s->Query(std::string("SELECT count(*) FROM ") + sparse,
                               [&](const RowView& r) { rows = static_cast<uint64_t>(r.GetInt(0)); }));
-  SL_RETURN_IF_ERROR(s->Exec("DROP INDEX IF EXISTS logs_exceptions"));
-  for (const std::string& column : moved) {
-    SL_RETURN_IF_ERROR(s->Exec(std::string("ALTER TABLE ") + kLogsTable + " DROP COLUMN " + column));
+  if (rebuild) {
+    const std::string rebuilt = std::string("sl_migrate_") + main;
+    std::string kept;
+    for (const Column& c : main_columns) kept += (kept.empty() ? "" : ", ") + std::string(c.name);
+    SL_RETURN_IF_ERROR(s->Exec(CreateTableSql(rebuilt.c_str(), main_columns, s->types())));
+    SL_RETURN_IF_ERROR(s->Exec("INSERT INTO " + rebuilt + " SELECT " + kept + " FROM " + main));
+    SL_RETURN_IF_ERROR(s->Exec(std::string("DROP TABLE ") + main));
+    SL_RETURN_IF_ERROR(s->Exec("ALTER TABLE " + rebuilt + " RENAME TO " + main));
+  } else {
+    for (const std::string& column : moved) {
+      SL_RETURN_IF_ERROR(s->Exec(std::string("ALTER TABLE ") + main + " DROP COLUMN " + column));
+    }
   }
-  return "moved " + std::to_string(rows) + " log records' exceptions from logs into " + kLogExceptionsTable;
+  return "moved the " + std::string(what) + " values of " + std::to_string(rows) + " rows from " + main + " into " +
+         sparse;
+}
+
+//! The log exception columns leave logs, with the SQLite index over them.
+Result<std::string> MoveLogExceptions(SchemaSession* s, bool rebuild) {
+  static const LogBatch empty;
+  const auto columns = LogExceptionColumns(empty);
+  SL_RETURN_IF_ERROR(s->Exec("DROP INDEX IF EXISTS logs_exceptions"));
+  return MoveToSparseTable(s, rebuild, kLogsTable, LogColumns(empty), kLogExceptionsTable, columns,
+                           kLogExceptionValueColumns, "log exception");
+}
+
+//! Trace state, status message, exception, events and links leave spans.
+Result<std::string> MoveSpanDetails(SchemaSession* s, bool rebuild) {
+  static const SpanBatch empty;
+  const auto columns = SpanDetailColumns(empty);
+  return MoveToSparseTable(s, rebuild, kSpansTable, SpanColumns(empty), kSpanDetailsTable, columns,
+                           kSpanDetailValueColumns, "span detail");
 }
 
 std::vector<Step> Steps() {
@@ -365,6 +402,10 @@ std::vector<Step> Steps() {
        "moves the log records' exception columns out of logs into log_exceptions, which holds only the records "
        "that have one (an empty column costs DuckDB's writer about what a short string does), and rewrites logs",
        MoveLogExceptions},
+      {6, Step::Automatic::kExceptSqlite,
+       "moves the spans' trace state, status message, exception, events and links out of spans into span_details, "
+       "which holds only the spans that have one, and rewrites spans",
+       MoveSpanDetails},
   };
 }
 
@@ -410,7 +451,8 @@ Status Stamp(SchemaSession* s, int64_t version) {
 //! (metric_series changes in 2 -> 3); any other difference is refused at the
 //! end (CheckColumns).
 Status AddDerivedColumns(SchemaSession* s) {
-  for (const auto& [table, expected] : AllTableColumns()) {
+  // The layout the steps start from: the sparse values inline.
+  for (const auto& [table, expected] : AllTableColumns(SparseLayout::kInline)) {
     if (std::none_of(expected.begin(), expected.end(), [](const Column& c) { return c.backfill != nullptr; })) {
       continue;
     }
@@ -523,7 +565,10 @@ Result<SchemaReport> OpenSchema(SchemaSession* session, const char* engine, cons
   if (found.version == 0) SL_RETURN_IF_ERROR(RecreateEmptyTables(session));
   if (found.version == 1) SL_RETURN_IF_ERROR(AddDerivedColumns(session));
   for (const Step& step : steps) {
-    Result<std::string> done = step.run(session);
+    // SQLite rewrites a table for every column it drops; DuckDB will not
+    // commit an ALTER of a table after an earlier step updated its rows.
+    const bool rebuild = std::string_view(engine) == "sqlite" || &step != &steps.front();
+    Result<std::string> done = step.run(session, rebuild);
     if (!done.ok()) {
       return Status(done.status().code(), "migrating the " + where + " from schema version " +
                                               std::to_string(step.from) + " to " + std::to_string(step.from + 1) +

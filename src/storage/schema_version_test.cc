@@ -1,4 +1,4 @@
-// Schema versions 1 -> 2 -> 3 -> 4 on every engine: a database written with the
+// Schema versions 1 -> 2 -> ... -> 7 on every engine: a database written with the
 // ids of version 1, or the metric series layout of version 2, is refused at
 // open with a message naming `sightline migrate`, and after the migration it
 // holds exactly what a fresh ingest of the same data into an empty directory
@@ -8,10 +8,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -215,8 +217,30 @@ class SchemaMigrationTest : public ::testing::TestWithParam<std::string> {
     Sql(store, "DROP TABLE metric_resources");
   }
 
-  //! Drops what schemas 4 and 6 added, as versions 1 to 3 had the tables.
+  //! Moves the span details back into spans, as versions 1 to 6 had them:
+  //! each in its place among the span's columns, NULL for a span without.
+  void UseVersion6Spans(TelemetryStore* store) {
+    static const SpanBatch empty;
+    const auto details = schema::SpanDetailColumns(empty);
+    const auto values = std::span<const schema::Column>(details).last(schema::kSpanDetailValueColumns);
+    std::string select;
+    for (const schema::Column& c : schema::WideSpanColumns(empty)) {
+      const bool detail = std::any_of(values.begin(), values.end(),
+                                      [&](const schema::Column& v) { return std::strcmp(v.name, c.name) == 0; });
+      select += (select.empty() ? "" : ", ") + std::string(detail ? "d." : "s.") + c.name;
+    }
+    Sql(store, "CREATE TABLE v6_spans AS SELECT " + select +
+                   " FROM spans s LEFT JOIN span_details d ON d.project_id = s.project_id AND d.trace_id_high = "
+                   "s.trace_id_high AND d.trace_id_low = s.trace_id_low AND d.span_id = s.span_id AND "
+                   "d.start_time_ns = s.start_time_ns ORDER BY s.rowid");
+    Sql(store, "DROP TABLE spans");
+    Sql(store, "ALTER TABLE v6_spans RENAME TO spans");
+    Sql(store, "DROP TABLE span_details");
+  }
+
+  //! Drops what schemas 4, 6 and 7 added, as versions 1 to 3 had the tables.
   void UseVersion3Columns(TelemetryStore* store) {
+    UseVersion6Spans(store);
     Sql(store, "ALTER TABLE spans DROP COLUMN exception_group");
     Sql(store, "ALTER TABLE logs DROP COLUMN event_name");
     Sql(store, "DROP TABLE log_exceptions");
@@ -315,7 +339,7 @@ TEST_P(SchemaMigrationTest, AVersion1DatabaseIsRefusedThenMigratedToTheIdsAFresh
   ASSERT_TRUE(migrated.ok()) << migrated.status().ToString();
   EXPECT_EQ(migrated->found_version, 1);
   EXPECT_EQ(migrated->version, schema::kCurrentVersion);
-  ASSERT_EQ(migrated->applied.size(), 5u);  // and 3 -> 4, 4 -> 5, 5 -> 6
+  ASSERT_EQ(migrated->applied.size(), 6u);  // and 3 -> 4 ... 6 -> 7
   EXPECT_NE(migrated->applied[0].find("series_ids of metric_series"), std::string::npos) << migrated->applied[0];
   EXPECT_NE(migrated->applied[1].find("rows of metric_resources"), std::string::npos) << migrated->applied[1];
 
@@ -323,8 +347,8 @@ TEST_P(SchemaMigrationTest, AVersion1DatabaseIsRefusedThenMigratedToTheIdsAFresh
   ASSERT_NE(store, nullptr);
   EXPECT_EQ(store->schema_report().found_version, schema::kCurrentVersion);
   ExpectSameRows(reference.get(), store.get(),
-                 {"spans", "span_resources", "logs", "log_resources", "metric_resources", "metric_series",
-                  "metric_points", "schema_version"});
+                 {"spans", "span_details", "span_resources", "logs", "log_exceptions", "log_resources",
+                  "metric_resources", "metric_series", "metric_points", "schema_version"});
   // New data joins the migrated series and resources instead of adding rows.
   const uint64_t series = store->Stats().metric_series;
   Write(store.get(), fresh);
@@ -386,7 +410,7 @@ TEST_P(SchemaMigrationTest, AVersion2DatabaseIsRefusedThenMigratedToWhatAFreshIn
   Result<SchemaReport> migrated = MigrateStore(GetParam(), Options(dir));
   ASSERT_TRUE(migrated.ok()) << migrated.status().ToString();
   EXPECT_EQ(migrated->found_version, 2);
-  ASSERT_EQ(migrated->applied.size(), 4u);  // and 3 -> 4, 4 -> 5, 5 -> 6
+  ASSERT_EQ(migrated->applied.size(), 5u);  // and 3 -> 4 ... 6 -> 7
   EXPECT_NE(migrated->applied[0].find(std::to_string(resources) + " rows of metric_resources"), std::string::npos)
       << migrated->applied[0];
 
@@ -434,15 +458,20 @@ TEST_P(SchemaMigrationTest, AVersion3DatabaseGainsExceptionGroups) {
   ASSERT_NE(store, nullptr);
   if (GetParam() != "sqlite") {
     EXPECT_EQ(store->schema_report().found_version, 3);
-    ASSERT_EQ(store->schema_report().applied.size(), 3u);  // and 4 -> 5 and 5 -> 6, which move nothing
+    // And 4 -> 5; 5 -> 6 moves no log exception (version 3 had none), and
+    // 6 -> 7 the spans' details.
+    ASSERT_EQ(store->schema_report().applied.size(), 4u);
     EXPECT_NE(store->schema_report().applied[0].find("exception_group"), std::string::npos);
-    EXPECT_NE(store->schema_report().applied[2].find("nothing moved"), std::string::npos);
+    EXPECT_NE(store->schema_report().applied[2].find("values of 0 rows from logs"), std::string::npos)
+        << store->schema_report().applied[2];
+    EXPECT_NE(store->schema_report().applied[3].find("into span_details"), std::string::npos)
+        << store->schema_report().applied[3];
   }
-  Result<SqlResult> grouped = store->ExecuteSql("SELECT count(*) FROM spans WHERE exception_group IS NOT NULL");
+  Result<SqlResult> grouped = store->ExecuteSql("SELECT count(*) FROM span_details WHERE exception_group IS NOT NULL");
   ASSERT_TRUE(grouped.ok()) << grouped.status().ToString();
   ASSERT_EQ(grouped->rows.size(), 1u);
   EXPECT_NE(grouped->rows[0][0].value_or("0"), "0");  // the generator's spans record exceptions
-  ExpectSameRows(reference.get(), store.get(), {"spans", "logs", "schema_version"});
+  ExpectSameRows(reference.get(), store.get(), {"spans", "span_details", "logs", "log_exceptions", "schema_version"});
   EXPECT_TRUE(store->Close().ok());
   EXPECT_TRUE(reference->Close().ok());
 }
@@ -460,6 +489,7 @@ TEST_P(SchemaMigrationTest, AVersion5DatabaseMovesItsLogExceptionsToTheirTable) 
     ASSERT_NE(store, nullptr);
     Write(store.get(), fresh);
     UseVersion5Logs(store.get(), GetParam() == "sqlite" ? "TEXT" : "VARCHAR");
+    UseVersion6Spans(store.get());
     Sql(store.get(), "UPDATE schema_version SET version = 5");
     ASSERT_TRUE(store->Close().ok());
   }
@@ -475,12 +505,50 @@ TEST_P(SchemaMigrationTest, AVersion5DatabaseMovesItsLogExceptionsToTheirTable) 
   std::unique_ptr<TelemetryStore> store = Open(dir);
   ASSERT_NE(store, nullptr);
   if (GetParam() != "sqlite") {
-    ASSERT_EQ(store->schema_report().applied.size(), 1u);
-    EXPECT_NE(store->schema_report().applied[0].find("moved " + std::to_string(exceptions) + " log records'"),
+    ASSERT_EQ(store->schema_report().applied.size(), 2u);  // and 6 -> 7
+    EXPECT_NE(store->schema_report().applied[0].find("values of " + std::to_string(exceptions) + " rows from logs"),
               std::string::npos)
         << store->schema_report().applied[0];
   }
-  ExpectSameRows(reference.get(), store.get(), {"logs", "log_exceptions", "schema_version"});
+  ExpectSameRows(reference.get(), store.get(), {"logs", "log_exceptions", "spans", "span_details", "schema_version"});
+  EXPECT_TRUE(store->Close().ok());
+  EXPECT_TRUE(reference->Close().ok());
+}
+
+TEST_P(SchemaMigrationTest, AVersion6DatabaseMovesItsSpanDetailsToTheirTable) {
+  const Data fresh = Decoded();
+  TempDir reference_dir, dir;
+  std::unique_ptr<TelemetryStore> reference = Open(reference_dir);
+  ASSERT_NE(reference, nullptr);
+  Write(reference.get(), fresh);
+  const size_t details = Rows(reference.get(), "span_details").rows.size();
+  ASSERT_GT(details, 0u);  // the generator's error roots have a status message and an exception
+  ASSERT_LT(details, Rows(reference.get(), "spans").rows.size());
+  {
+    std::unique_ptr<TelemetryStore> store = Open(dir);
+    ASSERT_NE(store, nullptr);
+    Write(store.get(), fresh);
+    UseVersion6Spans(store.get());
+    Sql(store.get(), "UPDATE schema_version SET version = 6");
+    ASSERT_TRUE(store->Close().ok());
+  }
+  // SQLite rewrites spans to drop the columns: only `sightline migrate` does.
+  if (GetParam() == "sqlite") {
+    Result<std::unique_ptr<TelemetryStore>> refused = StoreRegistry::Instance().Open(GetParam(), Options(dir));
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.status().message().find("going from 6 to 7"), std::string::npos) << refused.status().ToString();
+    Result<SchemaReport> migrated = MigrateStore(GetParam(), Options(dir));
+    ASSERT_TRUE(migrated.ok()) << migrated.status().ToString();
+  }
+  std::unique_ptr<TelemetryStore> store = Open(dir);
+  ASSERT_NE(store, nullptr);
+  if (GetParam() != "sqlite") {
+    ASSERT_EQ(store->schema_report().applied.size(), 1u);
+    EXPECT_NE(store->schema_report().applied[0].find("values of " + std::to_string(details) + " rows from spans"),
+              std::string::npos)
+        << store->schema_report().applied[0];
+  }
+  ExpectSameRows(reference.get(), store.get(), {"spans", "span_details", "schema_version"});
   EXPECT_TRUE(store->Close().ok());
   EXPECT_TRUE(reference->Close().ok());
 }
@@ -522,6 +590,7 @@ TEST_P(SchemaMigrationTest, TwoOldIdsOfOneIdentityBecomeOneRow) {
         "INSERT INTO span_resources SELECT project_id, resource_id + 1, resource_attributes, scope_name, "
         "scope_version, scope_attributes FROM span_resources");
     Sql(store.get(), "UPDATE spans SET resource_id = resource_id + 1 WHERE span_id % 2 = 0");
+    UseVersion6Spans(store.get());
     UseVersion2SeriesLayout(store.get());
     Sql(store.get(), "UPDATE schema_version SET version = 1");
     ASSERT_TRUE(store->Close().ok());
@@ -545,6 +614,7 @@ TEST_P(SchemaMigrationTest, MigrateRefusesWhenAnIdInputIsMissing) {
     std::unique_ptr<TelemetryStore> store = Open(dir);
     ASSERT_NE(store, nullptr);
     Write(store.get(), old);
+    UseVersion6Spans(store.get());
     UseVersion2SeriesLayout(store.get());
     Sql(store.get(), "UPDATE schema_version SET version = 1");
     Sql(store.get(), "UPDATE metric_series SET unit = NULL WHERE project_id = 2");

@@ -508,7 +508,6 @@ std::vector<ExpectedColumn> SpanExpectations(const SpanBatch& b) {
       {"trace_id_low", [&](size_t i) { return IdHalf(b.trace_id_low[i], b.trace_id_high[i]); }},
       {"span_id", [&](size_t i) { return IdHalf(b.span_id[i], b.span_id[i]); }},
       {"parent_span_id", [&](size_t i) { return IdHalf(b.parent_span_id[i], b.parent_span_id[i]); }},
-      {"trace_state", [&](size_t i) { return OrNull(b.trace_state.Get(i)); }},
       {"flags", [&](size_t i) { return Int(b.flags[i]); }},
       {"name", [&](size_t i) { return Str(b.name.Get(i)); }},
       {"kind", [&](size_t i) { return Int(b.kind[i]); }},
@@ -516,17 +515,12 @@ std::vector<ExpectedColumn> SpanExpectations(const SpanBatch& b) {
       {"end_time_ns", [&](size_t i) { return Int(b.end_time_ns[i]); }},
       {"duration_ns", [&](size_t i) { return Int(b.end_time_ns[i] - b.start_time_ns[i]); }},
       {"status_code", [&](size_t i) { return Int(b.status_code[i]); }},
-      {"status_message", [&](size_t i) { return OrNull(b.status_message.Get(i)); }},
       {"service_name", [&](size_t i) { return Str(b.service_name.Get(i)); }},
       {"http_route", [&](size_t i) { return Str(b.http_route.Get(i)); }},
       {"http_method", [&](size_t i) { return Str(b.http_method.Get(i)); }},
       {"http_status_code", [&](size_t i) { return Int(b.http_status_code[i]); }},
       {"db_system", [&](size_t i) { return OrNull(b.db_system.Get(i)); }},
-      {"exception_type", [&](size_t i) { return OrNull(b.exception_type.Get(i)); }},
-      {"exception_message", [&](size_t i) { return OrNull(b.exception_message.Get(i)); }},
       {"attributes", [&](size_t i) { return Str(b.attributes.Get(i)); }},
-      {"events", [&](size_t i) { return OrNull(b.events.Get(i)); }},
-      {"links", [&](size_t i) { return OrNull(b.links.Get(i)); }},
       {"dropped_attributes_count", [&](size_t i) { return Int(b.dropped_attributes_count[i]); }},
       {"dropped_events_count", [&](size_t i) { return Int(b.dropped_events_count[i]); }},
       {"dropped_links_count", [&](size_t i) { return Int(b.dropped_links_count[i]); }},
@@ -536,6 +530,23 @@ std::vector<ExpectedColumn> SpanExpectations(const SpanBatch& b) {
       {"is_entry", [&](size_t i) { return Int(b.kind[i] == 2 || b.kind[i] == 5 || b.parent_span_id[i] == 0 ? 1 : 0); }},
       {"has_exception",
        [&](size_t i) { return Int(b.exception_type.Get(i).empty() && b.exception_message.Get(i).empty() ? 0 : 1); }},
+  };
+}
+
+//! span_details: the rows of the spans that have any of its values.
+std::vector<ExpectedColumn> SpanDetailExpectations(const SpanBatch& b) {
+  return {
+      {"project_id", [&](size_t) { return Int(b.project_id); }},
+      {"trace_id_high", [&](size_t i) { return IdHalf(b.trace_id_high[i], b.trace_id_low[i]); }},
+      {"trace_id_low", [&](size_t i) { return IdHalf(b.trace_id_low[i], b.trace_id_high[i]); }},
+      {"span_id", [&](size_t i) { return IdHalf(b.span_id[i], b.span_id[i]); }},
+      {"start_time_ns", [&](size_t i) { return Int(b.start_time_ns[i]); }},
+      {"trace_state", [&](size_t i) { return OrNull(b.trace_state.Get(i)); }},
+      {"status_message", [&](size_t i) { return OrNull(b.status_message.Get(i)); }},
+      {"exception_type", [&](size_t i) { return OrNull(b.exception_type.Get(i)); }},
+      {"exception_message", [&](size_t i) { return OrNull(b.exception_message.Get(i)); }},
+      {"events", [&](size_t i) { return OrNull(b.events.Get(i)); }},
+      {"links", [&](size_t i) { return OrNull(b.links.Get(i)); }},
       {"exception_group", [&](size_t i) { return OrNull(b.exception_group.Get(i)); }},
   };
 }
@@ -764,10 +775,16 @@ class StoreConformanceTest : public ::testing::TestWithParam<std::string> {
       }
       if (table == schema::kMetricPointsTable) inner += ", is_int AS c_is_int";
     }
-    // ClickHouse keeps the log exceptions in logs (SparseLayout::kInline).
+    // ClickHouse keeps the sparse tables' values in the main table's row
+    // (SparseLayout::kInline).
     if (table == schema::kLogExceptionsTable) {
       return "(SELECT " + outer + " FROM (SELECT " + inner + " FROM " + schema::kLogsTable +
              " WHERE exception_type != '' OR exception_message != ''))";
+    }
+    if (table == schema::kSpanDetailsTable) {
+      return "(SELECT " + outer + " FROM (SELECT " + inner + " FROM " + schema::kSpansTable +
+             " WHERE trace_state != '' OR status_message != '' OR exception_type != '' OR exception_message != '' OR "
+             "events != '' OR links != '' OR exception_group != ''))";
     }
     return "(SELECT " + outer + " FROM (SELECT " + inner + " FROM " + table + "))";
   }
@@ -805,6 +822,10 @@ TEST_P(StoreConformanceTest, SpansRoundTripEveryColumn) {
   Status s = Sink(Signal::kSpans)->WriteSpans({&spans});
   ASSERT_TRUE(s.ok()) << s.ToString();
   ExpectRows(Query("SELECT * FROM " + Rows("spans") + " ORDER BY start_time_ns"), SpanExpectations(spans), {0, 1, 2});
+  // Every row has a detail: row 0 empty events and links ('[]'), row 1 all
+  // of them, row 2 a trace state and status message.
+  ExpectRows(Query("SELECT * FROM " + Rows("span_details") + " ORDER BY start_time_ns"), SpanDetailExpectations(spans),
+             {0, 1, 2});
   ExpectRows(Query("SELECT * FROM " + Rows("span_resources") + " ORDER BY resource_id"),
              ResourceExpectations(kProject, spans.resources), {0, 1, 2});
   // duration_ns is computed by the engine, not carried in the batch.
@@ -817,7 +838,8 @@ TEST_P(StoreConformanceTest, SpansRoundTripEveryColumn) {
   // An absent parent is NULL, and so is absent optional text (status message,
   // trace state, db system, exception, events, links); names stay ''.
   EXPECT_EQ(Scalar("SELECT COUNT(*) FROM " + Rows("spans") + " AS t WHERE parent_span_id IS NULL"), Cell("1"));
-  EXPECT_EQ(Scalar("SELECT COUNT(*) FROM " + Rows("spans") + " AS t WHERE status_message IS NULL"), Cell("1"));
+  EXPECT_EQ(Scalar("SELECT COUNT(*) FROM " + Rows("span_details") + " AS t WHERE status_message IS NULL"), Cell("1"));
+  EXPECT_EQ(Scalar("SELECT COUNT(*) FROM " + Rows("spans") + " AS t WHERE db_system IS NULL"), Cell("1"));
   EXPECT_EQ(Scalar("SELECT COUNT(*) FROM spans WHERE http_route = ''"), Cell("1"));
   EXPECT_EQ(Scalar("SELECT COUNT(*) FROM spans WHERE flags = 4294967295"), Cell("1"));
 }
@@ -1299,6 +1321,10 @@ TEST_P(StoreConformanceTest, ReopenKeepsDataCountersAndSeries) {
   // Close checkpointed: nothing is left in the WAL.
   EXPECT_EQ(stats.wal_bytes, 0u);
   ExpectRows(Query("SELECT * FROM " + Rows("spans") + " ORDER BY start_time_ns"), SpanExpectations(spans), {0, 1, 2});
+  // Every row has a detail: row 0 empty events and links ('[]'), row 1 all
+  // of them, row 2 a trace state and status message.
+  ExpectRows(Query("SELECT * FROM " + Rows("span_details") + " ORDER BY start_time_ns"), SpanDetailExpectations(spans),
+             {0, 1, 2});
   ExpectRows(Query("SELECT * FROM " + Rows("logs") + " ORDER BY observed_time_ns"), LogExpectations(logs), {0, 1});
 
   // Series known before the restart are not written again.

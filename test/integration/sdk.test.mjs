@@ -362,12 +362,24 @@ const RESOURCE_COLUMNS = 'r.resource_attributes, r.scope_name, r.scope_version, 
 const joinResources = (table) =>
   `LEFT JOIN ${table} r ON r.project_id = s.project_id AND r.resource_id = s.resource_id`;
 
+// On the embedded engines a span's trace state, status message, exception,
+// events and links are in its span_details row (schema 7); ClickHouse keeps
+// them in spans (docs/STORAGE.md).
+const DETAIL_COLUMNS = 'd.trace_state, d.status_message, d.exception_type, d.exception_message, d.events, d.links, '
+  + 'd.exception_group';
+// Its key renamed, so that HEX's unqualified id columns name the span's.
+const joinDetails = 'LEFT JOIN (SELECT project_id AS d_project, trace_id_high AS d_high, trace_id_low AS d_low, '
+  + `span_id AS d_span, start_time_ns AS d_start, ${DETAIL_COLUMNS.replaceAll('d.', '')} FROM span_details) d `
+  + 'ON d.d_project = s.project_id AND d.d_high = s.trace_id_high AND d.d_low = s.trace_id_low '
+  + 'AND d.d_span = s.span_id AND d.d_start = s.start_time_ns';
+
 async function checkSpans(server, c) {
   const soft = softAssert();
+  const embedded = server.engine !== 'clickhouse';
   const out = await server.sql(
     `SELECT s.*, ${HEX.trace_id} AS trace_id_hex, ${HEX.span_id} AS span_id_hex, ${HEX.parent_span_id} AS parent_hex,
-            ${RESOURCE_COLUMNS}
-     FROM spans s ${joinResources('span_resources')}
+            ${RESOURCE_COLUMNS}${embedded ? `, ${DETAIL_COLUMNS}` : ''}
+     FROM spans s ${joinResources('span_resources')} ${embedded ? joinDetails : ''}
      WHERE s.service_name = ${sqlString(c.service)} ORDER BY s.start_time_ns`);
   out.objects = out.objects.map((r) =>
     ({ ...r, trace_id: r.trace_id_hex, span_id: r.span_id_hex, parent_span_id: r.parent_hex }));

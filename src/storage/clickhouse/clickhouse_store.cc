@@ -295,10 +295,9 @@ Status ClickHouseSink::Write(const std::vector<const Batch*>& batches) {
   uint64_t seq = logs ? store_->next_seq_.fetch_add(total) : 0;
   const uint64_t tag = store_->seq_tag_;
   for (size_t i = 0; i < writes.size(); ++i) {
-    const auto& columns = writes[i].columns.main;
-    // The sparse table's own values, inline after the main columns
-    // (schema::SparseLayout::kInline): the log exception columns.
-    const std::span<const schema::Column> sparse = schema::SparseValues(writes[i].columns.sparse);
+    // The sparse tables' values are inline (schema::SparseLayout::kInline):
+    // the same columns, checked by PlanBatchWrite, in the table's order.
+    const std::vector<schema::Column> columns = schema::WideColumns(*batches[i]);
     const StringColumn* attributes = arrays ? TextColumn(columns, "attributes") : nullptr;
     const StringColumn* counts = arrays ? nullptr : TextColumn(columns, "bucket_counts");
     const StringColumn* bounds = arrays ? nullptr : TextColumn(columns, "explicit_bounds");
@@ -307,7 +306,6 @@ Status ClickHouseSink::Write(const std::vector<const Batch*>& batches) {
     const size_t n = batches[i]->rows();
     for (size_t r = 0; r < n; ++r) {
       for (const schema::Column& c : columns) EncodeValue(c, r, &rows);
-      for (const schema::Column& c : sparse) EncodeValue(c, r, &rows);
       if (logs) rows.UInt64(SeqOf(seq++, tag));
       if (arrays) {
         attrs_.Parse(attributes != nullptr ? attributes->Get(r) : "");

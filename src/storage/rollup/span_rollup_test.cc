@@ -297,6 +297,11 @@ TEST_P(SpanRollupTest, RetentionTakesTheSameSpansOutOfTheRollups) {
   EXPECT_EQ(rollups.Count("SELECT count(*) FROM span_rollup_delta"), 0);
   EXPECT_EQ(rollups.Count("SELECT sum(count) FROM span_rollup_hour"), rollups.Count("SELECT count(*) FROM spans"));
   EXPECT_EQ(rollups.Count("SELECT sum(count) FROM span_rollup_minute"), rollups.Count("SELECT count(*) FROM spans"));
+  // The details of the deleted spans (their exceptions) went with them.
+  EXPECT_EQ(rollups.Count("SELECT count(*) FROM span_details WHERE start_time_ns < " + std::to_string(cutoff)), 0);
+  EXPECT_EQ(rollups.Count("SELECT count(*) FROM span_details"),
+            rollups.Count("SELECT count(*) FROM spans WHERE has_exception = 1"));
+  EXPECT_GT(rollups.Count("SELECT count(*) FROM span_details"), 0);
   // Every query again, one of them across the boundary from before it.
   int answered = 0;
   for (const auto& [name, q] : Queries()) {

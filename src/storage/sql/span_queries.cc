@@ -273,8 +273,8 @@ Result<TraceDetail> SqlReader::GetTrace(const TraceQuery& q) {
   // Resource and scope are stored once per (resource, scope) in span_resources.
   sql::Sql spans;
   spans << "SELECT span_id, parent_span_id, service_name, name, kind, start_time_ns, end_time_ns, duration_ns, "
-           "status_code, status_message, attributes, r.resource_attributes, events, links, r.scope_name, trace_state "
-           "FROM spans LEFT JOIN span_resources r ON r.project_id = spans.project_id AND r.resource_id = "
+           "status_code, attributes, r.resource_attributes, r.scope_name FROM spans LEFT JOIN span_resources r ON "
+           "r.project_id = spans.project_id AND r.resource_id = "
            "spans.resource_id WHERE spans.project_id = ";
   spans.Bind(q.project_id);
   spans.Append(by_trace);
@@ -296,16 +296,36 @@ Result<TraceDetail> SqlReader::GetTrace(const TraceQuery& q) {
     s.end_ns = r.GetInt(6);
     s.duration_ns = r.GetInt(7);
     s.status_code = static_cast<int32_t>(r.GetInt(8));
-    s.status_message = sql::Text(r, 9);
-    s.attributes = sql::Text(r, 10);
-    s.resource_attributes = sql::Text(r, 11);
-    s.events = sql::Text(r, 12);
-    s.links = sql::Text(r, 13);
-    s.scope_name = sql::Text(r, 14);
-    s.trace_state = sql::Text(r, 15);
+    s.attributes = sql::Text(r, 9);
+    s.resource_attributes = sql::Text(r, 10);
+    s.scope_name = sql::Text(r, 11);
     out.spans.push_back(std::move(s));
   }));
   if (out.spans.empty()) return Status::NotFound("no such trace in this project");
+  // The few spans with a status message, trace state, events or links have
+  // them in span_details, under the same (span id, start time).
+  std::multimap<std::pair<uint64_t, int64_t>, SpanRecord*> by_key;  // a span stored twice is two spans
+  for (SpanRecord& s : out.spans) by_key.emplace(std::pair{s.span_id, s.start_ns}, &s);
+  sql::Sql details;
+  details << "SELECT span_id, start_time_ns, status_message, events, links, trace_state FROM span_details WHERE "
+             "project_id = ";
+  details.Bind(q.project_id);
+  details.Append(by_trace);
+  if (*extent) in_range(&details, "start_time_ns", *(*extent)->spans);
+  // In the spans' order: the details of the first max_spans spans are among
+  // the first max_spans rows.
+  details << " ORDER BY start_time_ns, " << sql::UnsignedOrder("span_id") << " LIMIT ";
+  details.Bind(q.max_spans);
+  SL_RETURN_IF_ERROR(Rows(details, [&](const RowView& r) {
+    auto [first, last] = by_key.equal_range({sql::Id(r, 0), r.GetInt(1)});  // none past max_spans
+    for (auto it = first; it != last; ++it) {
+      SpanRecord& s = *it->second;
+      s.status_message = sql::Text(r, 2);
+      s.events = sql::Text(r, 3);
+      s.links = sql::Text(r, 4);
+      s.trace_state = sql::Text(r, 5);
+    }
+  }));
   if (*extent && !(*extent)->logs) return out;
   sql::Sql logs;
   logs << "SELECT " << sql::kLogColumns << " FROM logs WHERE project_id = ";
@@ -359,6 +379,32 @@ sql::Sql ExceptionGroupWhere(const ExceptionSpansQuery& q) {
   return w;
 }
 
+//! The spans of `f` (`span_where`, its SpanWhere) that recorded an exception
+//! (has_exception), with its type and group from span_details that match
+//! `group_where` (ExceptionGroupWhere). A span stored twice (the same ids and start) is two
+//! rows, as in spans; its details count once.
+sql::Sql SpanExceptions(const sql::Sql& span_where, const SpanFilter& f, const sql::Sql& group_where) {
+  sql::Sql sql;
+  sql << "SELECT sp.trace_id_high, sp.trace_id_low, sp.span_id, sp.service_name, sp.name, sp.start_time_ns, "
+         "sp.duration_ns, sd.exception_type, sd.exception_group FROM (SELECT trace_id_high, trace_id_low, span_id, "
+         "service_name, name, start_time_ns, duration_ns FROM spans";
+  sql.Append(span_where);
+  sql << " AND has_exception = 1) AS sp JOIN (SELECT trace_id_high, trace_id_low, span_id, start_time_ns, "
+         "min(exception_type) AS exception_type, min(exception_group) AS exception_group FROM span_details WHERE "
+         "project_id = ";
+  sql.Bind(f.project_id);
+  sql << " AND start_time_ns >= ";
+  sql.Bind(f.range.from_ns);
+  sql << " AND start_time_ns < ";
+  sql.Bind(f.range.to_ns);
+  sql << " AND (exception_type IS NOT NULL OR exception_message IS NOT NULL)";
+  sql.Append(group_where);
+  sql << " GROUP BY trace_id_high, trace_id_low, span_id, start_time_ns) AS sd ON sd.trace_id_high = "
+         "sp.trace_id_high AND sd.trace_id_low = sp.trace_id_low AND sd.span_id = sp.span_id AND sd.start_time_ns = "
+         "sp.start_time_ns";
+  return sql;
+}
+
 }  // namespace
 
 Result<ExceptionGroups> SqlReader::GroupRawExceptions(const ExceptionQuery& q) {
@@ -370,9 +416,9 @@ Result<ExceptionGroups> SqlReader::GroupRawExceptions(const ExceptionQuery& q) {
          "min(t), max(t), "
       << SampleTraceIdHex()
       << " FROM (SELECT coalesce(exception_type, '') AS exception_type, coalesce(exception_group, '') AS "
-         "exception_group, service_name, start_time_ns AS t, trace_id_high, trace_id_low, 0 AS is_log FROM spans";
-  sql.Append(SpanWhere(q.filter));
-  sql << " AND has_exception = 1 UNION ALL SELECT coalesce(exception_type, ''), coalesce(exception_group, ''), "
+         "exception_group, service_name, start_time_ns AS t, trace_id_high, trace_id_low, 0 AS is_log FROM (";
+  sql.Append(SpanExceptions(SpanWhere(q.filter), q.filter, sql::Sql()));
+  sql << ") AS se UNION ALL SELECT coalesce(exception_type, ''), coalesce(exception_group, ''), "
          "service_name, time_ns, trace_id_high, trace_id_low, 1 FROM log_exceptions";
   sql.Append(ExceptionLogWhere(q.filter));
   sql << ") AS e GROUP BY 1, 2, 3 ORDER BY 4 DESC, 1, 2, 3 LIMIT ";
@@ -398,11 +444,10 @@ Result<SpanRefs> SqlReader::ExceptionSpans(const ExceptionSpansQuery& q) {
   sql::Sql sql;
   sql << "SELECT trace_id_high, trace_id_low, span_id, service_name, name, t, duration_ns, is_log FROM (SELECT "
          "trace_id_high, trace_id_low, span_id, service_name, name, start_time_ns AS t, duration_ns, 0 AS is_log, "
-         "trace_id_high AS th, trace_id_low AS tl, span_id AS s FROM spans";
-  sql.Append(SpanWhere(q.filter));
-  sql << " AND has_exception = 1";
-  sql.Append(ExceptionGroupWhere(q));
-  sql << " UNION ALL SELECT trace_id_high, trace_id_low, span_id, service_name, coalesce(event_name, ''), time_ns, 0, "
+         "trace_id_high AS th, trace_id_low AS tl, span_id AS s FROM (";
+  sql.Append(SpanExceptions(SpanWhere(q.filter), q.filter, ExceptionGroupWhere(q)));
+  sql << ") AS se UNION ALL SELECT trace_id_high, trace_id_low, span_id, service_name, coalesce(event_name, ''), "
+         "time_ns, 0, "
          "1, coalesce(trace_id_high, 0), coalesce(trace_id_low, 0), coalesce(span_id, 0) FROM log_exceptions";
   sql.Append(ExceptionLogWhere(q.filter));
   sql.Append(ExceptionGroupWhere(q));

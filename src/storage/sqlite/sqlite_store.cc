@@ -66,6 +66,9 @@ constexpr const char* kIndexSql[] = {
     "CREATE INDEX IF NOT EXISTS logs_project_time ON logs (project_id, time_ns)",
     // The log-based exception events, for the exceptions queries.
     "CREATE INDEX IF NOT EXISTS log_exceptions_time ON log_exceptions (time_ns)",
+    // The spans' details: the trace view's lookup and the exceptions queries.
+    "CREATE INDEX IF NOT EXISTS span_details_trace ON span_details (project_id, trace_id_high, trace_id_low)",
+    "CREATE INDEX IF NOT EXISTS span_details_time ON span_details (start_time_ns)",
     "CREATE INDEX IF NOT EXISTS metric_series_project_series ON metric_series (project_id, series_id)",
     "CREATE INDEX IF NOT EXISTS span_resources_key ON span_resources (project_id, resource_id)",
     "CREATE INDEX IF NOT EXISTS log_resources_key ON log_resources (project_id, resource_id)",
