@@ -379,19 +379,20 @@ sql::Sql ExceptionGroupWhere(const ExceptionSpansQuery& q) {
   return w;
 }
 
-//! The spans of `f` (`span_where`, its SpanWhere) that recorded an exception
-//! (has_exception), with its type and group from span_details that match
-//! `group_where` (ExceptionGroupWhere). A span stored twice (the same ids and start) is two
-//! rows, as in spans; its details count once.
-sql::Sql SpanExceptions(const sql::Sql& span_where, const SpanFilter& f, const sql::Sql& group_where) {
+}  // namespace
+
+// The spans that have has_exception = 1 joined to their span_details rows
+// (schema 7). A span stored twice (the same ids and start) is two rows, as in
+// spans; its details count once.
+sql::Sql SqlReader::SpanExceptions(const SpanFilter& f, const sql::Sql& group_where) const {
   sql::Sql sql;
   sql << "SELECT sp.trace_id_high, sp.trace_id_low, sp.span_id, sp.service_name, sp.name, sp.start_time_ns, "
          "sp.duration_ns, sd.exception_type, sd.exception_group FROM (SELECT trace_id_high, trace_id_low, span_id, "
          "service_name, name, start_time_ns, duration_ns FROM spans";
-  sql.Append(span_where);
+  sql.Append(SpanWhere(f));
   sql << " AND has_exception = 1) AS sp JOIN (SELECT trace_id_high, trace_id_low, span_id, start_time_ns, "
          "min(exception_type) AS exception_type, min(exception_group) AS exception_group FROM span_details WHERE "
-         "project_id = ";
+      << SpanRangeProjectColumn() << " = ";
   sql.Bind(f.project_id);
   sql << " AND start_time_ns >= ";
   sql.Bind(f.range.from_ns);
@@ -405,8 +406,6 @@ sql::Sql SpanExceptions(const sql::Sql& span_where, const SpanFilter& f, const s
   return sql;
 }
 
-}  // namespace
-
 Result<ExceptionGroups> SqlReader::GroupRawExceptions(const ExceptionQuery& q) {
   // Span-event and log-based exceptions in one grouping. An absent type or
   // message is NULL; grouped and ordered as '' so every engine orders them
@@ -417,7 +416,7 @@ Result<ExceptionGroups> SqlReader::GroupRawExceptions(const ExceptionQuery& q) {
       << SampleTraceIdHex()
       << " FROM (SELECT coalesce(exception_type, '') AS exception_type, coalesce(exception_group, '') AS "
          "exception_group, service_name, start_time_ns AS t, trace_id_high, trace_id_low, 0 AS is_log FROM (";
-  sql.Append(SpanExceptions(SpanWhere(q.filter), q.filter, sql::Sql()));
+  sql.Append(SpanExceptions(q.filter, sql::Sql()));
   sql << ") AS se UNION ALL SELECT coalesce(exception_type, ''), coalesce(exception_group, ''), "
          "service_name, time_ns, trace_id_high, trace_id_low, 1 FROM log_exceptions";
   sql.Append(ExceptionLogWhere(q.filter));
@@ -445,7 +444,7 @@ Result<SpanRefs> SqlReader::ExceptionSpans(const ExceptionSpansQuery& q) {
   sql << "SELECT trace_id_high, trace_id_low, span_id, service_name, name, t, duration_ns, is_log FROM (SELECT "
          "trace_id_high, trace_id_low, span_id, service_name, name, start_time_ns AS t, duration_ns, 0 AS is_log, "
          "trace_id_high AS th, trace_id_low AS tl, span_id AS s FROM (";
-  sql.Append(SpanExceptions(SpanWhere(q.filter), q.filter, ExceptionGroupWhere(q)));
+  sql.Append(SpanExceptions(q.filter, ExceptionGroupWhere(q)));
   sql << ") AS se UNION ALL SELECT trace_id_high, trace_id_low, span_id, service_name, coalesce(event_name, ''), "
          "time_ns, 0, "
          "1, coalesce(trace_id_high, 0), coalesce(trace_id_low, 0), coalesce(span_id, 0) FROM log_exceptions";
