@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -624,6 +625,9 @@ struct SignalTables {
   //! The signal's sparse table (SparseColumns), written after main; nullptr
   //! for none.
   const char* sparse = nullptr;
+  //! The last `sparse_values` of its columns are its values: a row of main
+  //! has a sparse row when it has any of them (SparseRows).
+  size_t sparse_values = 0;
 };
 inline SignalTables TablesOf(Signal s) {
   static constexpr KeyedTableDef kSpanKeyed[] = {{kSpanResourcesTable, "resource_id"}};
@@ -631,8 +635,8 @@ inline SignalTables TablesOf(Signal s) {
   static constexpr KeyedTableDef kMetricKeyed[] = {{kMetricResourcesTable, "resource_id"},
                                                    {kMetricSeriesTable, "series_id"}};
   switch (s) {
-    case Signal::kSpans: return {kSpanKeyed, kSpansTable, kSpanDetailsTable};
-    case Signal::kLogs: return {kLogKeyed, kLogsTable, kLogExceptionsTable};
+    case Signal::kSpans: return {kSpanKeyed, kSpansTable, kSpanDetailsTable, kSpanDetailValueColumns};
+    case Signal::kLogs: return {kLogKeyed, kLogsTable, kLogExceptionsTable, kLogExceptionValueColumns};
     case Signal::kMetrics: return {kMetricKeyed, kMetricPointsTable};
   }
   return {kSpanKeyed, kSpansTable};
@@ -684,29 +688,23 @@ inline std::vector<Column> SparseColumns(const LogBatch& b) {
   return {c.begin(), c.end()};
 }
 inline std::vector<Column> SparseColumns(const MetricBatch&) { return {}; }
-//! The rows of the batch that have a row in its sparse table.
-inline std::vector<uint32_t> SparseRows(const SpanBatch& b) {
-  std::vector<uint32_t> rows;
-  const StringColumn* values[] = {&b.trace_state, &b.status_message, &b.exception_type, &b.exception_message,
-                                  &b.events,      &b.links,          &b.exception_group};
-  size_t n = b.rows();
-  for (const StringColumn* v : values) n = std::min(n, v->size());
-  for (size_t r = 0; r < n; ++r) {
-    if (std::any_of(std::begin(values), std::end(values), [&](const StringColumn* v) { return !v->Get(r).empty(); })) {
-      rows.push_back(static_cast<uint32_t>(r));
-    }
+//! The rows that have a row in the sparse table: those with any of its
+//! values, the last `values` of its columns (SignalTables::sparse_values),
+//! each a kTextEmptyNull column of `rows` rows ('' is no value).
+inline std::vector<uint32_t> SparseRows(std::span<const Column> columns, size_t values, size_t rows) {
+  if (values == 0) return {};
+  std::vector<char> has(rows, 0);
+  for (const Column& c : columns.last(values)) {
+    assert(c.kind == SourceKind::kTextEmptyNull && c.size == rows);
+    const auto* s = static_cast<const StringColumn*>(c.a);
+    for (size_t r = 0; r < rows; ++r) has[r] |= !s->Get(r).empty();
   }
-  return rows;
-}
-inline std::vector<uint32_t> SparseRows(const LogBatch& b) {
-  std::vector<uint32_t> rows;
-  const size_t n = std::min(b.exception_type.size(), b.exception_message.size());
-  for (size_t r = 0; r < n; ++r) {
-    if (!b.exception_type.Get(r).empty() || !b.exception_message.Get(r).empty()) rows.push_back(r);
+  std::vector<uint32_t> out;
+  for (size_t r = 0; r < rows; ++r) {
+    if (has[r]) out.push_back(static_cast<uint32_t>(r));
   }
-  return rows;
+  return out;
 }
-inline std::vector<uint32_t> SparseRows(const MetricBatch&) { return {}; }
 
 //! The identity of a keyed row: written once per key.
 struct RowKey {
@@ -795,7 +793,9 @@ template <typename Batch>
 Result<BatchWrite<Batch>> PlanBatchWrite(const Batch& b, const KeySets& known, KeySets* pending) {
   Result<CheckedBatch<Batch>> checked = CheckBatch(b);
   if (!checked.ok()) return checked.status();
-  BatchWrite<Batch> w{std::move(checked).value(), {}, SparseRows(b)};
+  const size_t sparse_values = TablesOf(b).sparse_values;
+  BatchWrite<Batch> w{std::move(checked).value(), {}, {}};
+  w.sparse_rows = SparseRows(w.columns.sparse, sparse_values, b.rows());
   for (size_t t = 0; t < w.columns.keyed.size(); ++t) {
     SelectNewKeys(b.project_id, *w.columns.keyed[t].keys, known[t], &(*pending)[t], &w.new_keyed_rows[t]);
   }

@@ -309,23 +309,28 @@ Result<std::string> NothingToRewrite(SchemaSession*, bool) {
 
 // --- 5 -> 6 and 6 -> 7: sparse values move to their own table ----------------
 
-//! Copies the rows of `main` that have any of the sparse table's values into
-//! it (created with every table before the steps run) and takes the value
-//! columns out of `main`, which keeps `main_columns`. A database that came
+//! Copies the rows of the signal's main table that have any of its sparse
+//! table's values into it (created with every table before the steps run)
+//! and takes the value columns out of main, which keeps MainColumns. A database that came
 //! from an older version in this same open may never have had them there:
 //! nothing to move.
 //!
 //! DuckDB drops a column without rewriting the table. With `rebuild`, `main`
-//! is instead copied into a new table of `main_columns` that replaces it:
+//! is instead copied into a new table of MainColumns that replaces it:
 //! one rewrite on SQLite, which rewrites the table for every dropped column,
 //! and on DuckDB what works after an earlier step updated the table's rows in
 //! this transaction. The engine creates its indexes after the steps.
-Result<std::string> MoveToSparseTable(SchemaSession* s, bool rebuild, const char* main,
-                                      std::span<const Column> main_columns, const char* sparse,
-                                      std::span<const Column> columns, size_t value_count, const char* what) {
+template <typename Batch>
+Result<std::string> MoveToSparseTable(SchemaSession* s, bool rebuild, const char* what) {
+  static const Batch empty;
+  const SignalTables tables = TablesOf(empty);
+  const char* const main = tables.main;
+  const char* const sparse = tables.sparse;
+  const auto main_columns = MainColumns(empty);
+  const std::vector<Column> columns = SparseColumns(empty);
   Result<std::vector<std::string>> actual = s->ColumnNames(main);
   if (!actual.ok()) return actual.status();
-  const std::span<const Column> values = columns.last(value_count);
+  const std::span<const Column> values = std::span<const Column>(columns).last(tables.sparse_values);
   std::vector<std::string> moved;
   for (const Column& c : values) {
     if (std::find(actual->begin(), actual->end(), c.name) != actual->end()) moved.emplace_back(c.name);
@@ -364,19 +369,13 @@ Result<std::string> MoveToSparseTable(SchemaSession* s, bool rebuild, const char
 
 //! The log exception columns leave logs, with the SQLite index over them.
 Result<std::string> MoveLogExceptions(SchemaSession* s, bool rebuild) {
-  static const LogBatch empty;
-  const auto columns = LogExceptionColumns(empty);
   SL_RETURN_IF_ERROR(s->Exec("DROP INDEX IF EXISTS logs_exceptions"));
-  return MoveToSparseTable(s, rebuild, kLogsTable, LogColumns(empty), kLogExceptionsTable, columns,
-                           kLogExceptionValueColumns, "log exception");
+  return MoveToSparseTable<LogBatch>(s, rebuild, "log exception");
 }
 
 //! Trace state, status message, exception, events and links leave spans.
 Result<std::string> MoveSpanDetails(SchemaSession* s, bool rebuild) {
-  static const SpanBatch empty;
-  const auto columns = SpanDetailColumns(empty);
-  return MoveToSparseTable(s, rebuild, kSpansTable, SpanColumns(empty), kSpanDetailsTable, columns,
-                           kSpanDetailValueColumns, "span detail");
+  return MoveToSparseTable<SpanBatch>(s, rebuild, "span detail");
 }
 
 std::vector<Step> Steps() {
