@@ -49,9 +49,11 @@ constexpr RawColumn kSpanColumns[] = {
 };
 //! The values that nearly every span lacks, for the spans that have one.
 constexpr RawColumn kSpanDetailColumns[] = {
-    {"project_id", kI},        {"trace_id_high", kI}, {"trace_id_low", kI},   {"span_id", kI},
-    {"start_time_ns", kI},     {"trace_state", kT},   {"status_message", kT}, {"exception_type", kT},
-    {"exception_message", kT}, {"events", kT},        {"links", kT},          {"exception_group", kT},
+    {"project_id", kI},     {"trace_id_high", kI},  {"trace_id_low", kI},
+    {"span_id", kI},        {"start_time_ns", kI},  {"service_name", kT},
+    {"name", kT},           {"duration_ns", kI},    {"trace_state", kT},
+    {"status_message", kT}, {"exception_type", kT}, {"exception_message", kT},
+    {"events", kT},         {"links", kT},          {"exception_group", kT},
 };
 constexpr RawColumn kResourceColumns[] = {
     {"project_id", kI}, {"resource_id", kI},   {"resource_attributes", kT},
@@ -201,6 +203,9 @@ void AddRows(const SpanRequest& request, int64_t project_id, std::set<uint32_t>*
     details->Int(BigEndian64(s.trace_id.data() + 8));
     details->Int(BigEndian64(s.span_id.data()));
     details->Int(s.start_time_ns);
+    details->Text(s.resource->service_name);
+    details->Text(s.name);
+    details->Int(s.end_time_ns - s.start_time_ns);
     details->Null();  // trace_state
     TextOrNull(details, s.status_message);
     TextOrNull(details, exception_type);

@@ -778,6 +778,13 @@ std::vector<Named<ExceptionQuery>> ExceptionQueries() {
   q = Exceptions(Spans(kProjectA, {kHourStart, kHourStart + 60 * kMinute}));
   q.filter.service = "worker";
   out.push_back({"whole hour, one service", q});
+  // Filters only spans keep (the log records are not filtered by them).
+  q = Exceptions(Spans());
+  q.filter.min_duration_ns = Ms(20);
+  out.push_back({"spans of at least 20 ms", q});
+  q = Exceptions(Spans());
+  q.filter.entry_only = true;
+  out.push_back({"entry spans", q});
   return out;
 }
 
@@ -809,6 +816,12 @@ std::vector<Named<ExceptionSpansQuery>> ExceptionSpansQueries() {
   ExceptionSpansQuery q = ExceptionSpansOf("TimeoutError", "");
   q.filter.service = "worker";
   out.push_back({"type, absent message, service", q});
+  q = ExceptionSpansOf("PaymentError", std::nullopt);
+  q.filter.min_duration_ns = Ms(20);
+  out.push_back({"type only, spans of at least 20 ms", q});
+  q = ExceptionSpansOf(std::nullopt, std::nullopt);
+  q.filter.endpoint = "POST /api/pay";
+  out.push_back({"neither, one endpoint", q});
   q = ExceptionSpansOf("PaymentError", std::nullopt);
   q.filter = Spans(kProjectB);
   out.push_back({"project B", q});
@@ -1997,6 +2010,10 @@ TEST_F(ReadReferenceTest, ExceptionSpans) {
       SameAnswer<SpanRefs>(payment, reader_->ExceptionSpans(ExceptionSpansOf("PaymentError", "card declined ✗"))));
   EXPECT_TRUE(SameAnswer<SpanRefs>(SpanRefs{payment[0]},
                                    reader_->ExceptionSpans(ExceptionSpansOf("PaymentError", "card declined ✗", 1))));
+  // A filter only spans keep leaves the log records be.
+  ExceptionSpansQuery slow = ExceptionSpansOf("PaymentError", "card declined ✗");
+  slow.filter.min_duration_ns = Ms(20);
+  EXPECT_TRUE(SameAnswer<SpanRefs>(SpanRefs{payment[0], payment[1], payment[3]}, reader_->ExceptionSpans(slow)));
   // "" is an absent type: b2 and c4 (which start together: by trace id), and
   // no span without an exception.
   const SpanRefs no_type = {

@@ -182,7 +182,7 @@ inline Column AnyText(const char* name, const StringColumn& a, const StringColum
 inline constexpr size_t kWideSpanColumnCount = 32;
 inline constexpr size_t kSpanDetailValueColumns = 7;
 inline constexpr size_t kSpanColumnCount = kWideSpanColumnCount - kSpanDetailValueColumns;
-inline constexpr size_t kSpanDetailColumnCount = 12;
+inline constexpr size_t kSpanDetailColumnCount = 15;
 inline constexpr size_t kLogColumnCount = 16;
 inline constexpr size_t kLogExceptionColumnCount = 11;
 inline constexpr size_t kResourceColumnCount = 6;
@@ -237,8 +237,9 @@ inline std::array<Column, kWideSpanColumnCount> WideSpanColumns(const SpanBatch&
 
 //! span_details: a row per span that has any of these values (SparseRows),
 //! indexed by the batch's rows. The last seven columns are the values (in
-//! spans until schema 7, in WideSpanColumns order); the others are the key
-//! the trace view and the exception reads join them to spans by.
+//! spans until schema 7, in WideSpanColumns order). The first five are the
+//! key the trace view finds them by; service, name and duration are what the
+//! exception reads show, so those read span_details alone.
 inline std::array<Column, kSpanDetailColumnCount> SpanDetailColumns(const SpanBatch& b) {
   using namespace internal;
   return {{
@@ -247,6 +248,11 @@ inline std::array<Column, kSpanDetailColumnCount> SpanDetailColumns(const SpanBa
       Id("trace_id_low", b.trace_id_low, b.trace_id_high),
       Id("span_id", b.span_id, b.span_id),
       Ints("start_time_ns", b.start_time_ns),
+      // Added in schema 8: what the exception reads show, so they need no
+      // join to spans.
+      Text("service_name", b.service_name),
+      Text("name", b.name),
+      Difference("duration_ns", b.end_time_ns, b.start_time_ns),
       TextOrNull("trace_state", b.trace_state),
       TextOrNull("status_message", b.status_message),
       TextOrNull("exception_type", b.exception_type),

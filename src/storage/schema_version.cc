@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -378,6 +379,50 @@ Result<std::string> MoveSpanDetails(SchemaSession* s, bool rebuild) {
   return MoveToSparseTable<SpanBatch>(s, rebuild, "span detail");
 }
 
+// --- 7 -> 8: span_details gains what the exception reads show ---------------
+
+//! Rebuilds span_details with each row's service, name and duration, copied
+//! from its spans row (a detail row without one gets '' and 0), and drops
+//! SQLite's index of the spans with an exception. A database
+//! that was older than version 7 in this same open got span_details with them
+//! (CreateTables makes this version's tables): nothing to copy.
+Result<std::string> CopySpanColumnsToDetails(SchemaSession* s, bool) {
+  static const SpanBatch empty;
+  const auto columns = SpanDetailColumns(empty);
+  static constexpr std::string_view kCopied[] = {"service_name", "name", "duration_ns"};
+  // SQLite's index of the spans with an exception served the join this ends.
+  SL_RETURN_IF_ERROR(s->Exec("DROP INDEX IF EXISTS spans_exceptions"));
+  Result<std::vector<std::string>> actual = s->ColumnNames(kSpanDetailsTable);
+  if (!actual.ok()) return actual.status();
+  if (std::find(actual->begin(), actual->end(), kCopied[0]) != actual->end()) {
+    return std::string("span_details already has each span's service, name and duration: nothing copied");
+  }
+  std::string list, select;
+  for (const Column& c : columns) {
+    const bool copied = std::find(std::begin(kCopied), std::end(kCopied), c.name) != std::end(kCopied);
+    const std::string empty_value = c.type == ColumnType::kText ? "''" : "0";
+    list += (list.empty() ? "" : ", ") + std::string(c.name);
+    select +=
+        (select.empty() ? "" : ", ") + (copied ? "coalesce(min(s." + std::string(c.name) + "), " + empty_value + ")"
+                                               : "min(d." + std::string(c.name) + ")");
+  }
+  // A span stored twice is two spans rows and two detail rows: grouped by
+  // the detail row, each stays one.
+  const std::string rebuilt = std::string("sl_migrate_") + kSpanDetailsTable;
+  SL_RETURN_IF_ERROR(s->Exec(CreateTableSql(rebuilt.c_str(), columns, s->types())));
+  SL_RETURN_IF_ERROR(s->Exec("INSERT INTO " + rebuilt + " (" + list + ") SELECT " + select + " FROM " +
+                             kSpanDetailsTable + " AS d LEFT JOIN " + kSpansTable +
+                             " AS s ON s.project_id = d.project_id AND s.trace_id_high = d.trace_id_high AND "
+                             "s.trace_id_low = d.trace_id_low AND s.span_id = d.span_id AND s.start_time_ns = "
+                             "d.start_time_ns GROUP BY d.rowid"));
+  uint64_t rows = 0;
+  SL_RETURN_IF_ERROR(s->Query("SELECT count(*) FROM " + rebuilt,
+                              [&](const RowView& r) { rows = static_cast<uint64_t>(r.GetInt(0)); }));
+  SL_RETURN_IF_ERROR(s->Exec(std::string("DROP TABLE ") + kSpanDetailsTable));
+  SL_RETURN_IF_ERROR(s->Exec("ALTER TABLE " + rebuilt + " RENAME TO " + kSpanDetailsTable));
+  return "copied the service, name and duration of " + std::to_string(rows) + " spans into span_details";
+}
+
 std::vector<Step> Steps() {
   return {
       {1, Step::Automatic::kNever,
@@ -405,6 +450,10 @@ std::vector<Step> Steps() {
        "moves the spans' trace state, status message, exception, events and links out of spans into span_details, "
        "which holds only the spans that have one, and rewrites spans",
        MoveSpanDetails},
+      {7, Step::Automatic::kAlways,
+       "copies each span's service, name and duration into its span_details row, so the exception reads need no "
+       "join to spans, and rewrites span_details",
+       CopySpanColumnsToDetails},
   };
 }
 

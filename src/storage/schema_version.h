@@ -21,7 +21,7 @@
 namespace sightline::schema {
 
 //! The version this build reads and writes.
-inline constexpr int64_t kCurrentVersion = 7;
+inline constexpr int64_t kCurrentVersion = 8;
 inline constexpr const char* kVersionTable = "schema_version";
 
 //! What an engine lends the version check and the migrations: one connection

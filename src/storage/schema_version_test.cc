@@ -238,6 +238,21 @@ class SchemaMigrationTest : public ::testing::TestWithParam<std::string> {
     Sql(store, "DROP TABLE span_details");
   }
 
+  //! Rebuilds span_details as version 7 had it: without the span's service,
+  //! name and duration.
+  void UseVersion7Details(TelemetryStore* store) {
+    static const SpanBatch empty;
+    std::string select;
+    for (const schema::Column& c : schema::SpanDetailColumns(empty)) {
+      const std::string name = c.name;
+      if (name == "service_name" || name == "name" || name == "duration_ns") continue;
+      select += (select.empty() ? "" : ", ") + name;
+    }
+    Sql(store, "CREATE TABLE v7_details AS SELECT " + select + " FROM span_details ORDER BY rowid");
+    Sql(store, "DROP TABLE span_details");
+    Sql(store, "ALTER TABLE v7_details RENAME TO span_details");
+  }
+
   //! Drops what schemas 4, 6 and 7 added, as versions 1 to 3 had the tables.
   void UseVersion3Columns(TelemetryStore* store) {
     UseVersion6Spans(store);
@@ -316,9 +331,7 @@ TEST_P(SchemaMigrationTest, AVersion1DatabaseIsRefusedThenMigratedToTheIdsAFresh
     ASSERT_NE(store, nullptr);
     Write(store.get(), old);
     Sql(store.get(), "DROP TABLE schema_version");
-    for (const char* index : {"spans_entry_stats", "spans_exceptions"}) {
-      Sql(store.get(), std::string("DROP INDEX IF EXISTS ") + index);
-    }
+    Sql(store.get(), "DROP INDEX IF EXISTS spans_entry_stats");
     UseVersion3Columns(store.get());
     for (const char* column : {"has_exception", "is_entry", "endpoint"}) {
       Sql(store.get(), std::string("ALTER TABLE spans DROP COLUMN ") + column);
@@ -339,7 +352,7 @@ TEST_P(SchemaMigrationTest, AVersion1DatabaseIsRefusedThenMigratedToTheIdsAFresh
   ASSERT_TRUE(migrated.ok()) << migrated.status().ToString();
   EXPECT_EQ(migrated->found_version, 1);
   EXPECT_EQ(migrated->version, schema::kCurrentVersion);
-  ASSERT_EQ(migrated->applied.size(), 6u);  // and 3 -> 4 ... 6 -> 7
+  ASSERT_EQ(migrated->applied.size(), 7u);  // and 3 -> 4 ... 7 -> 8
   EXPECT_NE(migrated->applied[0].find("series_ids of metric_series"), std::string::npos) << migrated->applied[0];
   EXPECT_NE(migrated->applied[1].find("rows of metric_resources"), std::string::npos) << migrated->applied[1];
 
@@ -410,7 +423,7 @@ TEST_P(SchemaMigrationTest, AVersion2DatabaseIsRefusedThenMigratedToWhatAFreshIn
   Result<SchemaReport> migrated = MigrateStore(GetParam(), Options(dir));
   ASSERT_TRUE(migrated.ok()) << migrated.status().ToString();
   EXPECT_EQ(migrated->found_version, 2);
-  ASSERT_EQ(migrated->applied.size(), 5u);  // and 3 -> 4 ... 6 -> 7
+  ASSERT_EQ(migrated->applied.size(), 6u);  // and 3 -> 4 ... 7 -> 8
   EXPECT_NE(migrated->applied[0].find(std::to_string(resources) + " rows of metric_resources"), std::string::npos)
       << migrated->applied[0];
 
@@ -460,7 +473,7 @@ TEST_P(SchemaMigrationTest, AVersion3DatabaseGainsExceptionGroups) {
     EXPECT_EQ(store->schema_report().found_version, 3);
     // And 4 -> 5; 5 -> 6 moves no log exception (version 3 had none), and
     // 6 -> 7 the spans' details.
-    ASSERT_EQ(store->schema_report().applied.size(), 4u);
+    ASSERT_EQ(store->schema_report().applied.size(), 5u);
     EXPECT_NE(store->schema_report().applied[0].find("exception_group"), std::string::npos);
     EXPECT_NE(store->schema_report().applied[2].find("values of 0 rows from logs"), std::string::npos)
         << store->schema_report().applied[2];
@@ -505,7 +518,7 @@ TEST_P(SchemaMigrationTest, AVersion5DatabaseMovesItsLogExceptionsToTheirTable) 
   std::unique_ptr<TelemetryStore> store = Open(dir);
   ASSERT_NE(store, nullptr);
   if (GetParam() != "sqlite") {
-    ASSERT_EQ(store->schema_report().applied.size(), 2u);  // and 6 -> 7
+    ASSERT_EQ(store->schema_report().applied.size(), 3u);  // and 6 -> 7, 7 -> 8
     EXPECT_NE(store->schema_report().applied[0].find("values of " + std::to_string(exceptions) + " rows from logs"),
               std::string::npos)
         << store->schema_report().applied[0];
@@ -543,11 +556,42 @@ TEST_P(SchemaMigrationTest, AVersion6DatabaseMovesItsSpanDetailsToTheirTable) {
   std::unique_ptr<TelemetryStore> store = Open(dir);
   ASSERT_NE(store, nullptr);
   if (GetParam() != "sqlite") {
-    ASSERT_EQ(store->schema_report().applied.size(), 1u);
+    ASSERT_EQ(store->schema_report().applied.size(), 2u);  // and 7 -> 8, which finds nothing to copy
     EXPECT_NE(store->schema_report().applied[0].find("values of " + std::to_string(details) + " rows from spans"),
               std::string::npos)
         << store->schema_report().applied[0];
   }
+  ExpectSameRows(reference.get(), store.get(), {"spans", "span_details", "schema_version"});
+  EXPECT_TRUE(store->Close().ok());
+  EXPECT_TRUE(reference->Close().ok());
+}
+
+TEST_P(SchemaMigrationTest, AVersion7DatabaseCopiesEachSpansServiceNameAndDurationIntoItsDetails) {
+  const Data fresh = Decoded();
+  TempDir reference_dir, dir;
+  std::unique_ptr<TelemetryStore> reference = Open(reference_dir);
+  ASSERT_NE(reference, nullptr);
+  // Twice: a span stored twice has two spans rows and two detail rows.
+  Write(reference.get(), fresh);
+  Write(reference.get(), fresh);
+  const size_t details = Rows(reference.get(), "span_details").rows.size();
+  ASSERT_GT(details, 0u);
+  {
+    std::unique_ptr<TelemetryStore> store = Open(dir);
+    ASSERT_NE(store, nullptr);
+    Write(store.get(), fresh);
+    Write(store.get(), fresh);
+    UseVersion7Details(store.get());
+    Sql(store.get(), "UPDATE schema_version SET version = 7");
+    ASSERT_TRUE(store->Close().ok());
+  }
+  // Automatic on both engines: it rewrites only span_details.
+  std::unique_ptr<TelemetryStore> store = Open(dir);
+  ASSERT_NE(store, nullptr);
+  ASSERT_EQ(store->schema_report().applied.size(), 1u);
+  EXPECT_NE(store->schema_report().applied[0].find("duration of " + std::to_string(details) + " spans"),
+            std::string::npos)
+      << store->schema_report().applied[0];
   ExpectSameRows(reference.get(), store.get(), {"spans", "span_details", "schema_version"});
   EXPECT_TRUE(store->Close().ok());
   EXPECT_TRUE(reference->Close().ok());

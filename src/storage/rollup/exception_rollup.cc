@@ -122,32 +122,23 @@ Status InitExceptionRollupState(RollupSession* s) {
 }
 
 Status ExpireExceptionRollups(RollupSession* s, bool logs, const std::string& project_filter, int64_t before_ns) {
-  // A span's exception type and group are in span_details (schema 7); a
-  // span stored twice is two exceptions, its details counted once.
-  const std::string raw =
-      logs ? "SELECT project_id, time_ns, service_name, coalesce(exception_type, ''), coalesce(exception_group, ''), "
-             "trace_id_high, trace_id_low FROM log_exceptions WHERE time_ns >= ? AND time_ns < ?"
-           : "SELECT project_id, t, service_name, exception_type, exception_group, trace_id_high, trace_id_low FROM "
-             "(SELECT sp.project_id, sp.start_time_ns AS t, sp.service_name, coalesce(sd.exception_type, '') AS "
-             "exception_type, coalesce(sd.exception_group, '') AS exception_group, sp.trace_id_high, "
-             "sp.trace_id_low FROM spans AS sp JOIN (SELECT project_id, trace_id_high, trace_id_low, span_id, "
-             "start_time_ns, min(exception_type) AS exception_type, min(exception_group) AS exception_group FROM "
-             "span_details WHERE start_time_ns >= ? AND start_time_ns < ? GROUP BY project_id, trace_id_high, "
-             "trace_id_low, span_id, start_time_ns) AS sd ON sd.project_id = sp.project_id AND sd.trace_id_high = "
-             "sp.trace_id_high AND sd.trace_id_low = sp.trace_id_low AND sd.span_id = sp.span_id AND "
-             "sd.start_time_ns = sp.start_time_ns WHERE sp.has_exception = 1) AS e WHERE t >= ? AND t < ?";
-  return Expire<ExceptionRollupTraits>(
-      s, kExceptionRollupTables, ExceptionSource(logs), project_filter, before_ns,
-      [&](int64_t from, int64_t to, ExceptionRollupMap* m) {
-        const std::vector<SqlParam> range =
-            logs ? std::vector<SqlParam>{from, to} : std::vector<SqlParam>{from, to, from, to};
-        return s->Query(raw + project_filter, range, [&](const RowView& r) {
-          const int64_t t = r.GetInt(1);
-          ExceptionRollupKey k{r.GetInt(0),    FloorTo(t, kMinuteNs), r.GetString(2),
-                               r.GetString(3), r.GetString(4),        logs ? 1 : 0};
-          (*m)[k].Add(t, static_cast<uint64_t>(r.GetInt(5)), static_cast<uint64_t>(r.GetInt(6)));
-        });
-      });
+  // A span's exception is in span_details, with its service (schema 8).
+  const std::string raw = std::string("SELECT project_id, ") + (logs ? "time_ns" : "start_time_ns") +
+                          ", service_name, coalesce(exception_type, ''), coalesce(exception_group, ''), "
+                          "trace_id_high, trace_id_low FROM " +
+                          (logs ? "log_exceptions WHERE time_ns >= ? AND time_ns < ?"
+                                : "span_details WHERE start_time_ns >= ? AND start_time_ns < ? AND (exception_type "
+                                  "IS NOT NULL OR exception_message IS NOT NULL)");
+  auto read_raw = [&](int64_t from, int64_t to, ExceptionRollupMap* m) {
+    return s->Query(raw + project_filter, {from, to}, [&](const RowView& r) {
+      const int64_t t = r.GetInt(1);
+      ExceptionRollupKey k{r.GetInt(0),    FloorTo(t, kMinuteNs), r.GetString(2),
+                           r.GetString(3), r.GetString(4),        logs ? 1 : 0};
+      (*m)[k].Add(t, static_cast<uint64_t>(r.GetInt(5)), static_cast<uint64_t>(r.GetInt(6)));
+    });
+  };
+  return Expire<ExceptionRollupTraits>(s, kExceptionRollupTables, ExceptionSource(logs), project_filter, before_ns,
+                                       read_raw);
 }
 
 }  // namespace sightline::rollup

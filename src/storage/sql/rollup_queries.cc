@@ -269,11 +269,8 @@ Result<std::optional<SpanGroups>> SqlReader::GroupSpansFromRollups(const SpanGro
 }
 
 Result<ExceptionGroups> SqlReader::GroupExceptions(const ExceptionQuery& q) {
-  const SpanFilter& f = q.filter;
   // The rollups keep service; every other filter is on spans only.
-  const bool fits = !f.entry_only && !f.endpoint && !f.status_code && !f.min_duration_ns && !f.max_duration_ns &&
-                    f.attributes.empty() && f.resource_attributes.empty();
-  if (HasRollups() && fits) {
+  if (HasRollups() && IsServiceOnly(q.filter)) {
     Result<std::optional<ExceptionGroups>> from_rollups = GroupExceptionsFromRollups(q);
     if (!from_rollups.ok()) return from_rollups.status();
     if (from_rollups->has_value()) return std::move(**from_rollups);

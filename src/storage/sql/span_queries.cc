@@ -346,15 +346,15 @@ Result<TraceDetail> SqlReader::GetTrace(const TraceQuery& q) {
 
 namespace {
 
-//! The log records of an exception query: log-based exception events
-//! (log_exceptions) of the filter's project, range (on time_ns) and service.
-sql::Sql ExceptionLogWhere(const SpanFilter& f) {
+//! " WHERE ..." over an exception table (span_details, log_exceptions) for
+//! the project, range and service of `f`.
+sql::Sql ExceptionWhere(const SpanFilter& f, const char* project_column, const char* time_column) {
   sql::Sql w;
-  w << " WHERE project_id = ";
+  w << " WHERE " << project_column << " = ";
   w.Bind(f.project_id);
-  w << " AND time_ns >= ";
+  w << " AND " << time_column << " >= ";
   w.Bind(f.range.from_ns);
-  w << " AND time_ns < ";
+  w << " AND " << time_column << " < ";
   w.Bind(f.range.to_ns);
   if (f.service) {
     w << " AND service_name = ";
@@ -381,28 +381,24 @@ sql::Sql ExceptionGroupWhere(const ExceptionSpansQuery& q) {
 
 }  // namespace
 
-// The spans that have has_exception = 1 joined to their span_details rows
-// (schema 7). A span stored twice (the same ids and start) is two rows, as in
-// spans; its details count once.
+// The spans' exceptions from span_details alone, which has the service, name
+// and duration they show (schema 8): a span stored twice has two rows there,
+// as in spans. A filter on what only spans keep asks spans for the same span.
 sql::Sql SqlReader::SpanExceptions(const SpanFilter& f, const sql::Sql& group_where) const {
   sql::Sql sql;
-  sql << "SELECT sp.trace_id_high, sp.trace_id_low, sp.span_id, sp.service_name, sp.name, sp.start_time_ns, "
-         "sp.duration_ns, sd.exception_type, sd.exception_group FROM (SELECT trace_id_high, trace_id_low, span_id, "
-         "service_name, name, start_time_ns, duration_ns FROM spans";
-  sql.Append(SpanWhere(f));
-  sql << " AND has_exception = 1) AS sp JOIN (SELECT trace_id_high, trace_id_low, span_id, start_time_ns, "
-         "min(exception_type) AS exception_type, min(exception_group) AS exception_group FROM span_details WHERE "
-      << SpanRangeProjectColumn() << " = ";
-  sql.Bind(f.project_id);
-  sql << " AND start_time_ns >= ";
-  sql.Bind(f.range.from_ns);
-  sql << " AND start_time_ns < ";
-  sql.Bind(f.range.to_ns);
+  sql << "SELECT trace_id_high, trace_id_low, span_id, service_name, name, start_time_ns, duration_ns, "
+         "exception_type, exception_group FROM span_details AS sd";
+  sql.Append(ExceptionWhere(f, SpanRangeProjectColumn(), "start_time_ns"));
   sql << " AND (exception_type IS NOT NULL OR exception_message IS NOT NULL)";
   sql.Append(group_where);
-  sql << " GROUP BY trace_id_high, trace_id_low, span_id, start_time_ns) AS sd ON sd.trace_id_high = "
-         "sp.trace_id_high AND sd.trace_id_low = sp.trace_id_low AND sd.span_id = sp.span_id AND sd.start_time_ns = "
-         "sp.start_time_ns";
+  if (!IsServiceOnly(f)) {
+    // The bare names are spans' columns; the span's own project_id, which
+    // SpanWhere hides from SQLite's planner, leads it to spans_trace.
+    sql << " AND EXISTS (SELECT 1 FROM spans";
+    sql.Append(SpanWhere(f));
+    sql << " AND project_id = sd.project_id AND trace_id_high = sd.trace_id_high AND trace_id_low = "
+           "sd.trace_id_low AND span_id = sd.span_id AND start_time_ns = sd.start_time_ns)";
+  }
   return sql;
 }
 
@@ -419,7 +415,7 @@ Result<ExceptionGroups> SqlReader::GroupRawExceptions(const ExceptionQuery& q) {
   sql.Append(SpanExceptions(q.filter, sql::Sql()));
   sql << ") AS se UNION ALL SELECT coalesce(exception_type, ''), coalesce(exception_group, ''), "
          "service_name, time_ns, trace_id_high, trace_id_low, 1 FROM log_exceptions";
-  sql.Append(ExceptionLogWhere(q.filter));
+  sql.Append(ExceptionWhere(q.filter, "project_id", "time_ns"));
   sql << ") AS e GROUP BY 1, 2, 3 ORDER BY 4 DESC, 1, 2, 3 LIMIT ";
   sql.Bind(q.limit);
   ExceptionGroups out;
@@ -448,7 +444,7 @@ Result<SpanRefs> SqlReader::ExceptionSpans(const ExceptionSpansQuery& q) {
   sql << ") AS se UNION ALL SELECT trace_id_high, trace_id_low, span_id, service_name, coalesce(event_name, ''), "
          "time_ns, 0, "
          "1, coalesce(trace_id_high, 0), coalesce(trace_id_low, 0), coalesce(span_id, 0) FROM log_exceptions";
-  sql.Append(ExceptionLogWhere(q.filter));
+  sql.Append(ExceptionWhere(q.filter, "project_id", "time_ns"));
   sql.Append(ExceptionGroupWhere(q));
   sql << ") AS e ORDER BY t DESC, is_log, " << sql::UnsignedOrder("th") << ", " << sql::UnsignedOrder("tl") << ", "
       << sql::UnsignedOrder("s") << " LIMIT ";

@@ -131,10 +131,16 @@ class SqlReader : public TelemetryReader {
   sql::Sql SpanWhere(const SpanFilter& f) const;
   //! SpanWhere plus BucketWhere when the query groups by time bucket.
   sql::Sql SpanGroupWhere(const SpanGroupQuery& q) const;
-  //! The spans of `f` that recorded an exception, with its type and group
-  //! from span_details, those matching `group_where` (" AND ..." over
-  //! exception_type and exception_group).
+  //! The spans of `f` that recorded an exception, with its type and group,
+  //! those matching `group_where` (" AND ..." over exception_type and
+  //! exception_group).
   sql::Sql SpanExceptions(const SpanFilter& f, const sql::Sql& group_where) const;
+  //! Whether `f` filters on nothing but project, range and service: what the
+  //! exception rollups and span_details keep of a span.
+  static bool IsServiceOnly(const SpanFilter& f) {
+    return !f.entry_only && !f.endpoint && !f.status_code && !f.min_duration_ns && !f.max_duration_ns &&
+           f.attributes.empty() && f.resource_attributes.empty();
+  }
   //! The SELECT expression of one group dimension.
   std::string SpanKeyExpr(SpanDimension d, const SpanGroupQuery& q) const;
   //! " LEFT JOIN (...) top ON ..." when q groups by kLabel, else empty.

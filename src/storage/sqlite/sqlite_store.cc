@@ -53,16 +53,15 @@ constexpr const char* kConnectionPragmas =
     "PRAGMA journal_size_limit=67108864;";  // truncate the WAL back to 64 MiB after checkpoints
 
 // Indexes: the trace-id lookup, newest-first log scans per project, the
-// points-to-series join, and two partial indexes for the span dashboards:
-// entry spans covering everything the endpoint statistics read (an index-only
-// range scan instead of reading whole ~700 B span rows), and the ~1% of spans
-// with an exception. They lead with the time column because span queries
-// name `+project_id`, which keeps SQLite off the project_id indexes.
+// points-to-series join, and a partial index for the span dashboards: entry
+// spans covering everything the endpoint statistics read (an index-only range
+// scan instead of reading whole ~700 B span rows). It leads with the time
+// column because span queries name `+project_id`, which keeps SQLite off the
+// project_id indexes.
 constexpr const char* kIndexSql[] = {
     "CREATE INDEX IF NOT EXISTS spans_trace ON spans (project_id, trace_id_high, trace_id_low)",
     ("CREATE INDEX IF NOT EXISTS spans_entry_stats ON spans "
      "(start_time_ns, service_name, endpoint, status_code, duration_ns, project_id) WHERE is_entry = 1"),
-    "CREATE INDEX IF NOT EXISTS spans_exceptions ON spans (start_time_ns) WHERE has_exception = 1",
     "CREATE INDEX IF NOT EXISTS logs_project_time ON logs (project_id, time_ns)",
     // The log-based exception events, for the exceptions queries.
     "CREATE INDEX IF NOT EXISTS log_exceptions_time ON log_exceptions (time_ns)",
