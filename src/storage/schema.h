@@ -263,6 +263,11 @@ inline std::array<Column, kSpanDetailColumnCount> SpanDetailColumns(const SpanBa
   }};
 }
 
+//! A span_details row holds an exception: the exception reads' condition, and
+//! that of SQLite's partial index over those rows (span_details_exceptions),
+//! which SQLite uses only for a query that holds this term as written.
+inline constexpr const char* kSpanDetailHasException = "(exception_type IS NOT NULL OR exception_message IS NOT NULL)";
+
 //! spans: one row per span, without the span_details values; rows() rows.
 inline std::array<Column, kSpanColumnCount> SpanColumns(const SpanBatch& b) {
   const auto wide = WideSpanColumns(b);

@@ -123,12 +123,12 @@ Status InitExceptionRollupState(RollupSession* s) {
 
 Status ExpireExceptionRollups(RollupSession* s, bool logs, const std::string& project_filter, int64_t before_ns) {
   // A span's exception is in span_details, with its service (schema 8).
-  const std::string raw = std::string("SELECT project_id, ") + (logs ? "time_ns" : "start_time_ns") +
-                          ", service_name, coalesce(exception_type, ''), coalesce(exception_group, ''), "
-                          "trace_id_high, trace_id_low FROM " +
-                          (logs ? "log_exceptions WHERE time_ns >= ? AND time_ns < ?"
-                                : "span_details WHERE start_time_ns >= ? AND start_time_ns < ? AND (exception_type "
-                                  "IS NOT NULL OR exception_message IS NOT NULL)");
+  const std::string raw =
+      std::string("SELECT project_id, ") + (logs ? "time_ns" : "start_time_ns") +
+      ", service_name, coalesce(exception_type, ''), coalesce(exception_group, ''), trace_id_high, trace_id_low FROM " +
+      (logs ? std::string("log_exceptions WHERE time_ns >= ? AND time_ns < ?")
+            : std::string("span_details WHERE start_time_ns >= ? AND start_time_ns < ? AND ") +
+                  schema::kSpanDetailHasException);
   auto read_raw = [&](int64_t from, int64_t to, ExceptionRollupMap* m) {
     return s->Query(raw + project_filter, {from, to}, [&](const RowView& r) {
       const int64_t t = r.GetInt(1);

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "common/hex.h"
+#include "storage/schema.h"
 #include "storage/sql/sql_reader.h"
 
 namespace sightline {
@@ -389,7 +390,7 @@ sql::Sql SqlReader::SpanExceptions(const SpanFilter& f, const sql::Sql& group_wh
   sql << "SELECT trace_id_high, trace_id_low, span_id, service_name, name, start_time_ns, duration_ns, "
          "exception_type, exception_group FROM span_details AS sd";
   sql.Append(ExceptionWhere(f, SpanRangeProjectColumn(), "start_time_ns"));
-  sql << " AND (exception_type IS NOT NULL OR exception_message IS NOT NULL)";
+  sql << " AND " << schema::kSpanDetailHasException;
   sql.Append(group_where);
   if (!IsServiceOnly(f)) {
     // The bare names are spans' columns; the span's own project_id, which

@@ -58,21 +58,27 @@ constexpr const char* kConnectionPragmas =
 // scan instead of reading whole ~700 B span rows). It leads with the time
 // column because span queries name `+project_id`, which keeps SQLite off the
 // project_id indexes.
-constexpr const char* kIndexSql[] = {
-    "CREATE INDEX IF NOT EXISTS spans_trace ON spans (project_id, trace_id_high, trace_id_low)",
-    ("CREATE INDEX IF NOT EXISTS spans_entry_stats ON spans "
-     "(start_time_ns, service_name, endpoint, status_code, duration_ns, project_id) WHERE is_entry = 1"),
-    "CREATE INDEX IF NOT EXISTS logs_project_time ON logs (project_id, time_ns)",
-    // The log-based exception events, for the exceptions queries.
-    "CREATE INDEX IF NOT EXISTS log_exceptions_time ON log_exceptions (time_ns)",
-    // The spans' details: the trace view's lookup and the exceptions queries.
-    "CREATE INDEX IF NOT EXISTS span_details_trace ON span_details (project_id, trace_id_high, trace_id_low)",
-    "CREATE INDEX IF NOT EXISTS span_details_time ON span_details (start_time_ns)",
-    "CREATE INDEX IF NOT EXISTS metric_series_project_series ON metric_series (project_id, series_id)",
-    "CREATE INDEX IF NOT EXISTS span_resources_key ON span_resources (project_id, resource_id)",
-    "CREATE INDEX IF NOT EXISTS log_resources_key ON log_resources (project_id, resource_id)",
-    "CREATE INDEX IF NOT EXISTS metric_resources_key ON metric_resources (project_id, resource_id)",
-};
+std::vector<std::string> IndexSql() {
+  return {
+      "CREATE INDEX IF NOT EXISTS spans_trace ON spans (project_id, trace_id_high, trace_id_low)",
+      ("CREATE INDEX IF NOT EXISTS spans_entry_stats ON spans "
+       "(start_time_ns, service_name, endpoint, status_code, duration_ns, project_id) WHERE is_entry = 1"),
+      "CREATE INDEX IF NOT EXISTS logs_project_time ON logs (project_id, time_ns)",
+      // The log-based exception events, for the exceptions queries.
+      "CREATE INDEX IF NOT EXISTS log_exceptions_time ON log_exceptions (time_ns)",
+      // The spans' details: the trace view's lookup, retention by time, and
+      // the rows with an exception, which the exception reads take in time
+      // order without the rows that hold only events or a status message.
+      "CREATE INDEX IF NOT EXISTS span_details_trace ON span_details (project_id, trace_id_high, trace_id_low)",
+      "CREATE INDEX IF NOT EXISTS span_details_time ON span_details (start_time_ns)",
+      std::string("CREATE INDEX IF NOT EXISTS span_details_exceptions ON span_details (start_time_ns) WHERE ") +
+          schema::kSpanDetailHasException,
+      "CREATE INDEX IF NOT EXISTS metric_series_project_series ON metric_series (project_id, series_id)",
+      "CREATE INDEX IF NOT EXISTS span_resources_key ON span_resources (project_id, resource_id)",
+      "CREATE INDEX IF NOT EXISTS log_resources_key ON log_resources (project_id, resource_id)",
+      "CREATE INDEX IF NOT EXISTS metric_resources_key ON metric_resources (project_id, resource_id)",
+  };
+}
 
 //! The rollups' minute and hour tables, read and folded by project and
 //! bucket; their deltas are few (folded every few seconds) and read whole.
@@ -569,7 +575,7 @@ Status SqliteStore::Init(const StoreOptions& options) {
   Result<SchemaReport> opened = schema::OpenSchema(&session, "sqlite", options);
   if (!opened.ok()) return opened.status();
   schema_report_ = std::move(opened).value();
-  SL_RETURN_IF_ERROR(ExecInTransaction(read_db_, std::vector<std::string>(std::begin(kIndexSql), std::end(kIndexSql))));
+  SL_RETURN_IF_ERROR(ExecInTransaction(read_db_, IndexSql()));
   {
     Transaction txn(read_db_, {});
     SL_RETURN_IF_ERROR(txn.Begin());
