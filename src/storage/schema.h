@@ -804,9 +804,8 @@ template <typename Batch>
 Result<BatchWrite<Batch>> PlanBatchWrite(const Batch& b, const KeySets& known, KeySets* pending) {
   Result<CheckedBatch<Batch>> checked = CheckBatch(b);
   if (!checked.ok()) return checked.status();
-  const size_t sparse_values = TablesOf(b).sparse_values;
   BatchWrite<Batch> w{std::move(checked).value(), {}, {}};
-  w.sparse_rows = SparseRows(w.columns.sparse, sparse_values, b.rows());
+  w.sparse_rows = SparseRows(w.columns.sparse, TablesOf(b).sparse_values, b.rows());
   for (size_t t = 0; t < w.columns.keyed.size(); ++t) {
     SelectNewKeys(b.project_id, *w.columns.keyed[t].keys, known[t], &(*pending)[t], &w.new_keyed_rows[t]);
   }

@@ -312,9 +312,9 @@ Result<std::string> NothingToRewrite(SchemaSession*, bool) {
 
 //! Copies the rows of the signal's main table that have any of its sparse
 //! table's values into it (created with every table before the steps run)
-//! and takes the value columns out of main, which keeps MainColumns. A database that came
-//! from an older version in this same open may never have had them there:
-//! nothing to move.
+//! and takes the value columns out of main, which keeps MainColumns. A
+//! database that came from an older version in this same open may never have
+//! had them there: nothing to move.
 //!
 //! DuckDB drops a column without rewriting the table. With `rebuild`, `main`
 //! is instead copied into a new table of MainColumns that replaces it:
@@ -383,9 +383,9 @@ Result<std::string> MoveSpanDetails(SchemaSession* s, bool rebuild) {
 
 //! Rebuilds span_details with each row's service, name and duration, copied
 //! from its spans row (a detail row without one gets '' and 0), and drops
-//! SQLite's index of the spans with an exception. A database
-//! that was older than version 7 in this same open got span_details with them
-//! (CreateTables makes this version's tables): nothing to copy.
+//! SQLite's index of the spans with an exception. A database that was older
+//! than version 7 in this same open got span_details with them (CreateTables
+//! makes this version's tables): nothing to copy.
 Result<std::string> CopySpanColumnsToDetails(SchemaSession* s, bool) {
   static const SpanBatch empty;
   const auto columns = SpanDetailColumns(empty);
